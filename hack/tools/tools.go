@@ -1,0 +1,15 @@
+//go:build tools
+
+// Package tools pins the build-time tools (code generators, etcd for tests) in go.mod
+// so `go run` and `go build` use the exact versions the project was tested with.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3/etcdmain"
+	_ "k8s.io/code-generator"
+	_ "k8s.io/code-generator/cmd/client-gen"
+	_ "k8s.io/code-generator/cmd/deepcopy-gen"
+	_ "k8s.io/code-generator/cmd/informer-gen"
+	_ "k8s.io/code-generator/cmd/lister-gen"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+)

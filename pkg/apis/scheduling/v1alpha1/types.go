@@ -1,0 +1,408 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Well-known labels, condition types and reasons.
+const (
+	// PodGroupLabel on a pod names the PodGroup (in the pod's namespace) the pod belongs to.
+	PodGroupLabel = GroupName + "/pod-group"
+
+	// PodGroupInitiallyScheduled is the condition type the scheduler writes on PodGroups and
+	// CompositePodGroups. As upstream, once True it is terminal and never reverts to False.
+	PodGroupInitiallyScheduled = "PodGroupInitiallyScheduled"
+
+	// ReasonScheduled: the group's scheduling requirement was met and its pods were allowed to bind.
+	ReasonScheduled = "Scheduled"
+	// ReasonUnschedulable: the group waits for pods, cannot fit, or timed out; the message says which.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonInvalid: the group can never be scheduled as written (cycle, missing parent, tree too
+	// deep, unknown topology key...); the message says what to change.
+	ReasonInvalid = "Invalid"
+
+	// MaxTreeDepth is the maximum number of levels in a group tree, counting the PodGroup
+	// leaves (upstream WorkloadMaxTreeDepth).
+	MaxTreeDepth = 4
+	// MaxTemplates is the maximum number of templates per Workload level (upstream).
+	MaxTemplates = 8
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=pg;pgs,categories=lockstep
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.schedulingPolicy`,description="basic or gang, with minCount"
+// +kubebuilder:printcolumn:name="MinCount",type=integer,JSONPath=`.spec.schedulingPolicy.gang.minCount`
+// +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parentCompositePodGroupName`,priority=1
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// PodGroup is a set of pods scheduled together. Pods join it with the label
+// scheduling.lockstep.dev/pod-group: <name> in the same namespace.
+type PodGroup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec defines the desired state of the PodGroup.
+	Spec PodGroupSpec `json:"spec"`
+
+	// status is the observed state of the PodGroup, written by the scheduler.
+	// +optional
+	Status PodGroupStatus `json:"status,omitempty"`
+}
+
+// PodGroupSpec defines the desired state of a PodGroup.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.parentCompositePodGroupName) == has(oldSelf.parentCompositePodGroupName)",message="parentCompositePodGroupName is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.workloadRef) == has(oldSelf.workloadRef)",message="workloadRef is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.schedulingConstraints) == has(oldSelf.schedulingConstraints)",message="schedulingConstraints is immutable"
+type PodGroupSpec struct {
+	// parentCompositePodGroupName names the CompositePodGroup (same namespace) this group is
+	// a child of. Unset for the root of a tree. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="parentCompositePodGroupName is immutable"
+	ParentCompositePodGroupName *string `json:"parentCompositePodGroupName,omitempty"`
+
+	// workloadRef references the Workload template this group was created from. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="workloadRef is immutable"
+	WorkloadRef *WorkloadReference `json:"workloadRef,omitempty"`
+
+	// schedulingPolicy: basic (plain scheduling) or gang (all-or-nothing, minCount).
+	SchedulingPolicy PodGroupSchedulingPolicy `json:"schedulingPolicy"`
+
+	// schedulingConstraints (topology) for the group's pods. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schedulingConstraints is immutable"
+	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
+
+	// priorityClassName of the group. Informational for now; pods carry their own priority.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// scheduleTimeoutSeconds (ext) bounds how long pods of the group that already have a node
+	// reserved wait for the rest of their gang before every reservation is released. Overrides
+	// the plugin's permitTimeoutSeconds.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+}
+
+// PodGroupSchedulingPolicy is a union: exactly one of basic or gang. The variant is
+// immutable; gang.minCount may change.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.basic) != has(self.gang)",message="exactly one of basic or gang must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.gang) == has(oldSelf.gang)",message="the policy variant (basic or gang) is immutable"
+type PodGroupSchedulingPolicy struct {
+	// basic: the pods are scheduled one by one, as without a group.
+	// +optional
+	Basic *BasicSchedulingPolicy `json:"basic,omitempty"`
+
+	// gang: no pod binds until minCount pods of the group can bind together.
+	// +optional
+	Gang *GangSchedulingPolicy `json:"gang,omitempty"`
+}
+
+// BasicSchedulingPolicy selects standard per-pod scheduling.
+type BasicSchedulingPolicy struct{}
+
+// GangSchedulingPolicy selects all-or-nothing scheduling.
+type GangSchedulingPolicy struct {
+	// minCount is the number of pods that must be placed together. Mutable.
+	// +kubebuilder:validation:Minimum=1
+	MinCount int32 `json:"minCount"`
+}
+
+// WorkloadReference points at the Workload template a group was stamped from.
+type WorkloadReference struct {
+	// workloadName is the name of the Workload in the same namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	WorkloadName string `json:"workloadName"`
+	// templateName is the name of the template within the Workload.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	TemplateName string `json:"templateName"`
+}
+
+// SchedulingConstraints holds placement constraints for a group.
+type SchedulingConstraints struct {
+	// topology constraints: at most one Required and one Preferred key.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:XValidation:rule="self.filter(t, !has(t.mode) || t.mode == 'Required').size() <= 1",message="at most one Required topology key"
+	// +kubebuilder:validation:XValidation:rule="self.filter(t, has(t.mode) && t.mode == 'Preferred').size() <= 1",message="at most one Preferred topology key"
+	Topology []TopologyConstraint `json:"topology,omitempty"`
+}
+
+// TopologyMode says whether a topology constraint must hold or is a packing preference.
+// +kubebuilder:validation:Enum=Required;Preferred
+type TopologyMode string
+
+const (
+	// TopologyRequired: all pods of the group in one domain of the key (upstream semantics).
+	TopologyRequired TopologyMode = "Required"
+	// TopologyPreferred (ext): pack into one domain of the key if the group fits, else the
+	// next broader level.
+	TopologyPreferred TopologyMode = "Preferred"
+)
+
+// TopologyConstraint names a node label whose value identifies a topology domain.
+type TopologyConstraint struct {
+	// key is a node label key, e.g. topology.kubernetes.io/rack.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
+	// +kubebuilder:validation:XValidation:rule="self.split('/')[self.split('/').size() - 1].size() <= 63",message="the name part of a label key must be at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self.split('/').size() == 1 || self.split('/')[0].size() <= 253",message="the prefix of a label key must be at most 253 characters"
+	Key string `json:"key"`
+
+	// mode (ext): Required (default) or Preferred.
+	// +optional
+	// +kubebuilder:default=Required
+	Mode TopologyMode `json:"mode,omitempty"`
+}
+
+// PodGroupStatus is written by the scheduler.
+type PodGroupStatus struct {
+	// conditions: PodGroupInitiallyScheduled with reason Scheduled, Unschedulable or Invalid
+	// and a message saying what the group waits for.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// PodGroupList is a list of PodGroups.
+type PodGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PodGroup `json:"items"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=cpg;cpgs,categories=lockstep
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.schedulingPolicy`,description="basic or gang, with minGroupCount"
+// +kubebuilder:printcolumn:name="MinGroupCount",type=integer,JSONPath=`.spec.schedulingPolicy.gang.minGroupCount`
+// +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parentCompositePodGroupName`,priority=1
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// CompositePodGroup nests groups: its children are the PodGroups and CompositePodGroups
+// whose parentCompositePodGroupName names it.
+type CompositePodGroup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec defines the desired state of the CompositePodGroup.
+	Spec CompositePodGroupSpec `json:"spec"`
+
+	// status is the observed state, written by the scheduler.
+	// +optional
+	Status CompositePodGroupStatus `json:"status,omitempty"`
+}
+
+// CompositePodGroupSpec defines the desired state of a CompositePodGroup.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.parentCompositePodGroupName) == has(oldSelf.parentCompositePodGroupName)",message="parentCompositePodGroupName is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.workloadRef) == has(oldSelf.workloadRef)",message="workloadRef is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.schedulingConstraints) == has(oldSelf.schedulingConstraints)",message="schedulingConstraints is immutable"
+type CompositePodGroupSpec struct {
+	// parentCompositePodGroupName names the parent CompositePodGroup (same namespace).
+	// Unset for the root of a tree. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="parentCompositePodGroupName is immutable"
+	ParentCompositePodGroupName *string `json:"parentCompositePodGroupName,omitempty"`
+
+	// workloadRef references the Workload template this group was created from. Immutable.
+	// Optional here (required upstream) so that trees can be written by hand.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="workloadRef is immutable"
+	WorkloadRef *WorkloadReference `json:"workloadRef,omitempty"`
+
+	// schedulingPolicy: basic (each child on its own) or gang (minGroupCount children ready
+	// together).
+	SchedulingPolicy CompositePodGroupSchedulingPolicy `json:"schedulingPolicy"`
+
+	// schedulingConstraints (topology) for the whole subtree. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schedulingConstraints is immutable"
+	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
+
+	// priorityClassName of the group. Informational for now.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// CompositePodGroupSchedulingPolicy is a union: exactly one of basic or gang. The variant
+// is immutable; gang.minGroupCount may change.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.basic) != has(self.gang)",message="exactly one of basic or gang must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.gang) == has(oldSelf.gang)",message="the policy variant (basic or gang) is immutable"
+type CompositePodGroupSchedulingPolicy struct {
+	// basic: the group is ready when one child is ready.
+	// +optional
+	Basic *BasicSchedulingPolicy `json:"basic,omitempty"`
+
+	// gang: the group is ready when minGroupCount children are ready together.
+	// +optional
+	Gang *GangCompositePodGroupSchedulingPolicy `json:"gang,omitempty"`
+}
+
+// GangCompositePodGroupSchedulingPolicy requires several children to be ready together.
+type GangCompositePodGroupSchedulingPolicy struct {
+	// minGroupCount is the number of children that must be ready together.
+	// +kubebuilder:validation:Minimum=1
+	MinGroupCount int32 `json:"minGroupCount"`
+}
+
+// CompositePodGroupStatus is written by the scheduler.
+type CompositePodGroupStatus struct {
+	// conditions: PodGroupInitiallyScheduled, as on PodGroups.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// CompositePodGroupList is a list of CompositePodGroups.
+type CompositePodGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CompositePodGroup `json:"items"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=wl,categories=lockstep
+// +kubebuilder:printcolumn:name="Controller",type=string,JSONPath=`.spec.controllerRef.name`
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.controllerRef.kind`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Workload holds the templates a controller stamps PodGroups and CompositePodGroups from.
+// The scheduler reads the groups, not the Workload.
+type Workload struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec defines the templates of the Workload.
+	Spec WorkloadSpec `json:"spec"`
+}
+
+// WorkloadSpec defines the templates of a Workload.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.podGroupTemplates) != has(self.compositePodGroupTemplates)",message="exactly one of podGroupTemplates or compositePodGroupTemplates must be set"
+type WorkloadSpec struct {
+	// controllerRef points at the object that owns this Workload (e.g. a Job). Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="controllerRef is immutable"
+	ControllerRef *TypedLocalObjectReference `json:"controllerRef,omitempty"`
+
+	// podGroupTemplates for a flat workload.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	PodGroupTemplates []PodGroupTemplate `json:"podGroupTemplates,omitempty"`
+
+	// compositePodGroupTemplates for a nested workload (at most 4 levels in all).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	CompositePodGroupTemplates []CompositePodGroupTemplate `json:"compositePodGroupTemplates,omitempty"`
+}
+
+// TypedLocalObjectReference references an object in the same namespace.
+type TypedLocalObjectReference struct {
+	// apiGroup of the referenced object; empty for the core group.
+	// +optional
+	APIGroup string `json:"apiGroup,omitempty"`
+	// kind of the referenced object.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// name of the referenced object.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// PodGroupTemplate is what a PodGroup is stamped from.
+type PodGroupTemplate struct {
+	// name of the template, unique within its level. A DNS label.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// schedulingPolicy copied into the PodGroup.
+	SchedulingPolicy PodGroupSchedulingPolicy `json:"schedulingPolicy"`
+	// schedulingConstraints copied into the PodGroup.
+	// +optional
+	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
+	// priorityClassName copied into the PodGroup.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// scheduleTimeoutSeconds (ext) copied into the PodGroup.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+}
+
+// CompositePodGroupTemplate is what a CompositePodGroup is stamped from.
+type CompositePodGroupTemplate struct {
+	// name of the template, unique within its level. A DNS label.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// schedulingPolicy copied into the CompositePodGroup.
+	SchedulingPolicy CompositePodGroupSchedulingPolicy `json:"schedulingPolicy"`
+	// schedulingConstraints copied into the CompositePodGroup.
+	// +optional
+	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
+	// priorityClassName copied into the CompositePodGroup.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// podGroupTemplates of the children that are PodGroups.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	PodGroupTemplates []PodGroupTemplate `json:"podGroupTemplates,omitempty"`
+	// compositePodGroupTemplates of the children that are CompositePodGroups. An OpenAPI
+	// schema cannot be recursive, so nested levels are checked by whoever stamps them.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	CompositePodGroupTemplates []CompositePodGroupTemplate `json:"compositePodGroupTemplates,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// WorkloadList is a list of Workloads.
+type WorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Workload `json:"items"`
+}

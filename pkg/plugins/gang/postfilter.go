@@ -1,0 +1,53 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// PostFilter runs when a member fits on no node. If its tree can no longer be ready without
+// it (and the other members that failed this round), every waiting member of the tree is
+// rejected, their reservations are released and the tree backs off; a subtree that can no
+// longer be ready releases its own. The pod stays unschedulable, so other PostFilter plugins
+// (preemption) still run.
+func (pl *Gang) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if _, err := state.Read(refusedKey); err == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	rej := pl.groups.Fail(pod, pl.describe(statuses), pl.backoff)
+	pl.apply(rej)
+	if rej.Message == "" {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable, rej.Message)
+}
+
+// describe summarizes why the pod fit nowhere, like the scheduler's FitError:
+// "0/3 nodes are available: 3 Insufficient cpu".
+func (pl *Gang) describe(statuses fwk.NodeToStatusReader) string {
+	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return "no node fits"
+	}
+	counts := map[string]int{}
+	for _, n := range nodes {
+		s := statuses.Get(n.Node().Name)
+		if s == nil || s.IsSuccess() {
+			continue
+		}
+		for _, r := range s.Reasons() {
+			counts[r]++
+		}
+	}
+	reasons := make([]string, 0, len(counts))
+	for r, n := range counts {
+		reasons = append(reasons, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(reasons)
+	return fmt.Sprintf("0/%d nodes are available: %s", len(nodes), strings.Join(reasons, ", "))
+}

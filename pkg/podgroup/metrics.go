@@ -1,0 +1,63 @@
+package podgroup
+
+import (
+	"sync"
+
+	k8smetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Subsystem is the prefix of lockstep's metrics, served on the scheduler's /metrics.
+const Subsystem = "lockstep"
+
+// metrics are created at package load so that code paths never check for nil; Register adds
+// them to the registry the scheduler serves.
+var metrics = struct {
+	waitingGangs *k8smetrics.Gauge
+	attempts     *k8smetrics.CounterVec
+	gangLatency  *k8smetrics.Histogram
+	permitWait   *k8smetrics.HistogramVec
+	statusWrites *k8smetrics.CounterVec
+}{
+	waitingGangs: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+		Subsystem:      Subsystem,
+		Name:           "gangs_waiting",
+		Help:           "Number of gangs (root groups) with members holding a reservation at Permit while waiting for the rest of the gang.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+	attempts: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "gang_attempts_total",
+		Help:           "Gang scheduling attempts by result: scheduled (the whole gang was allowed to bind), unschedulable (a member could not be placed), timeout (members waited longer than the permit timeout).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"result"}),
+	gangLatency: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+		Subsystem:      Subsystem,
+		Name:           "gang_scheduling_duration_seconds",
+		Help:           "Time from the creation of a gang's first member to the bind that completed the whole gang.",
+		Buckets:        k8smetrics.ExponentialBuckets(0.1, 2, 16),
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+	permitWait: k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
+		Subsystem:      Subsystem,
+		Name:           "gang_permit_wait_duration_seconds",
+		Help:           "Time a gang member held its reservation at Permit, by result: allowed or rejected.",
+		Buckets:        k8smetrics.ExponentialBuckets(0.001, 2, 20),
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"result"}),
+	statusWrites: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "group_status_writes_total",
+		Help:           "Status writes to PodGroups and CompositePodGroups, by condition reason.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"reason"}),
+}
+
+var registerOnce sync.Once
+
+// RegisterMetrics registers lockstep's metrics with the registry the scheduler serves.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites)
+	})
+}

@@ -1,0 +1,133 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	"k8s.io/kubernetes/test/integration/framework"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
+)
+
+// Env is a running control plane with lockstep's CRDs installed.
+type Env struct {
+	Config     *rest.Config
+	Kubeconfig string
+	Client     kubernetes.Interface
+	Lockstep   versioned.Interface
+	Extensions apiextensionsclient.Interface
+}
+
+// Start runs a kube-apiserver for the test, installs the CRDs and returns clients.
+func Start(t *testing.T) *Env {
+	t.Helper()
+	flags := []string{
+		"--endpoint-reconciler-type=none",
+		// No service-account controller runs, and no node lifecycle controller would lift the
+		// not-ready taint that TaintNodesByCondition puts on new nodes.
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+	}
+	server := kubeapiservertesting.StartTestServerOrDie(t, nil, flags, framework.SharedEtcd())
+	t.Cleanup(server.TearDownFn)
+	cfg := rest.CopyConfig(server.ClientConfig)
+	cfg.QPS, cfg.Burst = 500, 1000
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType = "application/json" // CRDs do not speak protobuf
+	env := &Env{
+		Config:     cfg,
+		Client:     kubernetes.NewForConfigOrDie(cfg),
+		Lockstep:   versioned.NewForConfigOrDie(jsonCfg),
+		Extensions: apiextensionsclient.NewForConfigOrDie(cfg),
+	}
+	env.Kubeconfig = writeKubeconfig(t, cfg)
+	env.InstallCRDs(t)
+	return env
+}
+
+// InstallCRDs creates every CRD in manifests/crds and waits until each is established.
+func (e *Env) InstallCRDs(t *testing.T) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(RepoRoot(), "manifests", "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in manifests/crds: %v", err)
+	}
+	ctx := context.Background()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, err := e.Extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating CRD %s: %v", crd.Name, err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := e.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD %s not established: %v", crd.Name, err)
+		}
+	}
+	// Discovery and the REST mapping lag establishment; wait until the API answers.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		_, err = e.Lockstep.SchedulingV1alpha1().PodGroups("default").List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("lockstep API not served: %v", err)
+	}
+}
+
+// writeKubeconfig writes a kubeconfig for cfg into the test's temp dir.
+func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{
+		Server:                   cfg.Host,
+		CertificateAuthorityData: cfg.CAData,
+		TLSServerName:            cfg.ServerName,
+		InsecureSkipTLSVerify:    cfg.Insecure,
+	}
+	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{
+		Token:                 cfg.BearerToken,
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+	}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	kc.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,276 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+)
+
+// SchedulerName is the profile of manifests/scheduler-config.yaml.
+const SchedulerName = "lockstep-scheduler"
+
+// Node returns a node with the given cpu and room for 110 pods.
+func Node(name, cpu string, labels map[string]string) *v1.Node {
+	res := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse(cpu),
+		v1.ResourceMemory: resource.MustParse("32Gi"),
+		v1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Status: v1.NodeStatus{
+			Capacity:    res,
+			Allocatable: res,
+			Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+		},
+	}
+}
+
+// Pod returns a pod of the lockstep profile requesting cpu, in PodGroup group ("" for none).
+func Pod(ns, name, group, cpu string) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}},
+		Spec: v1.PodSpec{
+			SchedulerName: SchedulerName,
+			Containers: []v1.Container{{
+				Name:  "main",
+				Image: "registry.k8s.io/pause:3.10",
+				Resources: v1.ResourceRequirements{
+					Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)},
+				},
+			}},
+		},
+	}
+	if group != "" {
+		p.Labels[v1alpha1.PodGroupLabel] = group
+	}
+	return p
+}
+
+// Gang returns a gang PodGroup; parent "" for a root.
+func Gang(ns, name string, minCount int32, parent string) *v1alpha1.PodGroup {
+	pg := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.PodGroupSpec{
+			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount}},
+		},
+	}
+	if parent != "" {
+		pg.Spec.ParentCompositePodGroupName = ptr.To(parent)
+	}
+	return pg
+}
+
+// Basic returns a basic-policy PodGroup.
+func Basic(ns, name, parent string) *v1alpha1.PodGroup {
+	pg := Gang(ns, name, 1, parent)
+	pg.Spec.SchedulingPolicy = v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}
+	return pg
+}
+
+// Composite returns a CompositePodGroup; minGroupCount 0 means basic; parent "" for a root.
+func Composite(ns, name string, minGroupCount int32, parent string) *v1alpha1.CompositePodGroup {
+	cpg := &v1alpha1.CompositePodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if minGroupCount > 0 {
+		cpg.Spec.SchedulingPolicy.Gang = &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: minGroupCount}
+	} else {
+		cpg.Spec.SchedulingPolicy.Basic = &v1alpha1.BasicSchedulingPolicy{}
+	}
+	if parent != "" {
+		cpg.Spec.ParentCompositePodGroupName = ptr.To(parent)
+	}
+	return cpg
+}
+
+// Namespace creates a namespace for the test.
+func (e *Env) Namespace(t *testing.T, name string) string {
+	t.Helper()
+	_, err := e.Client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// CreateNodes creates nodes.
+func (e *Env) CreateNodes(t *testing.T, nodes ...*v1.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		if _, err := e.Client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// CreatePods creates pods.
+func (e *Env) CreatePods(t *testing.T, pods ...*v1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		if _, err := e.Client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// CreatePodGroups creates PodGroups.
+func (e *Env) CreatePodGroups(t *testing.T, pgs ...*v1alpha1.PodGroup) {
+	t.Helper()
+	for _, pg := range pgs {
+		if _, err := e.Lockstep.SchedulingV1alpha1().PodGroups(pg.Namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// CreateComposites creates CompositePodGroups.
+func (e *Env) CreateComposites(t *testing.T, cpgs ...*v1alpha1.CompositePodGroup) {
+	t.Helper()
+	for _, c := range cpgs {
+		if _, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(c.Namespace).Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// GangPods returns n pods named <group>-<i> in group, each requesting cpu.
+func GangPods(ns, group string, n int, cpu string) []*v1.Pod {
+	pods := make([]*v1.Pod, n)
+	for i := range pods {
+		pods[i] = Pod(ns, fmt.Sprintf("%s-%d", group, i), group, cpu)
+	}
+	return pods
+}
+
+// Placement maps pod name to node name ("" while unbound) for every pod of ns.
+func (e *Env) Placement(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	list, err := e.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		out[p.Name] = p.Spec.NodeName
+	}
+	return out
+}
+
+// Eventually polls cond until it holds or the timeout passes, then fails the test with what
+// it last saw. Scenarios wait on observable outcomes (bindings, conditions), never on sleeps.
+func Eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, state := cond()
+		last = state
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
+	}
+}
+
+// WaitBound waits until every named pod of ns is bound, and returns the placement.
+func (e *Env) WaitBound(t *testing.T, ns string, names ...string) map[string]string {
+	t.Helper()
+	var placed map[string]string
+	Eventually(t, 60*time.Second, fmt.Sprintf("pods %v bound", names), func() (bool, string) {
+		placed = e.Placement(t, ns)
+		for _, n := range names {
+			if placed[n] == "" {
+				return false, fmt.Sprint(placed)
+			}
+		}
+		return true, ""
+	})
+	return placed
+}
+
+// AssertUnbound fails if any named pod of ns is bound.
+func (e *Env) AssertUnbound(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	placed := e.Placement(t, ns)
+	for _, n := range names {
+		if placed[n] != "" {
+			t.Fatalf("pod %s/%s is bound to %s, want unbound; placement: %v", ns, n, placed[n], placed)
+		}
+	}
+}
+
+// GroupCondition returns the PodGroupInitiallyScheduled condition of a PodGroup or
+// CompositePodGroup (kind "PodGroup" or "CompositePodGroup").
+func (e *Env) GroupCondition(t *testing.T, kind, ns, name string) *metav1.Condition {
+	t.Helper()
+	ctx := context.Background()
+	var conds []metav1.Condition
+	switch kind {
+	case "PodGroup":
+		pg, err := e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds = pg.Status.Conditions
+	case "CompositePodGroup":
+		cpg, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds = cpg.Status.Conditions
+	default:
+		t.Fatalf("unknown kind %q", kind)
+	}
+	return meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled)
+}
+
+// WaitCondition waits until the group carries the condition with this status and reason,
+// and a message containing substr; it returns the condition.
+func (e *Env) WaitCondition(t *testing.T, kind, ns, name string, status metav1.ConditionStatus, reason, substr string) *metav1.Condition {
+	t.Helper()
+	var got *metav1.Condition
+	Eventually(t, 60*time.Second, fmt.Sprintf("%s %s/%s condition %s/%s %q", kind, ns, name, status, reason, substr), func() (bool, string) {
+		got = e.GroupCondition(t, kind, ns, name)
+		if got == nil {
+			return false, "no condition"
+		}
+		ok := got.Status == status && got.Reason == reason && containsStr(got.Message, substr)
+		return ok, fmt.Sprintf("%s/%s %q", got.Status, got.Reason, got.Message)
+	})
+	return got
+}
+
+// WaitEvent waits for an event regarding the named object whose note contains substr.
+func (e *Env) WaitEvent(t *testing.T, ns, name, reason, substr string) {
+	t.Helper()
+	Eventually(t, 60*time.Second, fmt.Sprintf("event %s on %s/%s containing %q", reason, ns, name, substr), func() (bool, string) {
+		list, err := e.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, ev := range list.Items {
+			if ev.Regarding.Name != name {
+				continue
+			}
+			seen = append(seen, ev.Reason+": "+ev.Note)
+			if ev.Reason == reason && containsStr(ev.Note, substr) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(seen)
+	})
+}
+
+func containsStr(s, sub string) bool {
+	return strings.Contains(s, sub)
+}
