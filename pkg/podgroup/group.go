@@ -124,9 +124,9 @@ func (g *group) scheduleTimeout() (time.Duration, bool) {
 
 // Counters of a PodGroup, by question asked.
 
-func (g *group) known() int     { return len(g.members) }
+func (g *group) known() int      { return len(g.members) }
 func (g *group) scheduledN() int { return g.assumed + g.bound }
-func (g *group) possible() int  { return len(g.members) - g.failed }
+func (g *group) possible() int   { return len(g.members) - g.failed }
 func (g *group) boundN() int     { return g.bound }
 
 // setMember records the state change of one member and keeps the counters in step.

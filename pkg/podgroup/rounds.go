@@ -323,23 +323,25 @@ func (m *Manager) Unreserve(pod *v1.Pod, backoff time.Duration) Rejection {
 	}
 	g := m.groups[k]
 	waitStart := g.members[pod.UID].waitStart
-	g.setMember(pod.UID, func(mem *member) {
-		mem.assumed, mem.waitStart = false, time.Time{}
-	})
 	root, ok := m.groups.rootOf(k)
 	if !ok || waitStart.IsZero() {
+		g.setMember(pod.UID, func(mem *member) { mem.assumed = false })
 		return Rejection{}
 	}
-	r := m.roundOf(root)
-	delete(r.waiters, pod.UID)
-	m.updateWaitingGaugeLocked()
+	// Describe the tree as it stood when the wait ended, this member still placed.
 	waited := m.now().Sub(waitStart)
-	metrics.permitWait.WithLabelValues("rejected").Observe(waited.Seconds())
 	sched := m.groups.readiness(countScheduled)
 	placed, total := m.treeCountsLocked(root)
 	msg := fmt.Sprintf("timed out after %s waiting for the gang: %d of %d pods placed; %s",
 		waited.Round(time.Second), placed, total, sched.shortfall(k, "placed"))
-	return m.rejectLocked(root, msg, !sched.subtree(root), backoff, sched.path, "timeout")
+	wholeTree := !sched.subtree(root)
+
+	g.setMember(pod.UID, func(mem *member) {
+		mem.assumed, mem.waitStart = false, time.Time{}
+	})
+	delete(m.roundOf(root).waiters, pod.UID)
+	metrics.permitWait.WithLabelValues("rejected").Observe(waited.Seconds())
+	return m.rejectLocked(root, msg, wholeTree, backoff, m.groups.readiness(countScheduled).path, "timeout")
 }
 
 // rejectLocked collects the waiting members to reject: all of the tree when wholeTree,

@@ -2,9 +2,14 @@ package gang
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
@@ -49,4 +54,286 @@ func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
 	if _, err := env.Client.CoreV1().Nodes().Get(context.Background(), "n3", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// countBound returns how many of the named pods are bound.
+func countBound(placed map[string]string, names []string) int {
+	n := 0
+	for _, name := range names {
+		if placed[name] != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Two gangs that each fit alone but not together: one binds completely, the other not at all
+// (no partial holds, no deadlock); the other binds once the first is deleted.
+func TestCompetingGangsAllOrNothing(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "b")
+	env.CreateNodes(t, testenv.Node("n1", "2", nil), testenv.Node("n2", "2", nil))
+	env.StartScheduler(t, fastArgs)
+
+	env.CreatePodGroups(t, testenv.Gang(ns, "blue", 3, ""), testenv.Gang(ns, "green", 3, ""))
+	env.CreatePods(t, append(testenv.GangPods(ns, "blue", 3, "1"), testenv.GangPods(ns, "green", 3, "1")...)...)
+
+	blue, green := names(3, "blue"), names(3, "green")
+	var winner, loser []string
+	var loserName string
+	testenv.Eventually(t, 60*time.Second, "one gang bound, the other refused", func() (bool, string) {
+		placed := env.Placement(t, ns)
+		b, g := countBound(placed, blue), countBound(placed, green)
+		switch {
+		case b == 3 && g == 0:
+			winner, loser, loserName = blue, green, "green"
+		case g == 3 && b == 0:
+			winner, loser, loserName = green, blue, "blue"
+		default:
+			return false, fmt.Sprintf("blue %d/3, green %d/3", b, g)
+		}
+		c := env.GroupCondition(t, "PodGroup", ns, loserName)
+		return c != nil && strings.Contains(c.Message, "cannot fit"), fmt.Sprint(c)
+	})
+	env.AssertUnbound(t, ns, loser...)
+
+	for _, name := range winner {
+		if err := env.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.WaitBound(t, ns, loser...)
+	env.WaitCondition(t, "PodGroup", ns, loserName, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+}
+
+// A CompositePodGroup with minGroupCount 2 over three PodGroups: with room for two shards,
+// exactly two shards bind, each completely, and the third waits.
+func TestCompositeMinGroupCount(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "c")
+	env.CreateNodes(t, testenv.Node("n1", "2", nil), testenv.Node("n2", "2", nil))
+	env.StartScheduler(t, fastArgs)
+
+	env.CreateComposites(t, testenv.Composite(ns, "job", 2, ""))
+	shards := []string{"s0", "s1", "s2"}
+	for _, s := range shards {
+		env.CreatePodGroups(t, testenv.Gang(ns, s, 2, "job"))
+	}
+	for _, s := range shards {
+		env.CreatePods(t, testenv.GangPods(ns, s, 2, "1")...)
+	}
+
+	env.WaitCondition(t, "CompositePodGroup", ns, "job", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "2 child groups")
+	var full, empty int
+	testenv.Eventually(t, 60*time.Second, "two shards bound, one refused", func() (bool, string) {
+		placed := env.Placement(t, ns)
+		full, empty = 0, 0
+		var state []string
+		for _, s := range shards {
+			switch n := countBound(placed, names(2, s)); n {
+			case 2:
+				full++
+			case 0:
+				empty++
+			}
+			state = append(state, fmt.Sprintf("%s %d/2", s, countBound(placed, names(2, s))))
+		}
+		return full == 2 && empty == 1, strings.Join(state, ", ")
+	})
+	placed := env.Placement(t, ns)
+	for _, s := range shards {
+		if countBound(placed, names(2, s)) == 0 {
+			env.WaitCondition(t, "PodGroup", ns, s, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
+		} else {
+			env.WaitCondition(t, "PodGroup", ns, s, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+		}
+	}
+}
+
+// A three-level tree (root → two composites → three PodGroups): with room for 5 of its 6
+// pods nothing binds; with room for all, every level binds and is marked scheduled.
+func TestThreeLevelTree(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "c3")
+	env.CreateNodes(t, testenv.Node("n1", "3", nil), testenv.Node("n2", "2", nil))
+	env.StartScheduler(t, fastArgs)
+
+	env.CreateComposites(t,
+		testenv.Composite(ns, "root", 2, ""),
+		testenv.Composite(ns, "m0", 2, "root"),
+		testenv.Composite(ns, "m1", 1, "root"))
+	env.CreatePodGroups(t, testenv.Gang(ns, "l00", 2, "m0"), testenv.Gang(ns, "l01", 2, "m0"), testenv.Gang(ns, "l10", 2, "m1"))
+	var all []string
+	for _, l := range []string{"l00", "l01", "l10"} {
+		env.CreatePods(t, testenv.GangPods(ns, l, 2, "1")...)
+		all = append(all, names(2, l)...)
+	}
+
+	env.WaitCondition(t, "CompositePodGroup", ns, "root", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
+	env.AssertUnbound(t, ns, all...)
+
+	env.CreateNodes(t, testenv.Node("n3", "1", nil))
+	env.WaitBound(t, ns, all...)
+	for _, c := range []string{"root", "m0", "m1"} {
+		env.WaitCondition(t, "CompositePodGroup", ns, c, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+	}
+	for _, l := range []string{"l00", "l01", "l10"} {
+		env.WaitCondition(t, "PodGroup", ns, l, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "2 pods placed")
+	}
+}
+
+// The basic policy behaves like plain scheduling: pods bind one by one as room allows. Pods
+// of another scheduler are never touched.
+func TestBasicPolicyIsPlainScheduling(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "d")
+	env.CreateNodes(t, testenv.Node("n1", "2", nil))
+	env.StartScheduler(t, fastArgs)
+
+	env.CreatePodGroups(t, testenv.Basic(ns, "web", ""))
+	env.CreatePods(t, testenv.GangPods(ns, "web", 3, "1")...)
+	other := testenv.Pod(ns, "other-scheduler", "web", "100m")
+	other.Spec.SchedulerName = "default-scheduler"
+	env.CreatePods(t, other)
+
+	testenv.Eventually(t, 60*time.Second, "two of three basic pods bound", func() (bool, string) {
+		placed := env.Placement(t, ns)
+		return countBound(placed, names(3, "web")) == 2, fmt.Sprint(placed)
+	})
+	env.WaitCondition(t, "PodGroup", ns, "web", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+
+	// A plain pod, in no group, schedules as usual next to them.
+	env.CreateNodes(t, testenv.Node("n2", "2", nil))
+	env.CreatePods(t, testenv.Pod(ns, "plain", "", "100m"))
+	testenv.Eventually(t, 60*time.Second, "all basic pods and the plain pod bound", func() (bool, string) {
+		placed := env.Placement(t, ns)
+		return countBound(placed, append(names(3, "web"), "plain")) == 4, fmt.Sprint(placed)
+	})
+	env.AssertUnbound(t, ns, "other-scheduler")
+}
+
+// Pods created before their PodGroup wait, with an event saying why, and bind when it appears.
+func TestPodsBeforeTheirGroup(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "e")
+	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.StartScheduler(t, fastArgs)
+
+	env.CreatePods(t, testenv.GangPods(ns, "late", 3, "1")...)
+	env.WaitEvent(t, ns, "late-0", "PodGroupNotFound", `waiting for PodGroup "late" to be created`)
+	env.AssertUnbound(t, ns, names(3, "late")...)
+
+	env.CreatePodGroups(t, testenv.Gang(ns, "late", 3, ""))
+	env.WaitBound(t, ns, names(3, "late")...)
+}
+
+// A gang that can never complete (a member is held by a scheduling gate nobody lifts) keeps
+// its placed members' reservations only until scheduleTimeoutSeconds; then every reservation
+// is released and another pod can use that capacity.
+func TestTimeoutReleasesReservations(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "f")
+	env.CreateNodes(t, testenv.Node("n1", "2", nil))
+	env.StartScheduler(t, fastArgs)
+
+	pg := testenv.Gang(ns, "stuck", 3, "")
+	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](3)
+	env.CreatePodGroups(t, pg)
+	pods := testenv.GangPods(ns, "stuck", 3, "1")
+	pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/never"}}
+	env.CreatePods(t, pods...)
+
+	env.WaitCondition(t, "PodGroup", ns, "stuck", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "timed out after 3s")
+	env.WaitEvent(t, ns, "stuck", v1alpha1.ReasonUnschedulable, "2 of 3 pods placed")
+
+	// The two placed members held both cpus; after the timeout the capacity is free again.
+	env.CreatePods(t, testenv.Pod(ns, "after", "", "2"))
+	env.WaitBound(t, ns, "after")
+	env.AssertUnbound(t, ns, names(3, "stuck")...)
+}
+
+// Malformed trees get the condition and an event a person can act on, and a healthy gang
+// created at the same time, in the same namespace, still binds. Fixing a tree unblocks it.
+func TestMalformedTreesDoNotBlockHealthyGangs(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "g")
+	env.CreateNodes(t, testenv.Node("n1", "16", nil))
+	env.StartScheduler(t, fastArgs)
+
+	// A cycle a → b → a with a PodGroup under it.
+	env.CreateComposites(t, testenv.Composite(ns, "a", 1, "b"), testenv.Composite(ns, "b", 1, "a"))
+	env.CreatePodGroups(t, testenv.Gang(ns, "cyc", 2, "a"))
+	// A missing parent.
+	env.CreatePodGroups(t, testenv.Gang(ns, "orphan", 2, "nope"))
+	// Five levels: d1 ← d2 ← d3 ← d4 ← deep.
+	env.CreateComposites(t, testenv.Composite(ns, "d1", 1, ""), testenv.Composite(ns, "d2", 1, "d1"),
+		testenv.Composite(ns, "d3", 1, "d2"), testenv.Composite(ns, "d4", 1, "d3"))
+	env.CreatePodGroups(t, testenv.Gang(ns, "deep", 2, "d4"))
+	// minCount larger than the pods that exist.
+	env.CreatePodGroups(t, testenv.Gang(ns, "short", 5, ""))
+	// A parent that is a PodGroup.
+	env.CreatePodGroups(t, testenv.Gang(ns, "pgparent", 2, "short"))
+	// The healthy gang.
+	env.CreatePodGroups(t, testenv.Gang(ns, "healthy", 3, ""))
+	for _, g := range []string{"cyc", "orphan", "deep", "short", "pgparent"} {
+		env.CreatePods(t, testenv.GangPods(ns, g, 2, "1")...)
+	}
+	env.CreatePods(t, testenv.GangPods(ns, "healthy", 3, "1")...)
+
+	env.WaitBound(t, ns, names(3, "healthy")...)
+
+	env.WaitCondition(t, "CompositePodGroup", ns, "a", metav1.ConditionFalse, v1alpha1.ReasonInvalid, "cycle: a → b → a")
+	env.WaitEvent(t, ns, "a", v1alpha1.ReasonInvalid, "invalid: cycle: a → b → a")
+	env.WaitCondition(t, "CompositePodGroup", ns, "b", metav1.ConditionFalse, v1alpha1.ReasonInvalid, "cycle: b → a → b")
+	env.WaitCondition(t, "PodGroup", ns, "cyc", metav1.ConditionFalse, v1alpha1.ReasonInvalid, "cycle: a → b → a")
+	env.WaitCondition(t, "PodGroup", ns, "orphan", metav1.ConditionFalse, v1alpha1.ReasonInvalid, `parent CompositePodGroup "nope" not found`)
+	env.WaitEvent(t, ns, "orphan", v1alpha1.ReasonInvalid, "nope")
+	env.WaitCondition(t, "PodGroup", ns, "deep", metav1.ConditionFalse, v1alpha1.ReasonInvalid, "tree too deep: d1 → d2 → d3 → d4 → deep")
+	env.WaitCondition(t, "PodGroup", ns, "short", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "waiting for pods: minCount is 5")
+	env.WaitEvent(t, ns, "short", v1alpha1.ReasonUnschedulable, "2 of 5 pods exist")
+	env.WaitCondition(t, "PodGroup", ns, "pgparent", metav1.ConditionFalse, v1alpha1.ReasonInvalid, `parent "short" is a PodGroup`)
+	for _, g := range []string{"cyc", "orphan", "deep", "short", "pgparent"} {
+		env.AssertUnbound(t, ns, names(2, g)...)
+	}
+
+	// Creating the missing parent fixes the orphan: its gang binds.
+	env.CreateComposites(t, testenv.Composite(ns, "nope", 0, ""))
+	env.WaitBound(t, ns, names(2, "orphan")...)
+	env.WaitCondition(t, "PodGroup", ns, "orphan", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+	// Lowering minCount to the pods that exist releases "short".
+	pg, err := env.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "short", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Spec.SchedulingPolicy.Gang.MinCount = 2
+	if _, err := env.Lockstep.SchedulingV1alpha1().PodGroups(ns).Update(context.Background(), pg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitBound(t, ns, names(2, "short")...)
+}
+
+// The scheduler restarted after part of a gang was bound: the new instance counts the bound
+// members and binds the rest.
+func TestRestartCountsBoundMembers(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "h")
+	env.CreateNodes(t, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	first := env.StartScheduler(t, fastArgs)
+	env.CreatePodGroups(t, testenv.Gang(ns, "warmup", 2, ""))
+	env.CreatePods(t, testenv.GangPods(ns, "warmup", 2, "1")...)
+	env.WaitBound(t, ns, names(2, "warmup")...)
+	first.Stop()
+
+	// What a scheduler that died mid-gang leaves behind: two members bound, two pending.
+	env.CreatePodGroups(t, testenv.Gang(ns, "resume", 4, ""))
+	pods := testenv.GangPods(ns, "resume", 4, "1")
+	pods[0].Spec.NodeName, pods[1].Spec.NodeName = "n1", "n2"
+	env.CreatePods(t, pods...)
+
+	env.StartScheduler(t, fastArgs)
+	placed := env.WaitBound(t, ns, names(4, "resume")...)
+	if placed["resume-0"] != "n1" || placed["resume-1"] != "n2" {
+		t.Errorf("bound members moved: %v", placed)
+	}
+	env.WaitCondition(t, "PodGroup", ns, "resume", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed")
 }
