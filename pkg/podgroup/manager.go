@@ -46,6 +46,10 @@ type Manager struct {
 	noGroupEvents sets.Set[types.UID]
 	// handles are the frameworks of the profiles served, by scheduler name.
 	handles map[string]fwk.Handle
+	// podsSynced reports whether the pod handler has seen every existing pod; until then
+	// pods are held and remembered in heldAtStart.
+	podsSynced  cache.InformerSynced
+	heldAtStart []*v1.Pod
 
 	client    versioned.Interface
 	pgLister  listers.PodGroupLister
@@ -79,7 +83,16 @@ func For(ctx context.Context, handle fwk.Handle) (*Manager, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("lockstep needs the scheduler's kubeconfig to watch %s objects", v1alpha1.GroupName)
 	}
-	m, err := start(ctx, cfg, handle)
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = "application/json" // CRDs do not speak protobuf
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAPI(client.Discovery()); err != nil {
+		return nil, err
+	}
+	m, err := NewManager(ctx, handle, client)
 	if err != nil {
 		return nil, err
 	}
@@ -93,17 +106,12 @@ func For(ctx context.Context, handle fwk.Handle) (*Manager, error) {
 	return m, nil
 }
 
-func start(ctx context.Context, cfg *rest.Config, handle fwk.Handle) (*Manager, error) {
+// NewManager builds and starts the model of the scheduler that owns handle, watching groups
+// through client and pods through the scheduler's own informer. It returns once the group
+// caches are synced; until the pod handler has synced too, Check holds pods (a restarted
+// scheduler must count the members already bound before deciding anything).
+func NewManager(ctx context.Context, handle fwk.Handle, client versioned.Interface) (*Manager, error) {
 	logger := klog.FromContext(ctx).WithName("podgroup")
-	cfg = rest.CopyConfig(cfg)
-	cfg.ContentType = "application/json"
-	client, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkAPI(client.Discovery()); err != nil {
-		return nil, err
-	}
 	RegisterMetrics()
 	m := newManager(logger, client, clock.RealClock{})
 	m.activator = handle
@@ -115,39 +123,51 @@ func start(ctx context.Context, cfg *rest.Config, handle fwk.Handle) (*Manager, 
 	cpgInformer := factory.Scheduling().V1alpha1().CompositePodGroups()
 	m.pgLister = pgInformer.Lister()
 	m.cpgLister = cpgInformer.Lister()
-	if _, err := pgInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.onGroup(obj) },
+	groupHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.onGroup,
 		UpdateFunc: func(_, obj any) { m.onGroup(obj) },
 		DeleteFunc: m.onGroupDelete,
-	}); err != nil {
-		return nil, err
 	}
-	if _, err := cpgInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.onGroup(obj) },
-		UpdateFunc: func(_, obj any) { m.onGroup(obj) },
-		DeleteFunc: m.onGroupDelete,
-	}); err != nil {
-		return nil, err
+	var synced []cache.InformerSynced
+	for _, inf := range []cache.SharedIndexInformer{pgInformer.Informer(), cpgInformer.Informer()} {
+		reg, err := inf.AddEventHandler(groupHandler)
+		if err != nil {
+			return nil, err
+		}
+		synced = append(synced, reg.HasSynced)
 	}
-	// The scheduler's own pod informer: the same stream the scheduler queue sees.
-	if _, err := handle.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	// The scheduler's own pod informer: the same stream the scheduling queue sees.
+	podReg, err := handle.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.onPod(nil, obj) },
 		UpdateFunc: m.onPod,
 		DeleteFunc: m.onPodDelete,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	m.podsSynced = podReg.HasSynced
 
 	factory.Start(ctx.Done())
 	logger.Info("Waiting for PodGroup and CompositePodGroup caches to sync")
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("cache for %v did not sync", typ)
-		}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil, fmt.Errorf("PodGroup and CompositePodGroup caches did not sync")
 	}
 	go m.status.run(ctx)
+	go func() {
+		// Pods held while the pod cache synced are looked at again once it has.
+		if cache.WaitForCacheSync(ctx.Done(), m.podsSynced) {
+			m.mu.Lock()
+			held := m.heldAtStart
+			m.heldAtStart = nil
+			m.mu.Unlock()
+			m.activate(held)
+		}
+	}()
 	return m, nil
 }
+
+// HasSynced reports whether the model has seen every pod that existed when it started.
+func (m *Manager) HasSynced() bool { return m.podsSynced() }
 
 // checkAPI fails fast, with an actionable message, when the CRDs are not installed.
 func checkAPI(d discovery.DiscoveryInterface) error {
@@ -178,6 +198,7 @@ func newManager(logger klog.Logger, client versioned.Interface, clk clock.Clock)
 		schedulerNames: sets.New[string](),
 		noGroupEvents:  sets.New[types.UID](),
 		handles:        map[string]fwk.Handle{},
+		podsSynced:     func() bool { return true },
 		client:         client,
 		clock:          clk,
 		logger:         logger,

@@ -57,6 +57,8 @@ const (
 	WaitingForPods
 	// BackingOff: the tree's last attempt failed moments ago.
 	BackingOff
+	// Syncing: the scheduler just started and has not seen every pod yet.
+	Syncing
 )
 
 // Verdict is the answer to "may this pod be scheduled now?".
@@ -79,6 +81,10 @@ func (m *Manager) Check(pod *v1.Pod, backoff bool) Verdict {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.podsSynced() {
+		m.heldAtStart = append(m.heldAtStart, pod)
+		return Verdict{Code: Syncing, Group: k, Message: "lockstep is starting: waiting until it has seen every pod"}
+	}
 	g := m.groups[k]
 	if g == nil || !g.exists() {
 		return Verdict{Code: MissingGroup, Group: k, Message: fmt.Sprintf("waiting for PodGroup %q to be created", k.Name)}

@@ -74,6 +74,11 @@ func (m *Manager) desiredLocked(k Key) (condition, bool) {
 	return c, true
 }
 
+// sameAs compares what a condition says; the event note is not part of it.
+func (c condition) sameAs(o condition) bool {
+	return c.status == o.status && c.reason == o.reason && c.message == o.message
+}
+
 // statusWriter turns the model's desired conditions into status writes and events. Keys are
 // queued whenever a group's state may have changed; the worker computes the condition at
 // processing time and writes only when it differs from what the object carries.
@@ -172,7 +177,7 @@ func (w *statusWriter) sync(ctx context.Context, k Key) error {
 	if cur != nil && cur.Status == metav1.ConditionTrue {
 		return nil // terminal, as upstream
 	}
-	if last, ok := w.written[k]; ok && last.uid == uid && last.condition == want {
+	if last, ok := w.written[k]; ok && last.uid == uid && last.sameAs(want) {
 		return nil
 	}
 	if cur != nil && cur.Status == want.status && cur.Reason == want.reason && cur.Message == want.message {

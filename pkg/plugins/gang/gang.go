@@ -59,13 +59,17 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err != nil {
 		return nil, err
 	}
+	return newGang(ctx, args, handle, groups), nil
+}
+
+func newGang(ctx context.Context, args *config.LockstepGangArgs, handle fwk.Handle, groups *podgroup.Manager) *Gang {
 	return &Gang{
 		logger:        klog.FromContext(ctx).WithName(Name),
 		handle:        handle,
 		groups:        groups,
 		permitTimeout: time.Duration(args.PermitTimeoutSeconds) * time.Second,
 		backoff:       time.Duration(args.BackoffSeconds) * time.Second,
-	}, nil
+	}
 }
 
 // getArgs accepts the typed args the scheduler decoded, or nil for the defaults.

@@ -1,0 +1,88 @@
+package scheme_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/config"
+	_ "github.com/lockstep-sched/lockstep/pkg/apis/config/scheme"
+)
+
+// The scheduler decodes LockstepGangArgs from a KubeSchedulerConfiguration into the typed,
+// defaulted internal args, like the in-tree plugins' args.
+func TestDecodeLockstepGangArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		want *config.LockstepGangArgs
+	}{
+		{
+			name: "explicit",
+			args: "permitTimeoutSeconds: 30\n          backoffSeconds: 2",
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 30, BackoffSeconds: 2},
+		},
+		{
+			name: "defaults",
+			args: "{}",
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 10},
+		},
+		{
+			name: "partly set",
+			args: "backoffSeconds: 0",
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 0},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			cfg := `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: lockstep-scheduler
+    pluginConfig:
+      - name: LockstepGang
+        args:
+          ` + tc.args + "\n"
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := options.LoadConfigFromFile(logger, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pc := range got.Profiles[0].PluginConfig {
+				if pc.Name != "LockstepGang" {
+					continue
+				}
+				args, ok := pc.Args.(*config.LockstepGangArgs)
+				if !ok {
+					t.Fatalf("args decoded as %T, want *config.LockstepGangArgs", pc.Args)
+				}
+				args.TypeMeta = tc.want.TypeMeta
+				if diff := cmp.Diff(tc.want, args); diff != "" {
+					t.Errorf("args (-want +got):\n%s", diff)
+				}
+				return
+			}
+			t.Fatal("no LockstepGang plugin config")
+		})
+	}
+}
+
+// The shipped configuration decodes.
+func TestManifestConfigDecodes(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	got, err := options.LoadConfigFromFile(logger, filepath.Join("..", "..", "..", "..", "manifests", "scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Profiles[0].SchedulerName != "lockstep-scheduler" {
+		t.Errorf("profile %q, want lockstep-scheduler", got.Profiles[0].SchedulerName)
+	}
+}

@@ -1,0 +1,315 @@
+package gang
+
+import (
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/config"
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+)
+
+func TestNewValidatesArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args runtime.Object
+		want string
+	}{
+		{name: "zero permit timeout", args: &config.LockstepGangArgs{PermitTimeoutSeconds: 0, BackoffSeconds: 1},
+			want: "LockstepGangArgs.permitTimeoutSeconds: Invalid value: 0: must be greater than 0"},
+		{name: "negative backoff", args: &config.LockstepGangArgs{PermitTimeoutSeconds: 1, BackoffSeconds: -1},
+			want: "LockstepGangArgs.backoffSeconds: Invalid value: -1: must not be negative"},
+		{name: "args of another plugin", args: &v1.Pod{}, want: "want args of type LockstepGangArgs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(t.Context(), tc.args, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	if a, err := getArgs(nil); err != nil || a.PermitTimeoutSeconds != 60 || a.BackoffSeconds != 10 {
+		t.Errorf("getArgs(nil) = %+v, %v; want the defaults", a, err)
+	}
+}
+
+func TestPreEnqueue(t *testing.T) {
+	tests := []struct {
+		name     string
+		groups   []runtime.Object
+		pods     []*v1.Pod
+		pod      *v1.Pod
+		code     fwk.Code
+		contains string
+		event    string
+	}{
+		{name: "plain pod", pod: member("", 0)},
+		{name: "group missing", pods: members("a", 2), pod: member("a", 0), code: fwk.UnschedulableAndUnresolvable,
+			contains: `waiting for PodGroup "a" to be created`, event: "PodGroupNotFound"},
+		{name: "too few pods", groups: []runtime.Object{gangPG("a", 3, "")}, pods: members("a", 2), pod: member("a", 0),
+			code: fwk.UnschedulableAndUnresolvable, contains: "2 of 3 pods exist"},
+		{name: "invalid parent", groups: []runtime.Object{gangPG("a", 1, "nope")}, pods: members("a", 1), pod: member("a", 0),
+			code: fwk.UnschedulableAndUnresolvable, contains: `parent CompositePodGroup "nope" not found`},
+		{name: "ready", groups: []runtime.Object{gangPG("a", 2, "")}, pods: members("a", 2), pod: member("a", 1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestEnv(t, tc.groups, tc.pods, nil)
+			s := env.plugin.PreEnqueue(env.ctx, tc.pod)
+			if s.Code() != tc.code || !strings.Contains(s.Message(), tc.contains) {
+				t.Errorf("PreEnqueue = %v %q, want %v containing %q", s.Code(), s.Message(), tc.code, tc.contains)
+			}
+			if tc.event != "" {
+				select {
+				case e := <-env.recorder.Events:
+					if !strings.Contains(e, tc.event) {
+						t.Errorf("event %q, want %s", e, tc.event)
+					}
+				default:
+					t.Errorf("no %s event", tc.event)
+				}
+				env.plugin.PreEnqueue(env.ctx, tc.pod)
+				if len(env.recorder.Events) != 0 {
+					t.Error("second PreEnqueue recorded a second event")
+				}
+			}
+		})
+	}
+}
+
+func TestLess(t *testing.T) {
+	older, newer := gangPG("older", 1, ""), gangPG("newer", 1, "")
+	newer.CreationTimestamp.Time = epoch.Add(time.Minute)
+	env := newTestEnv(t, []runtime.Object{older, newer}, nil, nil)
+	entity := func(p *v1.Pod, prio int32, queued time.Time) fwk.QueuedEntityInfo {
+		p.Spec.Priority = &prio
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: queued}}
+	}
+	tests := []struct {
+		name string
+		a, b fwk.QueuedEntityInfo
+		want bool
+	}{
+		{name: "higher priority first", a: entity(member("newer", 0), 10, epoch), b: entity(member("older", 0), 0, epoch), want: true},
+		{name: "older root first, whatever the queue time", a: entity(member("older", 0), 0, epoch.Add(time.Hour)), b: entity(member("newer", 0), 0, epoch), want: true},
+		{name: "newer root after", a: entity(member("newer", 0), 0, epoch), b: entity(member("older", 1), 0, epoch.Add(time.Hour)), want: false},
+		{name: "same root by queue time", a: entity(member("older", 0), 0, epoch), b: entity(member("older", 1), 0, epoch.Add(time.Second)), want: true},
+		{name: "plain pod by queue time before a later root", a: entity(member("", 0), 0, epoch.Add(30*time.Second)), b: entity(member("newer", 0), 0, epoch), want: true},
+		{name: "plain pods by queue time", a: entity(member("", 1), 0, epoch.Add(time.Second)), b: entity(member("", 0), 0, epoch), want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := env.plugin.Less(tc.a, tc.b); got != tc.want {
+				t.Errorf("Less = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPreFilter(t *testing.T) {
+	pods := members("a", 2)
+	env := newTestEnv(t, []runtime.Object{gangPG("a", 2, "")}, pods, []*v1.Node{node("n1", "1")})
+	state := framework.NewCycleState()
+	if _, s := env.plugin.PreFilter(env.ctx, state, member("", 0), nil); s.Code() != fwk.Skip {
+		t.Errorf("plain pod: %v, want Skip", s.Code())
+	}
+	if _, s := env.plugin.PreFilter(env.ctx, state, pods[0], nil); !s.IsSuccess() {
+		t.Errorf("member: %v, want success", s)
+	}
+	// A failed attempt backs the gang off: members are turned away until it ends.
+	env.plugin.PostFilter(env.ctx, framework.NewCycleState(), pods[1], framework.NewDefaultNodeToStatus())
+	state = framework.NewCycleState()
+	_, s := env.plugin.PreFilter(env.ctx, state, pods[0], nil)
+	if s.Code() != fwk.Unschedulable || !strings.Contains(s.Message(), "backs off") {
+		t.Errorf("during backoff: %v %q, want Unschedulable backing off", s.Code(), s.Message())
+	}
+	// PostFilter does not count its own refusal as a placement failure.
+	if _, s := env.plugin.PostFilter(env.ctx, state, pods[0], framework.NewDefaultNodeToStatus()); s.Message() != "" {
+		t.Errorf("PostFilter after a PreFilter refusal said %q", s.Message())
+	}
+}
+
+// waiter follows one pod waiting at Permit.
+type waiter chan *fwk.Status
+
+// startWaiting starts WaitOnPermit for a pod; call it once per pod, as the binding cycle does.
+func startWaiting(env *testEnv, p *v1.Pod) waiter {
+	w := make(waiter, 1)
+	go func() { w <- env.fh.WaitOnPermit(env.ctx, p) }()
+	return w
+}
+
+// outcome returns how the wait ended, or a Wait status if it has not within a short while.
+func (w waiter) outcome() *fwk.Status {
+	select {
+	case s := <-w:
+		return s
+	case <-time.After(300 * time.Millisecond):
+		return fwk.NewStatus(fwk.Wait, "still waiting")
+	}
+}
+
+func reserveAndPermit(t *testing.T, env *testEnv, p *v1.Pod) *fwk.Status {
+	t.Helper()
+	state := framework.NewCycleState()
+	if s := env.fh.RunReservePluginsReserve(env.ctx, state, p, "n1"); !s.IsSuccess() {
+		t.Fatalf("Reserve: %v", s)
+	}
+	waits, s := env.fh.RunPermitPlugins(env.ctx, state, p, "n1")
+	if s.IsWait() {
+		env.fh.AddWaitingPod(p, waits) // as the scheduler does right after Permit
+	}
+	return s
+}
+
+func TestPermitAllowsTheGangAtOnce(t *testing.T) {
+	pods := members("a", 3)
+	env := newTestEnv(t, []runtime.Object{gangPG("a", 3, "")}, pods, nil)
+	env.activated.pods = nil
+	var waiters []waiter
+	for _, p := range pods[:2] {
+		if s := reserveAndPermit(t, env, p); s.Code() != fwk.Wait {
+			t.Fatalf("%s: %v, want Wait", p.Name, s)
+		}
+		waiters = append(waiters, startWaiting(env, p))
+	}
+	if diff := cmp.Diff([]string{"ns/a-1", "ns/a-2"}, env.activated.pods, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("the first wait activates the pending members (-want +got):\n%s", diff)
+	}
+	if s := waiters[0].outcome(); s.Code() != fwk.Wait {
+		t.Fatalf("a-0 stopped waiting early: %v", s)
+	}
+	if s := reserveAndPermit(t, env, pods[2]); !s.IsSuccess() {
+		t.Fatalf("last member: %v, want success", s)
+	}
+	for i, w := range waiters {
+		if s := w.outcome(); !s.IsSuccess() {
+			t.Errorf("%s: %v, want allowed", pods[i].Name, s)
+		}
+	}
+}
+
+func TestPostFilterRejectsWaitingMembers(t *testing.T) {
+	pods := members("a", 3)
+	env := newTestEnv(t, []runtime.Object{gangPG("a", 3, "")}, pods, []*v1.Node{node("n1", "1")})
+	var waiters []waiter
+	for _, p := range pods[:2] {
+		reserveAndPermit(t, env, p)
+		waiters = append(waiters, startWaiting(env, p))
+	}
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+	_, s := env.plugin.PostFilter(env.ctx, framework.NewCycleState(), pods[2], statuses)
+	want := "cannot fit: 2 of 3 pods placed; pod a-2: 0/1 nodes are available: 1 Insufficient cpu"
+	if s.Code() != fwk.Unschedulable || s.Message() != want {
+		t.Errorf("PostFilter = %v %q, want Unschedulable %q", s.Code(), s.Message(), want)
+	}
+	for i, w := range waiters {
+		s := w.outcome()
+		if s.Code() != fwk.Unschedulable || !strings.Contains(s.Message(), "cannot fit") {
+			t.Errorf("%s: %v, want rejected", pods[i].Name, s)
+		}
+	}
+}
+
+func TestPermitTimeoutReleasesTheGang(t *testing.T) {
+	pods := members("a", 3)
+	pg := gangPG("a", 3, "")
+	one := int32(1)
+	pg.Spec.ScheduleTimeoutSeconds = &one
+	env := newTestEnv(t, []runtime.Object{pg}, pods, nil)
+	for _, p := range pods[:2] {
+		if s := reserveAndPermit(t, env, p); s.Code() != fwk.Wait {
+			t.Fatalf("%v", s)
+		}
+	}
+	// The framework rejects a-0 at its timeout and runs Unreserve, which rejects a-1 too.
+	done := make(chan *fwk.Status, 2)
+	for _, p := range pods[:2] {
+		go func(p *v1.Pod) { done <- env.fh.WaitOnPermit(env.ctx, p) }(p)
+	}
+	for range 2 {
+		select {
+		case s := <-done:
+			if s.IsSuccess() {
+				t.Errorf("a member was allowed")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("members still waiting 10s after a 1s timeout")
+		}
+	}
+}
+
+func TestQueueingHints(t *testing.T) {
+	groups := []runtime.Object{gangPG("a", 2, ""), gangPG("b", 2, ""), gangPG("short", 3, "")}
+	pods := append(append(members("a", 2), members("b", 2)...), members("short", 1)...)
+	env := newTestEnv(t, groups, pods, nil)
+	asUnstructured := func(obj runtime.Object, kind string) *unstructured.Unstructured {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &unstructured.Unstructured{Object: u}
+		out.SetKind(kind)
+		return out
+	}
+	lowered := gangPG("a", 1, "")
+	raised := gangPG("a", 3, "")
+	tests := []struct {
+		name   string
+		fn     fwk.QueueingHintFn
+		pod    *v1.Pod
+		oldObj any
+		newObj any
+		want   fwk.QueueingHint
+	}{
+		{name: "pod of the same gang added", fn: env.plugin.isSchedulableAfterPodAdded, pod: member("a", 0), newObj: member("a", 5), want: fwk.Queue},
+		{name: "pod of another gang added", fn: env.plugin.isSchedulableAfterPodAdded, pod: member("a", 0), newObj: member("b", 5), want: fwk.QueueSkip},
+		{name: "plain pod added", fn: env.plugin.isSchedulableAfterPodAdded, pod: member("a", 0), newObj: member("", 5), want: fwk.QueueSkip},
+		{name: "capacity for a complete gang", fn: env.plugin.isSchedulableAfterCapacityChange, pod: member("a", 0), want: fwk.Queue},
+		{name: "capacity for a gang short of pods", fn: env.plugin.isSchedulableAfterCapacityChange, pod: member("short", 0), want: fwk.QueueSkip},
+		{name: "its group created", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0), newObj: asUnstructured(gangPG("a", 2, ""), "PodGroup"), want: fwk.Queue},
+		{name: "another group created", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0), newObj: asUnstructured(gangPG("b", 2, ""), "PodGroup"), want: fwk.QueueSkip},
+		{name: "minCount lowered", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0),
+			oldObj: asUnstructured(gangPG("a", 2, ""), "PodGroup"), newObj: asUnstructured(lowered, "PodGroup"), want: fwk.Queue},
+		{name: "minCount raised", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0),
+			oldObj: asUnstructured(gangPG("a", 2, ""), "PodGroup"), newObj: asUnstructured(raised, "PodGroup"), want: fwk.QueueSkip},
+		{name: "missing parent created", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0),
+			newObj: asUnstructured(compositePG("nope", 1), "CompositePodGroup"), want: fwk.QueueSkip},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.fn(klogDiscard(), tc.pod, tc.oldObj, tc.newObj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("hint = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	events, err := env.plugin.EventsToRegister(env.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Event.Resource == podGroupsResource && e.Event.ActionType&fwk.Add == 0 {
+			t.Error("PodGroup add not registered")
+		}
+	}
+	_ = v1alpha1.GroupName
+}

@@ -1,0 +1,208 @@
+package podgroup
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestHierarchyProblem(t *testing.T) {
+	tests := []struct {
+		name   string
+		pgs    []any
+		target Key
+		want   string
+	}{
+		{
+			name:   "root PodGroup",
+			pgs:    []any{pg("a", 2, "")},
+			target: PodGroupKey("ns", "a"),
+		},
+		{
+			name:   "PodGroup under a CompositePodGroup",
+			pgs:    []any{cpg("root", 1, ""), pg("a", 2, "root")},
+			target: PodGroupKey("ns", "a"),
+		},
+		{
+			name:   "missing parent",
+			pgs:    []any{pg("a", 2, "nope")},
+			target: PodGroupKey("ns", "a"),
+			want:   `parent CompositePodGroup "nope" not found`,
+		},
+		{
+			name:   "missing grandparent",
+			pgs:    []any{cpg("mid", 1, "nope"), pg("a", 2, "mid")},
+			target: PodGroupKey("ns", "a"),
+			want:   `parent CompositePodGroup "nope" not found`,
+		},
+		{
+			name:   "parent is a PodGroup",
+			pgs:    []any{pg("p", 1, ""), pg("a", 2, "p")},
+			target: PodGroupKey("ns", "a"),
+			want:   `parent "p" is a PodGroup; parentCompositePodGroupName must name a CompositePodGroup`,
+		},
+		{
+			name:   "cycle of two seen from a member",
+			pgs:    []any{cpg("a", 1, "b"), cpg("b", 1, "a")},
+			target: CompositePodGroupKey("ns", "a"),
+			want:   "cycle: a → b → a",
+		},
+		{
+			name:   "cycle seen from a PodGroup below it",
+			pgs:    []any{cpg("a", 1, "b"), cpg("b", 1, "a"), pg("leaf", 1, "a")},
+			target: PodGroupKey("ns", "leaf"),
+			want:   "cycle: a → b → a",
+		},
+		{
+			name:   "self parent",
+			pgs:    []any{cpg("a", 1, "a")},
+			target: CompositePodGroupKey("ns", "a"),
+			want:   "cycle: a → a",
+		},
+		{
+			name:   "four levels are allowed",
+			pgs:    []any{cpg("d1", 1, ""), cpg("d2", 1, "d1"), cpg("d3", 1, "d2"), pg("leaf", 1, "d3")},
+			target: PodGroupKey("ns", "leaf"),
+		},
+		{
+			name:   "five levels are not",
+			pgs:    []any{cpg("d1", 1, ""), cpg("d2", 1, "d1"), cpg("d3", 1, "d2"), cpg("d4", 1, "d3"), pg("leaf", 1, "d4")},
+			target: PodGroupKey("ns", "leaf"),
+			want:   "tree too deep: d1 → d2 → d3 → d4 → leaf has more than 4 levels",
+		},
+		{
+			name:   "a valid group above a too deep one stays valid",
+			pgs:    []any{cpg("d1", 1, ""), cpg("d2", 1, "d1"), cpg("d3", 1, "d2"), cpg("d4", 1, "d3"), pg("leaf", 1, "d4")},
+			target: CompositePodGroupKey("ns", "d3"),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, _ := testManager(t)
+			for _, o := range tc.pgs {
+				m.onGroup(o)
+			}
+			if diff := cmp.Diff(tc.want, m.groups[tc.target].problem); diff != "" {
+				t.Errorf("problem (-want +got):\n%s", diff)
+			}
+			if _, ok := m.groups.rootOf(tc.target); ok != (tc.want == "") {
+				t.Errorf("rootOf ok = %v, want %v", ok, tc.want == "")
+			}
+		})
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	// Trees are described by objects and per-PodGroup counts of pending and bound pods.
+	type counts struct{ pending, bound int }
+	tests := []struct {
+		name       string
+		objs       []any
+		pods       map[string]counts
+		subtree    map[Key]bool // by known pods
+		path       map[Key]bool // by known pods
+		schedPath  map[Key]bool // by bound pods (nothing assumed here)
+		checkGroup Key
+	}{
+		{
+			name:    "gang PodGroup below and at minCount",
+			objs:    []any{pg("a", 3, ""), pg("b", 2, "")},
+			pods:    map[string]counts{"a": {pending: 2}, "b": {pending: 1, bound: 1}},
+			subtree: map[Key]bool{PodGroupKey("ns", "a"): false, PodGroupKey("ns", "b"): true},
+			schedPath: map[Key]bool{
+				PodGroupKey("ns", "a"): false, PodGroupKey("ns", "b"): false,
+			},
+		},
+		{
+			name:      "basic PodGroup needs one pod",
+			objs:      []any{pg("a", 0, "")},
+			pods:      map[string]counts{"a": {bound: 1}},
+			subtree:   map[Key]bool{PodGroupKey("ns", "a"): true},
+			schedPath: map[Key]bool{PodGroupKey("ns", "a"): true},
+		},
+		{
+			name: "gang CompositePodGroup counts ready children",
+			objs: []any{cpg("job", 2, ""), pg("s0", 2, "job"), pg("s1", 2, "job"), pg("s2", 2, "job")},
+			pods: map[string]counts{"s0": {pending: 2}, "s1": {pending: 2}, "s2": {pending: 1}},
+			subtree: map[Key]bool{
+				CompositePodGroupKey("ns", "job"): true, PodGroupKey("ns", "s2"): false,
+			},
+			path: map[Key]bool{
+				PodGroupKey("ns", "s0"): true, PodGroupKey("ns", "s2"): false,
+			},
+		},
+		{
+			name: "gang CompositePodGroup short of children holds every child",
+			objs: []any{cpg("job", 2, ""), pg("s0", 2, "job"), pg("s1", 2, "job")},
+			pods: map[string]counts{"s0": {pending: 2}, "s1": {pending: 1}},
+			subtree: map[Key]bool{
+				CompositePodGroupKey("ns", "job"): false, PodGroupKey("ns", "s0"): true,
+			},
+			path: map[Key]bool{PodGroupKey("ns", "s0"): false},
+		},
+		{
+			name:    "basic CompositePodGroup is ready with one ready child",
+			objs:    []any{cpg("job", 0, ""), pg("s0", 2, "job"), pg("s1", 2, "job")},
+			pods:    map[string]counts{"s0": {pending: 2}, "s1": {pending: 1}},
+			subtree: map[Key]bool{CompositePodGroupKey("ns", "job"): true},
+			path:    map[Key]bool{PodGroupKey("ns", "s0"): true, PodGroupKey("ns", "s1"): false},
+		},
+		{
+			name: "three levels",
+			objs: []any{cpg("root", 2, ""), cpg("m0", 2, "root"), cpg("m1", 1, "root"),
+				pg("l00", 1, "m0"), pg("l01", 1, "m0"), pg("l10", 1, "m1")},
+			pods: map[string]counts{"l00": {pending: 1}, "l01": {}, "l10": {bound: 1}},
+			subtree: map[Key]bool{
+				CompositePodGroupKey("ns", "m0"): false, CompositePodGroupKey("ns", "m1"): true,
+				CompositePodGroupKey("ns", "root"): false,
+			},
+			path:      map[Key]bool{PodGroupKey("ns", "l00"): false, PodGroupKey("ns", "l10"): false},
+			schedPath: map[Key]bool{PodGroupKey("ns", "l10"): false},
+		},
+		{
+			name:    "an invalid group is never ready",
+			objs:    []any{pg("a", 1, "nope")},
+			pods:    map[string]counts{"a": {pending: 3}},
+			subtree: map[Key]bool{PodGroupKey("ns", "a"): false},
+		},
+		{
+			name:    "a group whose object does not exist is never ready",
+			objs:    []any{},
+			pods:    map[string]counts{"ghost": {pending: 3}},
+			subtree: map[Key]bool{PodGroupKey("ns", "ghost"): false},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, _ := testManager(t)
+			for _, o := range tc.objs {
+				m.onGroup(o)
+			}
+			for g, c := range tc.pods {
+				for i := 0; i < c.pending; i++ {
+					m.onPod(nil, pod(g, i, ""))
+				}
+				for i := 0; i < c.bound; i++ {
+					m.onPod(nil, pod(g, 100+i, "node"))
+				}
+			}
+			known := m.groups.readiness(countKnown)
+			for k, want := range tc.subtree {
+				if got := known.subtree(k); got != want {
+					t.Errorf("subtree(%s) by known pods = %v, want %v", k, got, want)
+				}
+			}
+			for k, want := range tc.path {
+				if got := known.path(k); got != want {
+					t.Errorf("path(%s) by known pods = %v, want %v", k, got, want)
+				}
+			}
+			sched := m.groups.readiness(countScheduled)
+			for k, want := range tc.schedPath {
+				if got := sched.path(k); got != want {
+					t.Errorf("path(%s) by scheduled pods = %v, want %v", k, got, want)
+				}
+			}
+		})
+	}
+}
