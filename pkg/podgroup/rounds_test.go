@@ -34,7 +34,7 @@ func TestCheck(t *testing.T) {
 			pods: map[string]int{"s0": 1, "s1": 1}, pod: pod("s0", 0, ""),
 			code: WaitingForPods, contains: "parent job: 1 of 2 child groups ready"},
 		{name: "pods of another scheduler do not count", objs: []any{pg("a", 2, "")}, pods: map[string]int{"a": 1},
-			pod: func() *v1.Pod { p := pod("a", 1, ""); p.Spec.SchedulerName = "default-scheduler"; return p }(),
+			pod:  func() *v1.Pod { p := pod("a", 1, ""); p.Spec.SchedulerName = "default-scheduler"; return p }(),
 			code: WaitingForPods, contains: "1 of 2 pods exist"},
 	}
 	for _, tc := range tests {

@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "a")
 	env.CreateNodes(t, testenv.Node("n1", "2", nil), testenv.Node("n2", "1", nil))
-	env.StartScheduler(t, fastArgs)
+	sched := env.StartScheduler(t, fastArgs)
 
 	env.CreatePodGroups(t, testenv.Gang(ns, "train", 4, ""))
 	env.CreatePods(t, testenv.GangPods(ns, "train", 4, "1")...)
@@ -51,9 +52,27 @@ func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
 		t.Errorf("placement %v, want 2 pods on n1 and one on each of n2, n3", placed)
 	}
 	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed")
-	if _, err := env.Client.CoreV1().Nodes().Get(context.Background(), "n3", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	}
+
+	// The scheduler's /metrics shows the failed and the successful attempt, the permit
+	// waits and the end-to-end latency of the gang.
+	testenv.Eventually(t, 30*time.Second, "lockstep metrics on /metrics", func() (bool, string) {
+		text := sched.Metrics(t)
+		// Counters are per process: other scenarios of this package may have added to them.
+		for _, want := range []string{
+			`lockstep_gang_attempts_total\{result="scheduled"\} [1-9]`,
+			`lockstep_gang_attempts_total\{result="unschedulable"\} [1-9]`,
+			`lockstep_gang_permit_wait_duration_seconds_count\{result="allowed"\} [1-9]`,
+			`lockstep_gang_permit_wait_duration_seconds_count\{result="rejected"\} [1-9]`,
+			`lockstep_gang_scheduling_duration_seconds_count [1-9]`,
+			`lockstep_gangs_waiting 0`,
+			`lockstep_group_status_writes_total\{reason="Scheduled"\} [1-9]`,
+		} {
+			if !regexp.MustCompile(`(?m)^` + want).MatchString(text) {
+				return false, "missing " + want
+			}
+		}
+		return true, ""
+	})
 }
 
 // countBound returns how many of the named pods are bound.

@@ -2,8 +2,14 @@ package testenv
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -32,6 +38,35 @@ type GangArgs map[string]any
 type Scheduler struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// MetricsURL is the scheduler's /metrics endpoint (HTTPS, self-signed, no auth needed).
+	MetricsURL string
+}
+
+// Metrics scrapes the scheduler's /metrics endpoint, as Prometheus would.
+func (s *Scheduler) Metrics(t *testing.T) string {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := client.Get(s.MetricsURL)
+	if err != nil {
+		t.Fatalf("scraping %s: %v", s.MetricsURL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scraping %s: %d %v", s.MetricsURL, resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+// freePort returns a port nobody listens on right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Stop stops the scheduler and waits until it has exited.
@@ -66,7 +101,14 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	for _, f := range opts.Flags.FlagSets {
 		fs.AddFlagSet(f)
 	}
-	if err := fs.Parse([]string{"--config=" + cfgPath, "--secure-port=0"}); err != nil {
+	port := freePort(t)
+	if err := fs.Parse([]string{
+		"--config=" + cfgPath,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + t.TempDir(),
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
@@ -79,7 +121,7 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 		cancel()
 		t.Fatalf("setting up the scheduler: %v", err)
 	}
-	s := &Scheduler{cancel: cancel, done: make(chan struct{})}
+	s := &Scheduler{cancel: cancel, done: make(chan struct{}), MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port)}
 	go func() {
 		defer close(s.done)
 		if err := app.Run(ctx, cc, sched); err != nil {
