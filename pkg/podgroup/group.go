@@ -40,6 +40,7 @@ type member struct {
 	pod       *v1.Pod
 	bound     bool
 	assumed   bool
+	node      string // the node an assumed member reserved
 	failed    bool
 	waitStart time.Time // when the pod started waiting at Permit; zero when not waiting
 }
@@ -112,6 +113,21 @@ func (g *group) creationTime() time.Time {
 		return g.cpg.CreationTimestamp.Time
 	}
 	return time.Time{}
+}
+
+// topology returns the group's topology constraints.
+func (g *group) topology() []v1alpha1.TopologyConstraint {
+	var c *v1alpha1.SchedulingConstraints
+	switch {
+	case g.pg != nil:
+		c = g.pg.Spec.SchedulingConstraints
+	case g.cpg != nil:
+		c = g.cpg.Spec.SchedulingConstraints
+	}
+	if c == nil {
+		return nil
+	}
+	return c.Topology
 }
 
 // scheduleTimeout is the PodGroup's spec.scheduleTimeoutSeconds, if set.

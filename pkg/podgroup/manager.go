@@ -50,6 +50,13 @@ type Manager struct {
 	// pods are held and remembered in heldAtStart.
 	podsSynced  cache.InformerSynced
 	heldAtStart []*v1.Pod
+	// waitingRoots counts roots with members waiting at Permit.
+	waitingRoots int
+	// plans are the placement plans of roots; planTTL bounds how long one promises capacity.
+	plans   map[Key]*Plan
+	planTTL time.Duration
+	// validators check group specs against rules a CRD schema cannot express (plugin config).
+	validators []Validator
 
 	client    versioned.Interface
 	pgLister  listers.PodGroupLister
@@ -199,6 +206,8 @@ func newManager(logger klog.Logger, client versioned.Interface, clk clock.Clock)
 		noGroupEvents:  sets.New[types.UID](),
 		handles:        map[string]fwk.Handle{},
 		podsSynced:     func() bool { return true },
+		plans:          map[Key]*Plan{},
+		planTTL:        time.Minute,
 		client:         client,
 		clock:          clk,
 		logger:         logger,
@@ -310,16 +319,15 @@ func (m *Manager) onGroupDelete(obj any) {
 	m.mu.Lock()
 	var activate []*v1.Pod
 	if g := m.groups[k]; g != nil {
-		top := m.groups.topOf(k)
+		oldTop := m.groups.topOf(k)
 		m.unlinkParent(g)
 		g.pg, g.cpg = nil, nil
 		g.scheduled, g.failure, g.problem = false, "", ""
-		// Children lose their parent: refresh them (their subtrees become invalid).
-		for c := range g.children {
-			activate = append(activate, m.refreshLocked(c)...)
-		}
-		if top != k {
-			activate = append(activate, m.refreshLocked(top)...)
+		// The group and its subtree are re-evaluated (its children lose their parent), and so
+		// is the tree it belonged to (its parent lost a child).
+		activate = m.refreshLocked(k)
+		if oldTop != k {
+			activate = append(activate, m.refreshLocked(oldTop)...)
 		}
 		m.dropIfEmpty(k)
 	}
@@ -424,7 +432,7 @@ func (m *Manager) removePodLocked(uid types.UID, k Key) []*v1.Pod {
 	}
 	if _, ok := g.removeMember(uid); ok {
 		if r := m.rounds[m.rootOrSelf(k)]; r != nil {
-			delete(r.waiters, uid)
+			m.removeWaiterLocked(r, uid)
 			delete(r.failed, uid)
 		}
 	}
@@ -455,6 +463,12 @@ func (m *Manager) refreshLocked(k Key) []*v1.Pod {
 		problem := ""
 		if g.exists() {
 			problem = m.groups.hierarchyProblem(key)
+			for _, v := range m.validators {
+				if problem != "" {
+					break
+				}
+				problem = v(key, g.topology())
+			}
 		}
 		if problem != g.problem {
 			g.problem = problem
@@ -481,6 +495,26 @@ func (m *Manager) refreshLocked(k Key) []*v1.Pod {
 		}
 	}
 	return activate
+}
+
+// Validator returns why a group's topology constraints cannot be honored, or "".
+type Validator func(k Key, topology []v1alpha1.TopologyConstraint) string
+
+// AddValidator adds a check of group specs (a plugin's configuration, e.g. its topology
+// levels) and re-validates every group: a group that fails it is Invalid, with the message.
+func (m *Manager) AddValidator(v Validator) {
+	m.mu.Lock()
+	m.validators = append(m.validators, v)
+	tops := sets.New[Key]()
+	for k := range m.groups {
+		tops.Insert(m.groups.topOf(k))
+	}
+	var activate []*v1.Pod
+	for top := range tops {
+		activate = append(activate, m.refreshLocked(top)...)
+	}
+	m.mu.Unlock()
+	m.activate(activate)
 }
 
 // activate moves gated or backing-off pods to the active queue. Never called with m.mu held.

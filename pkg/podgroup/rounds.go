@@ -67,8 +67,10 @@ type Verdict struct {
 	Group   Key
 	Root    Key
 	Message string
-	// Retry is the time left in a backoff.
-	Retry time.Duration
+	// Retry is the time left in a backoff; ScheduleRetry is set for the first member turned
+	// away during it, so that one timer per tree activates the tree when it ends.
+	Retry         time.Duration
+	ScheduleRetry bool
 }
 
 // Check answers whether a pod may be scheduled: its group and ancestors exist and are valid,
@@ -101,8 +103,9 @@ func (m *Manager) Check(pod *v1.Pod, backoff bool) Verdict {
 	if backoff {
 		if r := m.rounds[root]; r != nil {
 			if left := r.backoffUntil.Sub(m.now()); left > 0 {
+				first := !r.retryPending
 				r.retryPending = true
-				return Verdict{Code: BackingOff, Group: k, Root: root, Retry: left,
+				return Verdict{Code: BackingOff, Group: k, Root: root, Retry: left, ScheduleRetry: first,
 					Message: fmt.Sprintf("gang %s backs off for %s after a failed attempt", root.Name, left.Round(time.Second))}
 			}
 		}
@@ -156,9 +159,9 @@ func (m *Manager) SortKey(pod *v1.Pod) (time.Time, string, bool) {
 	return t, root.String(), true
 }
 
-// Assume records that a member passed Reserve. The first assumed member of a tree starts a
-// new round: failures of the previous round are forgotten.
-func (m *Manager) Assume(pod *v1.Pod) {
+// Assume records that a member passed Reserve on node. The first assumed member of a tree
+// starts a new round: failures of the previous round are forgotten.
+func (m *Manager) Assume(pod *v1.Pod, node string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k, ok := m.memberKeyLocked(pod)
@@ -176,7 +179,7 @@ func (m *Manager) Assume(pod *v1.Pod) {
 		r.activated = false
 	}
 	m.groups[k].setMember(pod.UID, func(mem *member) {
-		mem.assumed, mem.failed = true, false
+		mem.assumed, mem.failed, mem.node = true, false, node
 	})
 }
 
@@ -229,11 +232,13 @@ func (m *Manager) Permit(pod *v1.Pod, defaultTimeout time.Duration) PermitDecisi
 			mem := m.groups[wk].members[uid]
 			metrics.permitWait.WithLabelValues("allowed").Observe(now.Sub(mem.waitStart).Seconds())
 			mem.waitStart = time.Time{}
-			delete(r.waiters, uid)
+			m.removeWaiterLocked(r, uid)
 			d.AllowWaiting = append(d.AllowWaiting, mem.pod)
 		}
-		m.updateWaitingGaugeLocked()
 		m.markScheduledLocked(root, sched)
+		if sched.subtree(root) && len(r.waiters) == 0 {
+			delete(m.plans, root) // fulfilled
+		}
 		return d
 	}
 	d := PermitDecision{Timeout: defaultTimeout}
@@ -241,8 +246,7 @@ func (m *Manager) Permit(pod *v1.Pod, defaultTimeout time.Duration) PermitDecisi
 		d.Timeout = t
 	}
 	g.members[pod.UID].waitStart = m.now()
-	r.waiters[pod.UID] = k
-	m.updateWaitingGaugeLocked()
+	m.addWaiterLocked(r, pod.UID, k)
 	if !r.activated {
 		r.activated = true
 		d.Activate = m.pendingLocked(root)
@@ -250,14 +254,25 @@ func (m *Manager) Permit(pod *v1.Pod, defaultTimeout time.Duration) PermitDecisi
 	return d
 }
 
-func (m *Manager) updateWaitingGaugeLocked() {
-	n := 0
-	for _, r := range m.rounds {
-		if len(r.waiters) > 0 {
-			n++
-		}
+// addWaiterLocked registers a member waiting at Permit; the gauge counts roots with waiters.
+func (m *Manager) addWaiterLocked(r *round, uid types.UID, k Key) {
+	if len(r.waiters) == 0 {
+		m.waitingRoots++
+		metrics.waitingGangs.Set(float64(m.waitingRoots))
 	}
-	metrics.waitingGangs.Set(float64(n))
+	r.waiters[uid] = k
+}
+
+// removeWaiterLocked unregisters a waiting member (allowed, rejected, timed out or deleted).
+func (m *Manager) removeWaiterLocked(r *round, uid types.UID) {
+	if _, ok := r.waiters[uid]; !ok {
+		return
+	}
+	delete(r.waiters, uid)
+	if len(r.waiters) == 0 {
+		m.waitingRoots--
+		metrics.waitingGangs.Set(float64(m.waitingRoots))
+	}
 }
 
 // markScheduledLocked records the groups of the tree whose requirement is now met.
@@ -345,7 +360,7 @@ func (m *Manager) Unreserve(pod *v1.Pod, backoff time.Duration) Rejection {
 	g.setMember(pod.UID, func(mem *member) {
 		mem.assumed, mem.waitStart = false, time.Time{}
 	})
-	delete(m.roundOf(root).waiters, pod.UID)
+	m.removeWaiterLocked(m.roundOf(root), pod.UID)
 	metrics.permitWait.WithLabelValues("rejected").Observe(waited.Seconds())
 	return m.rejectLocked(root, msg, wholeTree, backoff, m.groups.readiness(countScheduled).path, "timeout")
 }
@@ -372,14 +387,16 @@ func (m *Manager) rejectLocked(root Key, msg string, wholeTree bool, backoff tim
 		mem := m.groups[wk].members[uid]
 		metrics.permitWait.WithLabelValues("rejected").Observe(now.Sub(mem.waitStart).Seconds())
 		mem.waitStart = time.Time{}
-		delete(r.waiters, uid)
+		m.removeWaiterLocked(r, uid)
 		rej.Reject = append(rej.Reject, mem.pod)
 	}
-	m.updateWaitingGaugeLocked()
 	if wholeTree {
 		r.backoffUntil = now.Add(backoff)
 		r.lastFailure = now
 	}
+	// Whatever was planned for the tree is stale now; the next attempt plans again around
+	// the members that stay placed.
+	delete(m.plans, root)
 	metrics.attempts.WithLabelValues(result).Inc()
 	return rej
 }

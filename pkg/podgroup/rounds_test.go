@@ -78,7 +78,7 @@ func TestGangOfThreeBindsTogether(t *testing.T) {
 	m.onGroup(pg("a", 3, ""))
 	pods := addPods(m, "a", 4) // one pod more than minCount
 
-	m.Assume(pods[0])
+	m.Assume(pods[0], "n1")
 	d := m.Permit(pods[0], time.Minute)
 	if d.Allow || d.Timeout != time.Minute {
 		t.Fatalf("first member: %+v, want a one-minute wait", d)
@@ -86,11 +86,11 @@ func TestGangOfThreeBindsTogether(t *testing.T) {
 	if diff := cmp.Diff([]string{"a-1", "a-2", "a-3"}, podNames(d.Activate), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("first wait activates the pending members (-want +got):\n%s", diff)
 	}
-	m.Assume(pods[1])
+	m.Assume(pods[1], "n1")
 	if d := m.Permit(pods[1], time.Minute); d.Allow || len(d.Activate) != 0 {
 		t.Fatalf("second member: %+v, want a wait without a second activation", d)
 	}
-	m.Assume(pods[2])
+	m.Assume(pods[2], "n1")
 	d = m.Permit(pods[2], time.Minute)
 	if !d.Allow {
 		t.Fatalf("third member: %+v, want allow", d)
@@ -102,7 +102,7 @@ func TestGangOfThreeBindsTogether(t *testing.T) {
 		t.Error("group not marked scheduled")
 	}
 	// A member beyond minCount binds at once.
-	m.Assume(pods[3])
+	m.Assume(pods[3], "n1")
 	if d := m.Permit(pods[3], time.Minute); !d.Allow {
 		t.Errorf("fourth member: %+v, want allow", d)
 	}
@@ -114,7 +114,7 @@ func TestScheduleTimeoutOverridesDefault(t *testing.T) {
 	g.Spec.ScheduleTimeoutSeconds = ptr.To[int32](7)
 	m.onGroup(g)
 	pods := addPods(m, "a", 2)
-	m.Assume(pods[0])
+	m.Assume(pods[0], "n1")
 	if d := m.Permit(pods[0], time.Minute); d.Timeout != 7*time.Second {
 		t.Errorf("timeout %s, want 7s", d.Timeout)
 	}
@@ -125,7 +125,7 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	m.onGroup(pg("a", 3, ""))
 	pods := addPods(m, "a", 3)
 	for _, p := range pods[:2] {
-		m.Assume(p)
+		m.Assume(p, "n1")
 		m.Permit(p, time.Minute)
 	}
 	rej := m.Fail(pods[2], "0/1 nodes are available: 1 Insufficient cpu", 10*time.Second)
@@ -164,7 +164,7 @@ func TestFailKeepsGangThatCanStillBeReady(t *testing.T) {
 	m, _, _ := testManager(t)
 	m.onGroup(pg("a", 2, ""))
 	pods := addPods(m, "a", 3)
-	m.Assume(pods[0])
+	m.Assume(pods[0], "n1")
 	m.Permit(pods[0], time.Minute)
 	if rej := m.Fail(pods[1], "no room", time.Second); len(rej.Reject) != 0 || rej.Backoff {
 		t.Errorf("rejection %+v, want none: a-0 and a-2 can still make minCount 2", rej)
@@ -182,7 +182,7 @@ func TestFailInOneShardReleasesOnlyThatShard(t *testing.T) {
 	}
 	s0, s1, s2 := addPods(m, "s0", 2), addPods(m, "s1", 2), addPods(m, "s2", 2)
 	for _, p := range []*v1.Pod{s0[0], s1[0], s2[0]} {
-		m.Assume(p)
+		m.Assume(p, "n1")
 		if d := m.Permit(p, time.Minute); d.Allow {
 			t.Fatalf("%s allowed early", p.Name)
 		}
@@ -191,11 +191,11 @@ func TestFailInOneShardReleasesOnlyThatShard(t *testing.T) {
 	if rej.Backoff || len(rej.Reject) != 1 || rej.Reject[0].Name != "s1-0" {
 		t.Fatalf("rejection %+v, want only s1-0 released and no backoff", rej)
 	}
-	m.Assume(s0[1])
+	m.Assume(s0[1], "n1")
 	if d := m.Permit(s0[1], time.Minute); d.Allow {
 		t.Fatalf("one ready shard must not be enough for minGroupCount 2")
 	}
-	m.Assume(s2[1])
+	m.Assume(s2[1], "n1")
 	d := m.Permit(s2[1], time.Minute)
 	if !d.Allow {
 		t.Fatalf("second ready shard: %+v, want allow", d)
@@ -218,7 +218,7 @@ func TestTimeoutRejectsTheRestOnce(t *testing.T) {
 	m.onGroup(pg("a", 3, ""))
 	pods := addPods(m, "a", 3)
 	for _, p := range pods[:2] {
-		m.Assume(p)
+		m.Assume(p, "n1")
 		m.Permit(p, time.Minute)
 	}
 	clk.Step(time.Minute)
@@ -245,7 +245,7 @@ func TestNewRoundForgetsFailures(t *testing.T) {
 	if v := m.groups.readiness(countPossible).subtree(PodGroupKey("ns", "a")); v {
 		t.Fatal("gang possible with a failed member")
 	}
-	m.Assume(pods[0]) // first assumed member of a new round
+	m.Assume(pods[0], "n1") // first assumed member of a new round
 	if v := m.groups.readiness(countPossible).subtree(PodGroupKey("ns", "a")); !v {
 		t.Error("failures of the previous round still counted")
 	}
@@ -260,11 +260,11 @@ func TestBoundMembersCount(t *testing.T) {
 	for _, p := range pending {
 		m.onPod(nil, p)
 	}
-	m.Assume(pending[0])
+	m.Assume(pending[0], "n1")
 	if d := m.Permit(pending[0], time.Minute); d.Allow {
 		t.Fatal("3 of 4 allowed")
 	}
-	m.Assume(pending[1])
+	m.Assume(pending[1], "n1")
 	if d := m.Permit(pending[1], time.Minute); !d.Allow || len(d.AllowWaiting) != 1 {
 		t.Fatalf("%+v, want allow with one waiting member", d)
 	}

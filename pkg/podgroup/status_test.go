@@ -69,7 +69,7 @@ func TestDesiredCondition(t *testing.T) {
 			setup: func(m *Manager) {
 				m.onGroup(pg("a", 2, ""))
 				for _, p := range addPods(m, "a", 2) {
-					m.Assume(p)
+					m.Assume(p, "n1")
 					m.Permit(p, time.Minute)
 				}
 			},
@@ -140,7 +140,7 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 		t.Fatalf("%d writes once all pods exist, want still 1", got)
 	}
 	for _, p := range pods {
-		m.Assume(p)
+		m.Assume(p, "n1")
 		m.Permit(p, time.Minute)
 	}
 	sync()

@@ -9,12 +9,14 @@ import (
 	// Registers lockstep's plugin args in the kube-scheduler's config scheme.
 	_ "github.com/lockstep-sched/lockstep/pkg/apis/config/scheme"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
+	"github.com/lockstep-sched/lockstep/pkg/plugins/topology"
 )
 
 // Plugins returns the registry options of lockstep's plugins.
 func Plugins() []app.Option {
 	return []app.Option{
 		app.WithPlugin(gang.Name, gang.New),
+		app.WithPlugin(topology.Name, topology.New),
 	}
 }
 

@@ -18,6 +18,7 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&LockstepGangArgs{},
+		&LockstepTopologyArgs{},
 	)
 	return nil
 }

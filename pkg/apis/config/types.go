@@ -18,3 +18,20 @@ type LockstepGangArgs struct {
 	// members do not take reservations again at every cluster event.
 	BackoffSeconds int64
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// LockstepTopologyArgs configures the LockstepTopology plugin.
+type LockstepTopologyArgs struct {
+	metav1.TypeMeta
+
+	// Levels are the node label keys of the topology levels, broadest first. A group's
+	// topology keys must be among them.
+	Levels []string
+	// PlanTTLSeconds is how long a placement plan keeps capacity promised to a tree whose
+	// members have not all been placed, before another tree may use it.
+	PlanTTLSeconds int64
+	// MaxDomainCandidates bounds the backtracking: how many domains of a level are tried for
+	// a group before the planner gives up on the parent's domain.
+	MaxDomainCandidates int32
+}

@@ -30,7 +30,9 @@ func (pl *Gang) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, 
 		return nil, nil
 	case podgroup.BackingOff:
 		state.Write(refusedKey, refused{})
-		pl.retryAfter(v.Root, v.Retry)
+		if v.ScheduleRetry {
+			pl.retryAfter(v.Root, v.Retry)
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable, v.Message)
 	}
 	state.Write(refusedKey, refused{})

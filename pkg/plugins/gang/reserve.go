@@ -10,8 +10,8 @@ import (
 )
 
 // Reserve counts the member as assumed, so that Permit sees how much of the tree is placed.
-func (pl *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
-	pl.groups.Assume(pod)
+func (pl *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	pl.groups.Assume(pod, nodeName)
 	return nil
 }
 

@@ -1,5 +1,37 @@
 package v1
 
+// DefaultTopologyLevels are the well-known topology labels, broadest first.
+var DefaultTopologyLevels = []string{
+	"topology.kubernetes.io/zone",
+	"topology.kubernetes.io/block",
+	"topology.kubernetes.io/rack",
+	"kubernetes.io/hostname",
+}
+
+// Defaults of LockstepTopologyArgs.
+const (
+	// DefaultPlanTTLSeconds matches the default permit timeout: a plan outlives the wait of
+	// its placed members.
+	DefaultPlanTTLSeconds int64 = 60
+	// DefaultMaxDomainCandidates bounds the domains tried per level.
+	DefaultMaxDomainCandidates int32 = 8
+)
+
+// SetDefaults_LockstepTopologyArgs fills unset fields.
+func SetDefaults_LockstepTopologyArgs(obj *LockstepTopologyArgs) {
+	if len(obj.Levels) == 0 {
+		obj.Levels = append([]string(nil), DefaultTopologyLevels...)
+	}
+	if obj.PlanTTLSeconds == nil {
+		v := DefaultPlanTTLSeconds
+		obj.PlanTTLSeconds = &v
+	}
+	if obj.MaxDomainCandidates == nil {
+		v := DefaultMaxDomainCandidates
+		obj.MaxDomainCandidates = &v
+	}
+}
+
 // Defaults of LockstepGangArgs.
 const (
 	// DefaultPermitTimeoutSeconds matches scheduler-plugins' coscheduling: a gang whose

@@ -19,3 +19,25 @@ type LockstepGangArgs struct {
 	// +optional
 	BackoffSeconds *int64 `json:"backoffSeconds,omitempty"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// LockstepTopologyArgs configures the LockstepTopology plugin.
+type LockstepTopologyArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// levels are the node label keys of the topology levels, broadest first. Default:
+	// topology.kubernetes.io/zone, topology.kubernetes.io/block, topology.kubernetes.io/rack,
+	// kubernetes.io/hostname.
+	// +optional
+	// +listType=atomic
+	Levels []string `json:"levels,omitempty"`
+	// planTTLSeconds is how long a placement plan keeps capacity promised to a tree whose
+	// members have not all been placed. Default 60.
+	// +optional
+	PlanTTLSeconds *int64 `json:"planTTLSeconds,omitempty"`
+	// maxDomainCandidates bounds backtracking: how many domains of a level are tried for a
+	// group before giving up on its parent's domain. Default 8.
+	// +optional
+	MaxDomainCandidates *int32 `json:"maxDomainCandidates,omitempty"`
+}

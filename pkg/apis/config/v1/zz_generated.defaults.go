@@ -30,9 +30,14 @@ import (
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&LockstepGangArgs{}, func(obj interface{}) { SetObjectDefaults_LockstepGangArgs(obj.(*LockstepGangArgs)) })
+	scheme.AddTypeDefaultingFunc(&LockstepTopologyArgs{}, func(obj interface{}) { SetObjectDefaults_LockstepTopologyArgs(obj.(*LockstepTopologyArgs)) })
 	return nil
 }
 
 func SetObjectDefaults_LockstepGangArgs(in *LockstepGangArgs) {
 	SetDefaults_LockstepGangArgs(in)
+}
+
+func SetObjectDefaults_LockstepTopologyArgs(in *LockstepTopologyArgs) {
+	SetDefaults_LockstepTopologyArgs(in)
 }

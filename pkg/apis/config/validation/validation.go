@@ -3,6 +3,8 @@
 package validation
 
 import (
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/config"
@@ -16,6 +18,30 @@ func ValidateLockstepGangArgs(path *field.Path, args *config.LockstepGangArgs) e
 	}
 	if args.BackoffSeconds < 0 {
 		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), args.BackoffSeconds, "must not be negative"))
+	}
+	return errs.ToAggregate()
+}
+
+// ValidateLockstepTopologyArgs returns an error listing every invalid field.
+func ValidateLockstepTopologyArgs(path *field.Path, args *config.LockstepTopologyArgs) error {
+	var errs field.ErrorList
+	if len(args.Levels) == 0 {
+		errs = append(errs, field.Required(path.Child("levels"), "at least one topology level"))
+	}
+	seen := sets.New[string]()
+	for i, l := range args.Levels {
+		p := path.Child("levels").Index(i)
+		errs = append(errs, metav1validation.ValidateLabelName(l, p)...)
+		if seen.Has(l) {
+			errs = append(errs, field.Duplicate(p, l))
+		}
+		seen.Insert(l)
+	}
+	if args.PlanTTLSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("planTTLSeconds"), args.PlanTTLSeconds, "must be greater than 0"))
+	}
+	if args.MaxDomainCandidates <= 0 {
+		errs = append(errs, field.Invalid(path.Child("maxDomainCandidates"), args.MaxDomainCandidates, "must be greater than 0"))
 	}
 	return errs.ToAggregate()
 }

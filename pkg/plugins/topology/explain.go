@@ -1,0 +1,133 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// explain says, in numbers, why a tree could not be placed: the group that found no domain,
+// the size of what it needed and how much the roomiest candidate could take, e.g.
+// "PodGroup train: no rack has room for 16 pods × 8 cpu; the roomiest rack could take 12".
+// When the root had room but its children did not fit inside it, the last child failure is
+// added.
+func (c *cluster) explain(root *podgroup.GroupView, failures []failure) string {
+	if len(failures) == 0 {
+		return "no placement found"
+	}
+	last := failures[len(failures)-1]
+	msg := c.describeFailure(last)
+	if last.group.Key == root.Key && last.best >= len(last.pods) && len(failures) > 1 {
+		// The root's domains had room in sum; a child did not fit inside them.
+		msg += "; inside them, " + c.describeFailure(failures[len(failures)-2])
+	}
+	return msg
+}
+
+// describeFailure renders one failure.
+func (c *cluster) describeFailure(f failure) string {
+	who := fmt.Sprintf("%s %s", f.group.Key.Kind, f.group.Key.Name)
+	what := shape(f.pods)
+	if f.level < 0 {
+		return fmt.Sprintf("%s: not enough free capacity for %s; the nodes it may use could take %d", who, what, f.best)
+	}
+	lvl := levelName(c.levels[f.level])
+	switch {
+	case f.pin != "" && f.cands == 0:
+		return fmt.Sprintf("%s: %s", who, f.pin)
+	case f.pin != "":
+		return fmt.Sprintf("%s: %s, which has no room for %s; it could take %d", who, f.pin, what, f.best)
+	case f.cands == 0:
+		return fmt.Sprintf("%s: no node carries the %s label %s", who, lvl, c.levels[f.level])
+	}
+	return fmt.Sprintf("%s: no %s has room for %s; the roomiest %s could take %d", who, lvl, what, lvl, f.best)
+}
+
+// shape renders a set of pods: "16 pods × 8 cpu" when they are alike,
+// "16 pods (96 cpu in all)" when they are not.
+func shape(pods []*pending) string {
+	if len(pods) == 0 {
+		return "0 pods"
+	}
+	same := true
+	var sum podgroup.Resources
+	for _, p := range pods {
+		sum.Add(p.need)
+		if !equal(p.need, pods[0].need) {
+			same = false
+		}
+	}
+	noun := "pods"
+	if len(pods) == 1 {
+		noun = "pod"
+	}
+	if same {
+		return fmt.Sprintf("%d %s × %s", len(pods), noun, describe(pods[0].need))
+	}
+	return fmt.Sprintf("%d %s (%s in all)", len(pods), noun, describe(sum))
+}
+
+// describe renders a request: "8 cpu", "500m cpu, 1 nvidia.com/gpu", "4Gi memory".
+func describe(r podgroup.Resources) string {
+	var parts []string
+	if r.MilliCPU > 0 {
+		if r.MilliCPU%1000 == 0 {
+			parts = append(parts, fmt.Sprintf("%d cpu", r.MilliCPU/1000))
+		} else {
+			parts = append(parts, fmt.Sprintf("%dm cpu", r.MilliCPU))
+		}
+	}
+	if r.Memory > 0 && r.MilliCPU == 0 {
+		parts = append(parts, resource.NewQuantity(r.Memory, resource.BinarySI).String()+" memory")
+	}
+	names := make([]string, 0, len(r.Scalar))
+	for n, v := range r.Scalar {
+		if v > 0 {
+			names = append(names, string(n))
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for rn, v := range r.Scalar {
+			if string(rn) == n {
+				parts = append(parts, fmt.Sprintf("%d %s", v, n))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "no resources"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func equal(a, b podgroup.Resources) bool {
+	if a.MilliCPU != b.MilliCPU || a.Memory != b.Memory || a.Pods != b.Pods || len(a.Scalar) != len(b.Scalar) {
+		return false
+	}
+	for k, v := range a.Scalar {
+		if b.Scalar[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func joinSorted(s sets.Set[string]) string {
+	out := make([]string, 0, s.Len())
+	for _, k := range sets.List(s) {
+		out = append(out, lastSegment(k))
+	}
+	return strings.Join(out, ", ")
+}
+
+func lastSegment(key string) string {
+	if i := strings.LastIndex(key, "/"); i >= 0 {
+		return key[i+1:]
+	}
+	return key
+}

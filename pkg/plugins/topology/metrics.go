@@ -1,0 +1,58 @@
+package topology
+
+import (
+	"sync"
+
+	k8smetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+var metrics = struct {
+	plans        *k8smetrics.CounterVec
+	planReuse    *k8smetrics.Counter
+	replans      *k8smetrics.CounterVec
+	failures     *k8smetrics.CounterVec
+	planDuration *k8smetrics.Histogram
+}{
+	plans: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "topology_plans_total",
+		Help:           "Placement plans computed for whole trees, by result: placed or unplaceable.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"result"}),
+	planReuse: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "topology_plan_reuse_total",
+		Help:           "Members scheduled from an existing plan of their tree, without planning again.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+	replans: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "topology_replans_total",
+		Help:           "Plans dropped to plan the tree again, by reason: capacity (the planned node no longer has room) or filter (a planned member failed on its node).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"reason"}),
+	failures: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "topology_placement_failures_total",
+		Help:           "Trees that could not be placed, by the topology level at which no domain had room (\"any\" when no level was involved).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"level"}),
+	planDuration: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "topology_plan_duration_seconds",
+		Help:           "Time to plan the placement of a tree.",
+		Buckets:        k8smetrics.ExponentialBuckets(0.0001, 2, 18),
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+}
+
+var registerOnce sync.Once
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(metrics.plans, metrics.planReuse, metrics.replans, metrics.failures, metrics.planDuration)
+	})
+}

@@ -1,0 +1,509 @@
+package topology
+
+import (
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// The planner places the pending members of a whole tree at once:
+//
+//   - top-down: a group picks a domain of its Required level inside its parent's domain,
+//     then its children (or pods) are placed inside it;
+//   - best fit: among the domains that can hold the group, the one with the least room to
+//     spare is tried first, so that large domains stay whole for large gangs;
+//   - Preferred: inside its domain a group first tries to fit whole into one domain of its
+//     Preferred level, then of each broader level;
+//   - bounded backtracking: when a child cannot be placed in the domain its parent chose,
+//     the parent tries its next candidate domain (at most maxCandidates per level);
+//   - pods onto nodes: largest first, each on the node it fills the most (best fit), so
+//     heterogeneous pods are packed, not assumed identical.
+//
+// Capacity is the snapshot's free capacity minus what other trees' plans promised. Members
+// already assumed or bound pin the domains of their groups.
+
+// pending is one member to place.
+type pending struct {
+	pod  *v1.Pod
+	need podgroup.Resources
+	ok   []bool // nodes it may use, by node index
+}
+
+// planner holds the state of one planning run. Every change is logged so that a failed
+// attempt can be rolled back to a mark.
+type planner struct {
+	c        *cluster
+	elig     *eligibility
+	maxCands int
+	budget   int
+
+	free    []podgroup.Resources
+	assign  map[types.UID]*node
+	domains map[podgroup.Key]*domain
+	undo    []change
+
+	pendingOf map[podgroup.Key][]*pending // PodGroup → members to place
+	demand    map[podgroup.Key]podgroup.Resources
+	// minDemand is the least a group needs to be ready (minCount smallest pods, or the
+	// minGroupCount smallest children): a domain with less room in sum is not tried.
+	minDemand map[podgroup.Key]podgroup.Resources
+	placedOf  map[podgroup.Key][]*node // subtree → nodes of assumed and bound members
+	shapes    map[podgroup.Key]shapeCount
+	failures  []failure
+}
+
+// change is one logged mutation.
+type change struct {
+	node   *node // capacity taken on node by pod
+	pod    *pending
+	group  podgroup.Key // domain set for group
+	before *domain
+	isDom  bool
+}
+
+// failure records that a group found no domain at a level.
+type failure struct {
+	group *podgroup.GroupView
+	level int // -1: anywhere in its parent's domain
+	pods  []*pending
+	best  int // the most of its pods any candidate domain could take
+	cands int
+	pin   string // why candidates were restricted, if they were
+}
+
+// planBudget caps the number of packing attempts of one run, whatever the backtracking.
+const planBudget = 20000
+
+func newPlanner(c *cluster, maxCands int) *planner {
+	p := &planner{
+		c:         c,
+		elig:      newEligibility(c.nodes),
+		maxCands:  maxCands,
+		budget:    planBudget,
+		free:      make([]podgroup.Resources, len(c.nodes)),
+		assign:    map[types.UID]*node{},
+		domains:   map[podgroup.Key]*domain{},
+		pendingOf: map[podgroup.Key][]*pending{},
+		demand:    map[podgroup.Key]podgroup.Resources{},
+		minDemand: map[podgroup.Key]podgroup.Resources{},
+		placedOf:  map[podgroup.Key][]*node{},
+		shapes:    map[podgroup.Key]shapeCount{},
+	}
+	for i, n := range c.nodes {
+		p.free[i] = n.free.Clone()
+	}
+	return p
+}
+
+// outcome is the result of planning a tree.
+type outcome struct {
+	ok       bool
+	assign   map[types.UID]*node
+	requests map[types.UID]podgroup.Resources
+	domains  map[podgroup.Key]*domain
+	// refused are groups of a tree that was placed without them (a CompositePodGroup needs
+	// only minGroupCount children): their members must not be placed anywhere else.
+	refused  map[podgroup.Key]failure
+	failures []failure
+}
+
+// plan places the pending members of the tree rooted at root.
+func (p *planner) plan(root *podgroup.GroupView) outcome {
+	p.index(root)
+	anywhere := &domain{level: -1, nodes: p.c.nodes}
+	ok := p.placeGroup(root, anywhere)
+	out := outcome{ok: ok, failures: p.failures}
+	if !ok {
+		return out
+	}
+	out.assign, out.domains = p.assign, p.domains
+	out.requests = map[types.UID]podgroup.Resources{}
+	for _, list := range p.pendingOf {
+		for _, pd := range list {
+			out.requests[pd.pod.UID] = pd.need
+		}
+	}
+	out.refused = map[podgroup.Key]failure{}
+	root.Walk(func(g *podgroup.GroupView) {
+		if _, placed := p.domains[g.Key]; placed {
+			return
+		}
+		for i := len(p.failures) - 1; i >= 0; i-- {
+			if p.failures[i].group.Key == g.Key {
+				out.refused[g.Key] = p.failures[i]
+				return
+			}
+		}
+		if g.Parent != nil {
+			if f, ok := out.refused[g.Parent.Key]; ok {
+				out.refused[g.Key] = f
+			}
+		}
+	})
+	return out
+}
+
+// index computes what each group has to place, its demand and its pins.
+func (p *planner) index(root *podgroup.GroupView) {
+	var walk func(g *podgroup.GroupView) (podgroup.Resources, []*node)
+	walk = func(g *podgroup.GroupView) (podgroup.Resources, []*node) {
+		var demand podgroup.Resources
+		var placed []*node
+		var parts []podgroup.Resources // what each pod (PodGroup) or child (composite) needs at least
+		for _, pod := range g.Pending {
+			pd := &pending{pod: pod, need: podgroup.PodRequests(pod), ok: p.elig.of(pod)}
+			p.pendingOf[g.Key] = append(p.pendingOf[g.Key], pd)
+			demand.Add(pd.need)
+			parts = append(parts, pd.need)
+		}
+		for _, name := range g.PlacedNodes {
+			if n, ok := p.c.byName[name]; ok {
+				placed = append(placed, n)
+			}
+		}
+		for _, c := range g.Children {
+			d, pl := walk(c)
+			demand.Add(d)
+			placed = append(placed, pl...)
+			parts = append(parts, p.minDemand[c.Key])
+		}
+		need := g.Min
+		if g.Key.Kind == podgroup.KindPodGroup {
+			need -= len(g.PlacedNodes)
+		}
+		sort.Slice(parts, func(i, j int) bool { return bigger(parts[j], parts[i]) })
+		var least podgroup.Resources
+		for i := 0; i < need && i < len(parts); i++ {
+			least.Add(parts[i])
+		}
+		p.demand[g.Key], p.minDemand[g.Key], p.placedOf[g.Key] = demand, least, placed
+		return demand, placed
+	}
+	walk(root)
+}
+
+// constraintLevels returns the levels of a group's Required and Preferred keys, -1 if unset.
+func (p *planner) constraintLevels(g *podgroup.GroupView) (required, preferred int) {
+	required, preferred = -1, -1
+	for _, t := range g.Topology {
+		l := p.c.levelOf(t.Key)
+		if t.Mode == v1alpha1.TopologyPreferred {
+			preferred = l
+		} else {
+			required = l
+		}
+	}
+	return required, preferred
+}
+
+// placeGroup places g (and its subtree) inside within, trying candidate domains of its
+// Required level in best-fit order, each first at its Preferred level.
+func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
+	required, preferred := p.constraintLevels(g)
+	cands := []*domain{within}
+	level := within.level
+	if required > within.level {
+		cands, level = split(within.nodes, required), required
+	}
+	cands, pin := p.pinned(g, cands, level)
+	demand, least := p.demand[g.Key], p.minDemand[g.Key]
+	all := cands
+	cands = p.bestFit(cands, g, least)
+	for i, d := range cands {
+		if i >= p.maxCands || p.budget <= 0 {
+			break
+		}
+		for l := preferred; l > d.level; l-- {
+			for j, sub := range p.placedFirst(g, p.bestFit(split(d.nodes, l), g, demand)) {
+				if j >= p.maxCands {
+					break
+				}
+				if p.placeInOrRollback(g, sub) {
+					return true
+				}
+			}
+		}
+		if p.placeInOrRollback(g, d) {
+			return true
+		}
+	}
+	p.fail(g, level, all, pin)
+	return false
+}
+
+func (p *planner) placeInOrRollback(g *podgroup.GroupView, d *domain) bool {
+	mark := len(p.undo)
+	if p.placeIn(g, d) {
+		return true
+	}
+	p.rollback(mark)
+	return false
+}
+
+// placeIn places g inside domain d: a PodGroup's pods onto its nodes, a CompositePodGroup's
+// children one by one, largest demand first.
+func (p *planner) placeIn(g *podgroup.GroupView, d *domain) bool {
+	p.setDomain(g.Key, d)
+	if g.Key.Kind == podgroup.KindPodGroup {
+		needed := g.Min - len(g.PlacedNodes)
+		return p.pack(p.pendingOf[g.Key], d.nodes) >= needed
+	}
+	children := append([]*podgroup.GroupView(nil), g.Children...)
+	sort.SliceStable(children, func(i, j int) bool {
+		return bigger(p.demand[children[i].Key], p.demand[children[j].Key])
+	})
+	ready := 0
+	for _, c := range children {
+		mark := len(p.undo)
+		if p.placeGroup(c, d) {
+			ready++
+		} else {
+			p.rollback(mark)
+		}
+	}
+	return ready >= g.Min
+}
+
+// pack puts pods onto nodes, largest first, each on the first node with room in packOrder
+// (fullest sub-domain, then fullest node first). It returns how many it placed.
+func (p *planner) pack(pods []*pending, nodes []*node) int {
+	p.budget--
+	order := append([]*pending(nil), pods...)
+	sort.SliceStable(order, func(i, j int) bool { return bigger(order[i].need, order[j].need) })
+	nodes = p.packOrder(nodes)
+	placed := 0
+	for _, pd := range order {
+		for _, n := range nodes {
+			if pd.ok[n.idx] && p.free[n.idx].Fits(pd.need) {
+				p.take(n, pd)
+				placed++
+				break
+			}
+		}
+	}
+	return placed
+}
+
+// pinned restricts candidates to the domain members already placed (assumed or bound) are
+// in; pin says why when it did.
+func (p *planner) pinned(g *podgroup.GroupView, cands []*domain, level int) ([]*domain, string) {
+	placed := p.placedOf[g.Key]
+	if len(placed) == 0 || level < 0 {
+		return cands, ""
+	}
+	keys := sets.New[string]()
+	for _, n := range placed {
+		k, ok := n.domainOf(level)
+		if !ok {
+			return nil, "member placed on node " + n.name + " outside every " + levelName(p.c.levels[level])
+		}
+		keys.Insert(k)
+	}
+	if keys.Len() > 1 {
+		return nil, "members already placed in " + levelName(p.c.levels[level]) + "s " + joinSorted(keys)
+	}
+	var out []*domain
+	for _, d := range cands {
+		if keys.Has(d.key) {
+			out = append(out, d)
+		}
+	}
+	return out, "members already placed in " + levelName(p.c.levels[level]) + " " + lastSegment(keys.UnsortedList()[0])
+}
+
+// placedFirst moves the domains that already hold members of g to the front, so that a
+// Preferred level keeps a group together with its placed members when it can.
+func (p *planner) placedFirst(g *podgroup.GroupView, ds []*domain) []*domain {
+	placed := p.placedOf[g.Key]
+	if len(placed) == 0 || len(ds) == 0 {
+		return ds
+	}
+	holds := func(d *domain) bool {
+		for _, n := range placed {
+			if k, ok := n.domainOf(d.level); ok && k == d.key {
+				return true
+			}
+		}
+		return false
+	}
+	sort.SliceStable(ds, func(i, j int) bool { return holds(ds[i]) && !holds(ds[j]) })
+	return ds
+}
+
+// bestFit returns the domains whose free capacity can hold at least least, tightest first
+// for the group: counted in pods of the group's largest shape that fit on the domain's nodes
+// (so a domain whose room is split into pieces too small for one pod does not look roomy),
+// the fewest spare slots first, then the least free CPU, then by name. Domains that can hold
+// only part of the group (a composite may need fewer children) come last, roomiest first.
+func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least podgroup.Resources) []*domain {
+	shape, count := p.shapeOf(g)
+	type scored struct {
+		d     *domain
+		spare int64
+		cpu   int64
+	}
+	var ok []scored
+	for _, d := range ds {
+		var total podgroup.Resources
+		var slots int64
+		for _, n := range d.nodes {
+			total.Add(p.free[n.idx])
+			if count > 0 {
+				slots += p.free[n.idx].Copies(shape)
+			}
+		}
+		if !total.Fits(least) {
+			continue
+		}
+		ok = append(ok, scored{d, slots - count, total.MilliCPU})
+	}
+	sort.SliceStable(ok, func(i, j int) bool {
+		wi, wj := ok[i].spare >= 0, ok[j].spare >= 0
+		switch {
+		case wi != wj:
+			return wi
+		case !wi && ok[i].spare != ok[j].spare:
+			return ok[i].spare > ok[j].spare
+		case ok[i].cpu != ok[j].cpu:
+			return ok[i].cpu < ok[j].cpu
+		}
+		return ok[i].d.key < ok[j].d.key
+	})
+	out := make([]*domain, len(ok))
+	for i, s := range ok {
+		out[i] = s.d
+	}
+	return out
+}
+
+// shapeOf returns the largest request among a group's pending pods, and how many there are.
+func (p *planner) shapeOf(g *podgroup.GroupView) (podgroup.Resources, int64) {
+	if s, ok := p.shapes[g.Key]; ok {
+		return s.need, s.count
+	}
+	var largest podgroup.Resources
+	var count int64
+	g.Walk(func(v *podgroup.GroupView) {
+		for _, pd := range p.pendingOf[v.Key] {
+			if count == 0 || bigger(pd.need, largest) {
+				largest = pd.need
+			}
+			count++
+		}
+	})
+	p.shapes[g.Key] = shapeCount{largest, count}
+	return largest, count
+}
+
+type shapeCount struct {
+	need  podgroup.Resources
+	count int64
+}
+
+// packOrder returns the nodes of a domain fullest sub-domain first: nodes whose rack (and
+// block...) has the least free CPU come first, then the fullest nodes. Packing a gang in
+// this order fills what is already broken into and leaves empty racks whole.
+func (p *planner) packOrder(nodes []*node) []*node {
+	if len(nodes) == 0 {
+		return nodes
+	}
+	depth := len(p.c.levels)
+	// Free CPU per domain of every level, keyed by "level/path".
+	sums := map[string]int64{}
+	for _, n := range nodes {
+		for l := 0; l < len(n.path) && l < depth; l++ {
+			k, _ := n.domainOf(l)
+			sums[k] += p.free[n.idx].MilliCPU
+		}
+	}
+	key := func(n *node, l int) int64 {
+		if k, ok := n.domainOf(l); ok && l < len(n.path) {
+			return sums[k]
+		}
+		return 0
+	}
+	out := append([]*node(nil), nodes...)
+	sort.SliceStable(out, func(i, j int) bool {
+		for l := 0; l < depth; l++ {
+			if a, b := key(out[i], l), key(out[j], l); a != b {
+				return a < b
+			}
+		}
+		if a, b := p.free[out[i].idx].MilliCPU, p.free[out[j].idx].MilliCPU; a != b {
+			return a < b
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// fail records why g found no domain, and how close the roomiest candidate came.
+func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin string) {
+	var pods []*pending
+	g.Walk(func(v *podgroup.GroupView) { pods = append(pods, p.pendingOf[v.Key]...) })
+	f := failure{group: g, level: level, pods: pods, cands: len(cands), pin: pin}
+	const maxExplained = 64
+	for i, d := range cands {
+		if i >= maxExplained {
+			break
+		}
+		mark := len(p.undo)
+		if n := p.pack(pods, d.nodes); n > f.best {
+			f.best = n
+		}
+		p.rollback(mark)
+	}
+	p.failures = append(p.failures, f)
+}
+
+func (p *planner) take(n *node, pd *pending) {
+	p.free[n.idx].Sub(pd.need)
+	p.assign[pd.pod.UID] = n
+	p.undo = append(p.undo, change{node: n, pod: pd})
+}
+
+func (p *planner) setDomain(k podgroup.Key, d *domain) {
+	p.undo = append(p.undo, change{group: k, before: p.domains[k], isDom: true})
+	p.domains[k] = d
+}
+
+// rollback undoes every change after mark.
+func (p *planner) rollback(mark int) {
+	for i := len(p.undo) - 1; i >= mark; i-- {
+		c := p.undo[i]
+		if c.isDom {
+			if c.before == nil {
+				delete(p.domains, c.group)
+			} else {
+				p.domains[c.group] = c.before
+			}
+			continue
+		}
+		p.free[c.node.idx].Add(c.pod.need)
+		delete(p.assign, c.pod.pod.UID)
+	}
+	p.undo = p.undo[:mark]
+}
+
+// bigger orders requests: more CPU, then more memory, then more extended resources.
+func bigger(a, b podgroup.Resources) bool {
+	if a.MilliCPU != b.MilliCPU {
+		return a.MilliCPU > b.MilliCPU
+	}
+	if a.Memory != b.Memory {
+		return a.Memory > b.Memory
+	}
+	var sa, sb int64
+	for _, v := range a.Scalar {
+		sa += v
+	}
+	for _, v := range b.Scalar {
+		sb += v
+	}
+	return sa > sb
+}

@@ -1,0 +1,131 @@
+// Package topology implements LockstepTopology: hierarchical topology placement for gangs.
+// A group may require (or prefer) that its pods share one domain of a topology level (zone,
+// block, rack, host...), at every level of its tree. When the first member of a tree is
+// scheduled, the plugin plans the whole tree at once (planner.go) and stores the plan in the
+// group model; PreFilter then narrows each member to its planned node, so that a member is
+// checked against one node and every upstream Filter still runs there. Pods of basic groups
+// are not planned: PreFilter keeps them in the domain of their placed siblings and Score
+// draws them to it.
+//
+// The plugin relies on LockstepGang, enabled in the same profile, to record reservations.
+package topology
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/config"
+	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
+	"github.com/lockstep-sched/lockstep/pkg/apis/config/validation"
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// Name is the name of the plugin used in the plugin registry and configurations.
+const Name = "LockstepTopology"
+
+// Topology is the LockstepTopology plugin.
+type Topology struct {
+	logger   klog.Logger
+	handle   fwk.Handle
+	groups   *podgroup.Manager
+	levels   []string
+	maxCands int
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &Topology{}
+	_ fwk.PostFilterPlugin  = &Topology{}
+	_ fwk.PreScorePlugin    = &Topology{}
+	_ fwk.ScorePlugin       = &Topology{}
+	_ fwk.EnqueueExtensions = &Topology{}
+)
+
+// New builds the plugin from its (defaulted, internal) args.
+func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+	args, err := getArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := validation.ValidateLockstepTopologyArgs(field.NewPath(Name+"Args"), args); err != nil {
+		return nil, err
+	}
+	groups, err := podgroup.For(ctx, handle)
+	if err != nil {
+		return nil, err
+	}
+	return newTopology(ctx, args, handle, groups), nil
+}
+
+func newTopology(ctx context.Context, args *config.LockstepTopologyArgs, handle fwk.Handle, groups *podgroup.Manager) *Topology {
+	registerMetrics()
+	pl := &Topology{
+		logger:   klog.FromContext(ctx).WithName(Name),
+		handle:   handle,
+		groups:   groups,
+		levels:   append([]string(nil), args.Levels...),
+		maxCands: int(args.MaxDomainCandidates),
+	}
+	groups.SetPlanTTL(time.Duration(args.PlanTTLSeconds) * time.Second)
+	groups.AddValidator(pl.validate)
+	return pl
+}
+
+func getArgs(obj runtime.Object) (*config.LockstepTopologyArgs, error) {
+	if obj == nil {
+		return defaultArgs(), nil
+	}
+	args, ok := obj.(*config.LockstepTopologyArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args of type %sArgs, got %T", Name, obj)
+	}
+	return args, nil
+}
+
+func defaultArgs() *config.LockstepTopologyArgs {
+	return &config.LockstepTopologyArgs{
+		Levels:              append([]string(nil), configv1.DefaultTopologyLevels...),
+		PlanTTLSeconds:      configv1.DefaultPlanTTLSeconds,
+		MaxDomainCandidates: configv1.DefaultMaxDomainCandidates,
+	}
+}
+
+// Name returns the name of the plugin.
+func (pl *Topology) Name() string { return Name }
+
+// validate refuses topology keys that are not configured levels: the schema can only check
+// that they are label keys.
+func (pl *Topology) validate(_ podgroup.Key, topology []v1alpha1.TopologyConstraint) string {
+	for _, t := range topology {
+		if !contains(pl.levels, t.Key) {
+			return fmt.Sprintf("topology key %q is not a configured level (%s)", t.Key, strings.Join(pl.levels, ", "))
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// constrained reports whether any group of the tree has a topology constraint, and whether
+// any is a gang.
+func constrained(root *podgroup.GroupView) (topology, gang bool) {
+	root.Walk(func(g *podgroup.GroupView) {
+		topology = topology || len(g.Topology) > 0
+		gang = gang || g.Gang
+	})
+	return topology, gang
+}

@@ -1,0 +1,122 @@
+package podgroup
+
+import (
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Resources is the amount of node capacity a pod needs or a node has free, in the units the
+// scheduler's NodeResourcesFit uses: milli-CPU, bytes of memory, pod slots and extended
+// resources (e.g. nvidia.com/gpu).
+type Resources struct {
+	MilliCPU int64
+	Memory   int64
+	Pods     int64
+	Scalar   map[v1.ResourceName]int64
+}
+
+// PodRequests returns what a pod needs on a node, counting init containers and overhead as
+// the scheduler does.
+func PodRequests(pod *v1.Pod) Resources {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	r := Resources{Pods: 1}
+	for name, q := range reqs {
+		switch name {
+		case v1.ResourceCPU:
+			r.MilliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			r.Memory = q.Value()
+		case v1.ResourcePods, v1.ResourceEphemeralStorage:
+		default:
+			if r.Scalar == nil {
+				r.Scalar = map[v1.ResourceName]int64{}
+			}
+			r.Scalar[name] = q.Value()
+		}
+	}
+	return r
+}
+
+// FreeOn returns a node's allocatable minus what its pods (bound and assumed) request.
+func FreeOn(n fwk.NodeInfo) Resources {
+	a, u := n.GetAllocatable(), n.GetRequested()
+	r := Resources{
+		MilliCPU: a.GetMilliCPU() - u.GetMilliCPU(),
+		Memory:   a.GetMemory() - u.GetMemory(),
+		Pods:     int64(a.GetAllowedPodNumber() - len(n.GetPods())),
+	}
+	for name, v := range a.GetScalarResources() {
+		if r.Scalar == nil {
+			r.Scalar = map[v1.ResourceName]int64{}
+		}
+		r.Scalar[name] = v - u.GetScalarResources()[name]
+	}
+	return r
+}
+
+// Fits reports whether need fits into r.
+func (r Resources) Fits(need Resources) bool {
+	if need.MilliCPU > r.MilliCPU || need.Memory > r.Memory || need.Pods > r.Pods {
+		return false
+	}
+	for name, v := range need.Scalar {
+		if v > r.Scalar[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// Add adds o to r in place.
+func (r *Resources) Add(o Resources) { r.addScaled(o, 1) }
+
+// Sub subtracts o from r in place.
+func (r *Resources) Sub(o Resources) { r.addScaled(o, -1) }
+
+func (r *Resources) addScaled(o Resources, k int64) {
+	r.MilliCPU += k * o.MilliCPU
+	r.Memory += k * o.Memory
+	r.Pods += k * o.Pods
+	for name, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = map[v1.ResourceName]int64{}
+		}
+		r.Scalar[name] += k * v
+	}
+}
+
+// Clone returns a copy that shares nothing with r.
+func (r Resources) Clone() Resources {
+	c := r
+	if r.Scalar != nil {
+		c.Scalar = make(map[v1.ResourceName]int64, len(r.Scalar))
+		for k, v := range r.Scalar {
+			c.Scalar[k] = v
+		}
+	}
+	return c
+}
+
+// Copies returns how many copies of need fit into r (need must not be zero).
+func (r Resources) Copies(need Resources) int64 {
+	best := int64(-1)
+	take := func(have, want int64) {
+		if want <= 0 {
+			return
+		}
+		if n := have / want; best < 0 || n < best {
+			best = n
+		}
+	}
+	take(r.MilliCPU, need.MilliCPU)
+	take(r.Memory, need.Memory)
+	take(r.Pods, need.Pods)
+	for name, v := range need.Scalar {
+		take(r.Scalar[name], v)
+	}
+	if best < 0 {
+		return 0
+	}
+	return best
+}
