@@ -65,21 +65,21 @@ func TestPreEnqueue(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newTestEnv(t, tc.groups, tc.pods, nil)
-			s := env.plugin.PreEnqueue(env.ctx, tc.pod)
+			s := env.plugin.PreEnqueue(env.Ctx, tc.pod)
 			if s.Code() != tc.code || !strings.Contains(s.Message(), tc.contains) {
 				t.Errorf("PreEnqueue = %v %q, want %v containing %q", s.Code(), s.Message(), tc.code, tc.contains)
 			}
 			if tc.event != "" {
 				select {
-				case e := <-env.recorder.Events:
+				case e := <-env.Recorder.Events:
 					if !strings.Contains(e, tc.event) {
 						t.Errorf("event %q, want %s", e, tc.event)
 					}
 				default:
 					t.Errorf("no %s event", tc.event)
 				}
-				env.plugin.PreEnqueue(env.ctx, tc.pod)
-				if len(env.recorder.Events) != 0 {
+				env.plugin.PreEnqueue(env.Ctx, tc.pod)
+				if len(env.Recorder.Events) != 0 {
 					t.Error("second PreEnqueue recorded a second event")
 				}
 			}
@@ -124,21 +124,21 @@ func TestPreFilter(t *testing.T) {
 	pods := members("a", 2)
 	env := newTestEnv(t, []runtime.Object{gangPG("a", 2, "")}, pods, []*v1.Node{node("n1", "1")})
 	state := framework.NewCycleState()
-	if _, s := env.plugin.PreFilter(env.ctx, state, member("", 0), nil); s.Code() != fwk.Skip {
+	if _, s := env.plugin.PreFilter(env.Ctx, state, member("", 0), nil); s.Code() != fwk.Skip {
 		t.Errorf("plain pod: %v, want Skip", s.Code())
 	}
-	if _, s := env.plugin.PreFilter(env.ctx, state, pods[0], nil); !s.IsSuccess() {
+	if _, s := env.plugin.PreFilter(env.Ctx, state, pods[0], nil); !s.IsSuccess() {
 		t.Errorf("member: %v, want success", s)
 	}
 	// A failed attempt backs the gang off: members are turned away until it ends.
-	env.plugin.PostFilter(env.ctx, framework.NewCycleState(), pods[1], framework.NewDefaultNodeToStatus())
+	env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), pods[1], framework.NewDefaultNodeToStatus())
 	state = framework.NewCycleState()
-	_, s := env.plugin.PreFilter(env.ctx, state, pods[0], nil)
+	_, s := env.plugin.PreFilter(env.Ctx, state, pods[0], nil)
 	if s.Code() != fwk.Unschedulable || !strings.Contains(s.Message(), "backs off") {
 		t.Errorf("during backoff: %v %q, want Unschedulable backing off", s.Code(), s.Message())
 	}
 	// PostFilter does not count its own refusal as a placement failure.
-	if _, s := env.plugin.PostFilter(env.ctx, state, pods[0], framework.NewDefaultNodeToStatus()); s.Message() != "" {
+	if _, s := env.plugin.PostFilter(env.Ctx, state, pods[0], framework.NewDefaultNodeToStatus()); s.Message() != "" {
 		t.Errorf("PostFilter after a PreFilter refusal said %q", s.Message())
 	}
 }
@@ -149,7 +149,7 @@ type waiter chan *fwk.Status
 // startWaiting starts WaitOnPermit for a pod; call it once per pod, as the binding cycle does.
 func startWaiting(env *testEnv, p *v1.Pod) waiter {
 	w := make(waiter, 1)
-	go func() { w <- env.fh.WaitOnPermit(env.ctx, p) }()
+	go func() { w <- env.Framework.WaitOnPermit(env.Ctx, p) }()
 	return w
 }
 
@@ -166,12 +166,12 @@ func (w waiter) outcome() *fwk.Status {
 func reserveAndPermit(t *testing.T, env *testEnv, p *v1.Pod) *fwk.Status {
 	t.Helper()
 	state := framework.NewCycleState()
-	if s := env.fh.RunReservePluginsReserve(env.ctx, state, p, "n1"); !s.IsSuccess() {
+	if s := env.Framework.RunReservePluginsReserve(env.Ctx, state, p, "n1"); !s.IsSuccess() {
 		t.Fatalf("Reserve: %v", s)
 	}
-	waits, s := env.fh.RunPermitPlugins(env.ctx, state, p, "n1")
+	waits, s := env.Framework.RunPermitPlugins(env.Ctx, state, p, "n1")
 	if s.IsWait() {
-		env.fh.AddWaitingPod(p, waits) // as the scheduler does right after Permit
+		env.Framework.AddWaitingPod(p, waits) // as the scheduler does right after Permit
 	}
 	return s
 }
@@ -179,7 +179,7 @@ func reserveAndPermit(t *testing.T, env *testEnv, p *v1.Pod) *fwk.Status {
 func TestPermitAllowsTheGangAtOnce(t *testing.T) {
 	pods := members("a", 3)
 	env := newTestEnv(t, []runtime.Object{gangPG("a", 3, "")}, pods, nil)
-	env.activated.pods = nil
+	env.Activated.Pods = nil
 	var waiters []waiter
 	for _, p := range pods[:2] {
 		if s := reserveAndPermit(t, env, p); s.Code() != fwk.Wait {
@@ -187,7 +187,7 @@ func TestPermitAllowsTheGangAtOnce(t *testing.T) {
 		}
 		waiters = append(waiters, startWaiting(env, p))
 	}
-	if diff := cmp.Diff([]string{"ns/a-1", "ns/a-2"}, env.activated.pods, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+	if diff := cmp.Diff([]string{"ns/a-1", "ns/a-2"}, env.Activated.Pods, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("the first wait activates the pending members (-want +got):\n%s", diff)
 	}
 	if s := waiters[0].outcome(); s.Code() != fwk.Wait {
@@ -213,7 +213,7 @@ func TestPostFilterRejectsWaitingMembers(t *testing.T) {
 	}
 	statuses := framework.NewDefaultNodeToStatus()
 	statuses.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
-	_, s := env.plugin.PostFilter(env.ctx, framework.NewCycleState(), pods[2], statuses)
+	_, s := env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), pods[2], statuses)
 	want := "cannot fit: 2 of 3 pods placed; pod a-2: 0/1 nodes are available: 1 Insufficient cpu"
 	if s.Code() != fwk.Unschedulable || s.Message() != want {
 		t.Errorf("PostFilter = %v %q, want Unschedulable %q", s.Code(), s.Message(), want)
@@ -240,7 +240,7 @@ func TestPermitTimeoutReleasesTheGang(t *testing.T) {
 	// The framework rejects a-0 at its timeout and runs Unreserve, which rejects a-1 too.
 	done := make(chan *fwk.Status, 2)
 	for _, p := range pods[:2] {
-		go func(p *v1.Pod) { done <- env.fh.WaitOnPermit(env.ctx, p) }(p)
+		go func(p *v1.Pod) { done <- env.Framework.WaitOnPermit(env.Ctx, p) }(p)
 	}
 	for range 2 {
 		select {
@@ -302,7 +302,7 @@ func TestQueueingHints(t *testing.T) {
 			}
 		})
 	}
-	events, err := env.plugin.EventsToRegister(env.ctx)
+	events, err := env.plugin.EventsToRegister(env.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

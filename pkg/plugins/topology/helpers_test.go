@@ -11,17 +11,17 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 var (
-	levels  = configv1.DefaultTopologyLevels
-	zoneKey = levels[0]
+	levels   = configv1.DefaultTopologyLevels
+	zoneKey  = levels[0]
 	blockKey = levels[1]
-	rackKey = levels[2]
-	hostKey = levels[3]
+	rackKey  = levels[2]
+	hostKey  = levels[3]
 )
 
 // testNode is a node of a synthetic cluster: its place and its cpu (free = cpu - used).

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -140,7 +141,7 @@ func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key,
 		g.Walk(func(v *podgroup.GroupView) { placed = append(placed, v.PlacedNodes...) })
 		for _, t := range g.Topology {
 			level := c.levelOf(t.Key)
-			if t.Mode == "Preferred" || level < 0 || len(placed) == 0 {
+			if t.Mode == v1alpha1.TopologyPreferred || level < 0 || len(placed) == 0 {
 				continue
 			}
 			anchor, ok := c.byName[placed[0]]

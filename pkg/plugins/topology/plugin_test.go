@@ -1,0 +1,209 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/config"
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
+)
+
+type testEnv struct {
+	*podgrouptest.Env
+	plugin *Topology
+}
+
+func newTestEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *testEnv {
+	t.Helper()
+	env := &testEnv{}
+	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, podgrouptest.Plugin{
+		Name: Name,
+		Factory: func(ctx context.Context, fh fwk.Handle, m *podgroup.Manager) (fwk.Plugin, error) {
+			env.plugin = newTopology(ctx, defaultArgs(), fh, m)
+			return env.plugin, nil
+		},
+		Points: []string{"PreFilter", "PostFilter", "PreScore", "Score"},
+	})
+	return env
+}
+
+// labeledNodes returns 2 zones × 1 block × 2 racks × 2 hosts of cpu cores: z0-r0-h0 ...
+func labeledNodes(cpu string) []*v1.Node {
+	var out []*v1.Node
+	for z := 0; z < 2; z++ {
+		for r := 0; r < 2; r++ {
+			for h := 0; h < 2; h++ {
+				name := fmt.Sprintf("z%d-r%d-h%d", z, r, h)
+				out = append(out, podgrouptest.Node(name, cpu, map[string]string{
+					zoneKey: fmt.Sprintf("z%d", z), blockKey: fmt.Sprintf("z%d-b0", z),
+					rackKey: fmt.Sprintf("z%d-r%d", z, r), hostKey: name,
+				}))
+			}
+		}
+	}
+	return out
+}
+
+func rackOf(name string) string { return name[:len("z0-r0")] }
+
+func constraint(key string, mode v1alpha1.TopologyMode) v1alpha1.TopologyConstraint {
+	return v1alpha1.TopologyConstraint{Key: key, Mode: mode}
+}
+
+func TestPreFilterPlansTheTreeOnceAndNarrowsEachMember(t *testing.T) {
+	pods := podgrouptest.Requesting("2", podgrouptest.Members("g", 3)...)
+	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 3, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	nodes := env.NodeInfos(t)
+
+	racks := sets.New[string]()
+	used := map[string]int{}
+	var plan *podgroup.Plan
+	for i, p := range pods {
+		res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), p, nodes)
+		if !s.IsSuccess() {
+			t.Fatalf("%s: %v", p.Name, s)
+		}
+		if res == nil || res.NodeNames.Len() != 1 {
+			t.Fatalf("%s narrowed to %v, want one node", p.Name, res)
+		}
+		n := res.NodeNames.UnsortedList()[0]
+		racks.Insert(rackOf(n))
+		used[n]++
+		got := env.Groups.Plan(podgroup.PodGroupKey("ns", "g"))
+		if i > 0 && got != plan {
+			t.Errorf("%s planned the tree again", p.Name)
+		}
+		plan = got
+	}
+	if racks.Len() != 1 {
+		t.Errorf("members spread over racks %v", sets.List(racks))
+	}
+	for n, k := range used {
+		if k > 2 {
+			t.Errorf("%d × 2 cpu planned on 4-cpu node %s", k, n)
+		}
+	}
+	if plan.Chosen[podgroup.PodGroupKey("ns", "g")] == "" {
+		t.Error("plan does not name the chosen rack")
+	}
+}
+
+func TestPreFilterExplainsWhyNoDomainFits(t *testing.T) {
+	pods := podgrouptest.Requesting("4", podgrouptest.Members("g", 3)...)
+	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 3, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	_, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+	want := "cannot place the gang: PodGroup g: no rack has room for 3 pods × 4 cpu; the roomiest rack could take 2"
+	if s.Code() != fwk.UnschedulableAndUnresolvable || s.Message() != want {
+		t.Errorf("PreFilter = %v %q, want %q", s.Code(), s.Message(), want)
+	}
+}
+
+func TestPreFilterPlansAgainWhenThePlannedNodeIsFull(t *testing.T) {
+	pods := podgrouptest.Requesting("2", podgrouptest.Members("g", 2)...)
+	full := podgrouptest.Requesting("4", podgrouptest.Member("", 9))[0]
+	full.Spec.NodeName = "z0-r0-h0"
+	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	env := newTestEnv(t, []runtime.Object{group}, append(pods, full), labeledNodes("4"))
+	root := podgroup.PodGroupKey("ns", "g")
+	env.Groups.StorePlan(&podgroup.Plan{Root: root, Created: podgrouptest.Epoch.AddDate(100, 0, 0),
+		Pods: map[types.UID]podgroup.PlannedPod{pods[0].UID: {Node: "z0-r0-h0", Request: podgroup.PodRequests(pods[0])}}})
+	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+	if !s.IsSuccess() || res == nil || res.NodeNames.Has("z0-r0-h0") {
+		t.Errorf("PreFilter = %v, %v; want a new node, not the full one", res, s)
+	}
+}
+
+func TestPostFilterDropsThePlanOfAFailedMember(t *testing.T) {
+	pods := podgrouptest.Requesting("1", podgrouptest.Members("g", 2)...)
+	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	if _, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t)); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), pods[0], framework.NewDefaultNodeToStatus())
+	if env.Groups.Plan(podgroup.PodGroupKey("ns", "g")) != nil {
+		t.Error("plan kept after its member failed on its node")
+	}
+}
+
+func TestUnknownTopologyKeyIsInvalid(t *testing.T) {
+	pods := podgrouptest.Members("g", 1)
+	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 1, ""), constraint("example.com/pdu", v1alpha1.TopologyRequired))
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	v := env.Groups.Check(pods[0], false)
+	if v.Code != podgroup.Invalid || !strings.Contains(v.Message, `topology key "example.com/pdu" is not a configured level`) {
+		t.Errorf("Check = %v %q, want Invalid naming the key", v.Code, v.Message)
+	}
+}
+
+func TestBasicGroupStaysWithItsPlacedMembers(t *testing.T) {
+	pods := podgrouptest.Members("web", 2)
+	pods[0].Spec.NodeName = "z1-r0-h1"
+	group := podgrouptest.WithTopology(podgrouptest.Basic("web", ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[1], env.NodeInfos(t))
+	if !s.IsSuccess() || res == nil || !res.NodeNames.Equal(sets.New("z1-r0-h0", "z1-r0-h1")) {
+		t.Errorf("PreFilter = %v, %v; want rack z1-r0", res, s)
+	}
+}
+
+func TestScoreDrawsUnplannedMembersToTheirSiblings(t *testing.T) {
+	pods := podgrouptest.Members("web", 2)
+	pods[0].Spec.NodeName = "z0-r0-h0"
+	group := podgrouptest.WithTopology(podgrouptest.Basic("web", ""), constraint(rackKey, v1alpha1.TopologyPreferred))
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	state := framework.NewCycleState()
+	nodes := env.NodeInfos(t)
+	if s := env.plugin.PreScore(env.Ctx, state, pods[1], nodes); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	want := map[string]int64{"z0-r0-h0": 100, "z0-r0-h1": 75, "z0-r1-h0": 50, "z1-r0-h0": 0}
+	for _, ni := range nodes {
+		w, ok := want[ni.Node().Name]
+		if !ok {
+			continue
+		}
+		if got, _ := env.plugin.Score(env.Ctx, state, pods[1], ni); got != w {
+			t.Errorf("Score(%s) = %d, want %d", ni.Node().Name, got, w)
+		}
+	}
+	// A pod in no group is not scored.
+	if s := env.plugin.PreScore(env.Ctx, framework.NewCycleState(), podgrouptest.Member("", 0), nodes); s.Code() != fwk.Skip {
+		t.Errorf("PreScore of a plain pod = %v, want Skip", s.Code())
+	}
+}
+
+func TestNewValidatesArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args *config.LockstepTopologyArgs
+		want string
+	}{
+		{"no levels", &config.LockstepTopologyArgs{PlanTTLSeconds: 1, MaxDomainCandidates: 1}, "levels: Required value"},
+		{"duplicate level", &config.LockstepTopologyArgs{Levels: []string{rackKey, rackKey}, PlanTTLSeconds: 1, MaxDomainCandidates: 1}, "levels[1]: Duplicate value"},
+		{"not a label key", &config.LockstepTopologyArgs{Levels: []string{"a b"}, PlanTTLSeconds: 1, MaxDomainCandidates: 1}, "levels[0]: Invalid value"},
+		{"zero ttl", &config.LockstepTopologyArgs{Levels: []string{rackKey}, MaxDomainCandidates: 1}, "planTTLSeconds: Invalid value: 0"},
+		{"zero candidates", &config.LockstepTopologyArgs{Levels: []string{rackKey}, PlanTTLSeconds: 1}, "maxDomainCandidates: Invalid value: 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(t.Context(), tc.args, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,250 @@
+// Package podgrouptest runs lockstep plugins in unit tests the way upstream plugin tests run
+// theirs: a real scheduling framework, fake clientsets, real informers, and the group model
+// on top. It also builds the objects those tests need.
+package podgrouptest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned/fake"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// SchedulerName is the profile the test framework runs.
+const SchedulerName = "lockstep-scheduler"
+
+// Epoch is the creation time of the objects built here.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func init() {
+	schedmetrics.Register() // the framework records into the scheduler's metrics
+}
+
+// Env is a scheduling framework with plugins under test.
+type Env struct {
+	Ctx       context.Context
+	Framework framework.Framework
+	Groups    *podgroup.Manager
+	Activated *Activator
+	Recorder  *events.FakeRecorder
+}
+
+// Activator records the pods plugins ask the queue to activate.
+type Activator struct{ Pods []string }
+
+// Activate records pods by namespace/name.
+func (a *Activator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	for k := range pods {
+		a.Pods = append(a.Pods, k)
+	}
+}
+
+// PluginFactory builds a plugin on the framework handle and the shared group model.
+type PluginFactory func(ctx context.Context, fh fwk.Handle, groups *podgroup.Manager) (fwk.Plugin, error)
+
+// Plugin is a plugin under test and the extension points it is enabled at.
+type Plugin struct {
+	Name    string
+	Factory PluginFactory
+	// Points lists extension points: "QueueSort", "PreFilter", "PostFilter", "PreScore",
+	// "Score", "Reserve", "Permit".
+	Points []string
+}
+
+// NewEnv starts a framework whose group model sees groups (PodGroups, CompositePodGroups),
+// whose pod informer sees pods and whose snapshot holds nodes (and the bound pods).
+func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, plugins ...Plugin) *Env {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+
+	var kubeObjs []runtime.Object
+	var bound []*v1.Pod
+	for _, p := range pods {
+		kubeObjs = append(kubeObjs, p)
+		if p.Spec.NodeName != "" {
+			bound = append(bound, p)
+		}
+	}
+	informerFactory := informers.NewSharedInformerFactory(kubefake.NewClientset(kubeObjs...), 0)
+	env := &Env{Ctx: ctx, Activated: &Activator{}, Recorder: events.NewFakeRecorder(100)}
+	lockstepClient := fake.NewSimpleClientset(groups...)
+	registry := frameworkruntime.Registry{defaultbinder.Name: defaultbinder.New}
+	profile := &schedconfig.KubeSchedulerProfile{
+		SchedulerName: SchedulerName,
+		Plugins: &schedconfig.Plugins{
+			Bind: schedconfig.PluginSet{Enabled: []schedconfig.Plugin{{Name: defaultbinder.Name}}},
+		},
+	}
+	for _, pl := range plugins {
+		pl := pl
+		registry[pl.Name] = func(ctx context.Context, _ runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+			if env.Groups == nil {
+				m, err := podgroup.NewManager(ctx, fh, lockstepClient)
+				if err != nil {
+					return nil, err
+				}
+				env.Groups = m
+			}
+			return pl.Factory(ctx, fh, env.Groups)
+		}
+		for _, point := range pl.Points {
+			set := pluginSet(profile.Plugins, point)
+			set.Enabled = append(set.Enabled, schedconfig.Plugin{Name: pl.Name, Weight: 1})
+		}
+	}
+	if len(profile.Plugins.QueueSort.Enabled) == 0 {
+		registry[queuesort.Name] = queuesort.New
+		profile.Plugins.QueueSort.Enabled = []schedconfig.Plugin{{Name: queuesort.Name}}
+	}
+	fh, err := frameworkruntime.NewFramework(ctx, registry, profile,
+		frameworkruntime.WithInformerFactory(informerFactory),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodActivator(env.Activated),
+		frameworkruntime.WithEventRecorder(env.Recorder),
+		frameworkruntime.WithSnapshotSharedLister(cache.NewSnapshot(bound, nodes)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Framework = fh
+	informerFactory.Start(ctx.Done())
+	informerFactory.WaitForCacheSync(ctx.Done())
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return env.Groups.HasSynced(), nil
+	}); err != nil {
+		t.Fatal("pods never synced into the group model")
+	}
+	return env
+}
+
+func pluginSet(p *schedconfig.Plugins, point string) *schedconfig.PluginSet {
+	switch point {
+	case "QueueSort":
+		return &p.QueueSort
+	case "PreFilter":
+		return &p.PreFilter
+	case "PostFilter":
+		return &p.PostFilter
+	case "PreScore":
+		return &p.PreScore
+	case "Score":
+		return &p.Score
+	case "Reserve":
+		return &p.Reserve
+	case "Permit":
+		return &p.Permit
+	}
+	panic("unknown extension point " + point)
+}
+
+// NodeInfos returns the framework snapshot's nodes.
+func (e *Env) NodeInfos(t *testing.T) []fwk.NodeInfo {
+	t.Helper()
+	nodes, err := e.Framework.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes
+}
+
+// Gang returns a gang PodGroup in namespace "ns"; parent "" for a root.
+func Gang(name string, minCount int32, parent string) *v1alpha1.PodGroup {
+	g := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pg-" + name), CreationTimestamp: metav1.NewTime(Epoch)},
+		Spec:       v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount}}},
+	}
+	if parent != "" {
+		g.Spec.ParentCompositePodGroupName = ptr.To(parent)
+	}
+	return g
+}
+
+// Basic returns a basic PodGroup in namespace "ns".
+func Basic(name, parent string) *v1alpha1.PodGroup {
+	g := Gang(name, 1, parent)
+	g.Spec.SchedulingPolicy = v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}
+	return g
+}
+
+// WithTopology sets a group's topology constraints.
+func WithTopology(g *v1alpha1.PodGroup, c ...v1alpha1.TopologyConstraint) *v1alpha1.PodGroup {
+	g.Spec.SchedulingConstraints = &v1alpha1.SchedulingConstraints{Topology: c}
+	return g
+}
+
+// Composite returns a gang CompositePodGroup in namespace "ns".
+func Composite(name string, minGroupCount int32) *v1alpha1.CompositePodGroup {
+	return &v1alpha1.CompositePodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("cpg-" + name), CreationTimestamp: metav1.NewTime(Epoch)},
+		Spec: v1alpha1.CompositePodGroupSpec{SchedulingPolicy: v1alpha1.CompositePodGroupSchedulingPolicy{
+			Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: minGroupCount}}},
+	}
+}
+
+// Member returns pod <group>-<i> of the lockstep profile; group "" for a pod in no group.
+func Member(group string, i int) *v1.Pod {
+	name := fmt.Sprintf("%s-%d", group, i)
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{}},
+		Spec:       v1.PodSpec{SchedulerName: SchedulerName},
+	}
+	if group != "" {
+		p.Labels[v1alpha1.PodGroupLabel] = group
+	}
+	return p
+}
+
+// Members returns n members of group.
+func Members(group string, n int) []*v1.Pod {
+	out := make([]*v1.Pod, n)
+	for i := range out {
+		out[i] = Member(group, i)
+	}
+	return out
+}
+
+// Requesting sets the cpu request of pods.
+func Requesting(cpu string, pods ...*v1.Pod) []*v1.Pod {
+	for _, p := range pods {
+		p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}
+	}
+	return pods
+}
+
+// Node returns a node with cpu, 110 pod slots and labels.
+func Node(name, cpu string, labels map[string]string) *v1.Node {
+	res := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse(cpu),
+		v1.ResourceMemory: resource.MustParse("64Gi"),
+		v1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Status: v1.NodeStatus{Allocatable: res, Capacity: res}}
+}
