@@ -30,6 +30,9 @@ type round struct {
 	retryPending bool
 	// boundRecorded is set once the whole tree was observed bound (for the e2e metric).
 	boundRecorded bool
+	// unplaceable is why a placement planner found no place for the tree this round; it
+	// explains the failure better than a member's node statuses.
+	unplaceable string
 }
 
 func (m *Manager) roundOf(root Key) *round {
@@ -326,8 +329,26 @@ func (m *Manager) Fail(pod *v1.Pod, reason string, backoff time.Duration) Reject
 	}
 	placed, total := m.treeCountsLocked(root)
 	msg := fmt.Sprintf("cannot fit: %d of %d pods placed; pod %s: %s", placed, total, pod.Name, reason)
+	if r := m.roundOf(root); r.unplaceable != "" {
+		msg = "cannot fit: " + r.unplaceable
+		r.unplaceable = ""
+	}
 	rootFails := !possible.subtree(root)
 	return m.rejectLocked(root, msg, rootFails, backoff, possible.path, "unschedulable")
+}
+
+// NoteUnplaceable records why a planner could not place the tree of pod; the failure that
+// follows (PostFilter) reports it instead of the member's node statuses.
+func (m *Manager) NoteUnplaceable(pod *v1.Pod, why string) {
+	k, ok := KeyOfPod(pod)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if root, ok := m.groups.rootOf(k); ok {
+		m.roundOf(root).unplaceable = why
+	}
 }
 
 // Unreserve records that an assumed member lost its reservation: a Permit rejection, a

@@ -44,6 +44,7 @@ func (pl *Topology) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, 
 	if plan == nil {
 		var why string
 		if plan, why = pl.planTree(tree, nodes); plan == nil {
+			pl.groups.NoteUnplaceable(pod, why)
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the gang: "+why)
 		}
 		pl.groups.StorePlan(plan)
@@ -52,6 +53,7 @@ func (pl *Topology) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, 
 		return &fwk.PreFilterResult{NodeNames: sets.New(pp.Node)}, nil
 	}
 	if why, ok := plan.Refused[key]; ok {
+		pl.groups.NoteUnplaceable(pod, why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the group: "+why)
 	}
 	if dom, ok := plan.Domains[key]; ok && dom != nil {

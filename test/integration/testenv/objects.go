@@ -274,3 +274,75 @@ func (e *Env) WaitEvent(t *testing.T, ns, name, reason, substr string) {
 func containsStr(s, sub string) bool {
 	return strings.Contains(s, sub)
 }
+
+// Topology label keys of the default levels.
+const (
+	ZoneLabel  = "topology.kubernetes.io/zone"
+	BlockLabel = "topology.kubernetes.io/block"
+	RackLabel  = "topology.kubernetes.io/rack"
+	HostLabel  = "kubernetes.io/hostname"
+)
+
+// TopologyNodes returns zones × blocks × racks × hosts nodes of cpu each, named z0-b0-r0-h0,
+// labeled with their zone (z0), block (z0-b0), rack (z0-b0-r0) and hostname.
+func TopologyNodes(zones, blocks, racks, hosts int, cpu string) []*v1.Node {
+	var out []*v1.Node
+	for z := 0; z < zones; z++ {
+		for b := 0; b < blocks; b++ {
+			for r := 0; r < racks; r++ {
+				for h := 0; h < hosts; h++ {
+					zone := fmt.Sprintf("z%d", z)
+					block := fmt.Sprintf("%s-b%d", zone, b)
+					rack := fmt.Sprintf("%s-r%d", block, r)
+					name := fmt.Sprintf("%s-h%d", rack, h)
+					out = append(out, Node(name, cpu, map[string]string{ZoneLabel: zone, BlockLabel: block, RackLabel: rack, HostLabel: name}))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Domain returns the zone, block or rack of a node named by TopologyNodes.
+func Domain(node, level string) string {
+	parts := strings.Split(node, "-")
+	switch level {
+	case ZoneLabel:
+		return parts[0]
+	case BlockLabel:
+		return strings.Join(parts[:2], "-")
+	case RackLabel:
+		return strings.Join(parts[:3], "-")
+	}
+	return node
+}
+
+// Constrain sets topology constraints on a PodGroup: "rack" for Required, "~rack" for
+// Preferred (zone, block, rack, host).
+func Constrain(pg *v1alpha1.PodGroup, constraints ...string) *v1alpha1.PodGroup {
+	pg.Spec.SchedulingConstraints = &v1alpha1.SchedulingConstraints{Topology: topologyOf(constraints)}
+	return pg
+}
+
+// ConstrainComposite sets topology constraints on a CompositePodGroup.
+func ConstrainComposite(cpg *v1alpha1.CompositePodGroup, constraints ...string) *v1alpha1.CompositePodGroup {
+	cpg.Spec.SchedulingConstraints = &v1alpha1.SchedulingConstraints{Topology: topologyOf(constraints)}
+	return cpg
+}
+
+func topologyOf(constraints []string) []v1alpha1.TopologyConstraint {
+	keys := map[string]string{"zone": ZoneLabel, "block": BlockLabel, "rack": RackLabel, "host": HostLabel}
+	var out []v1alpha1.TopologyConstraint
+	for _, c := range constraints {
+		mode := v1alpha1.TopologyRequired
+		if strings.HasPrefix(c, "~") {
+			mode, c = v1alpha1.TopologyPreferred, c[1:]
+		}
+		key, ok := keys[c]
+		if !ok {
+			key = c
+		}
+		out = append(out, v1alpha1.TopologyConstraint{Key: key, Mode: mode})
+	}
+	return out
+}
