@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,12 +35,34 @@ func testManager(t *testing.T) (*Manager, *testingclock.FakeClock, *recordingAct
 	return m, clk, act
 }
 
-type recordingActivator struct{ pods []string }
+// recordingActivator records activations; timers may call it from other goroutines.
+type recordingActivator struct {
+	mu   sync.Mutex
+	pods []string
+}
 
 func (r *recordingActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for k := range pods {
 		r.pods = append(r.pods, k)
 	}
+}
+
+func (r *recordingActivator) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.pods...)
+}
+
+// activated reports whether the activator saw pod.
+func activated(r *recordingActivator, pod string) bool {
+	for _, p := range r.snapshot() {
+		if p == pod {
+			return true
+		}
+	}
+	return false
 }
 
 func pg(name string, minCount int32, parent string) *v1alpha1.PodGroup {

@@ -46,8 +46,8 @@ func GroupNameOf(pod *v1.Pod) (string, bool) {
 	return name, ok && name != ""
 }
 
-// KeyOfPod returns the key of the PodGroup a pod belongs to.
-func KeyOfPod(pod *v1.Pod) (Key, bool) {
+// labelKeyOf returns the key of the PodGroup a pod names through its label.
+func labelKeyOf(pod *v1.Pod) (Key, bool) {
 	name, ok := GroupNameOf(pod)
 	if !ok {
 		return Key{}, false

@@ -13,6 +13,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -57,6 +58,12 @@ type Manager struct {
 	planTTL time.Duration
 	// validators check group specs against rules a CRD schema cannot express (plugin config).
 	validators []Validator
+	// Jobs: the scheduler's Job lister, the pods each Job controls (by Job UID), Jobs with
+	// a timer for a late PodGroup, and how long pods wait for it.
+	jobLister       batchlisters.JobLister
+	jobPods         map[types.UID]map[types.UID]*v1.Pod
+	jobTimers       sets.Set[types.UID]
+	jobGroupTimeout time.Duration
 
 	client    versioned.Interface
 	pgLister  listers.PodGroupLister
@@ -64,7 +71,7 @@ type Manager struct {
 	activator fwk.PodActivator
 	recorder  events.EventRecorder
 	status    *statusWriter
-	clock     clock.Clock
+	clock     clock.WithDelayedExecution
 	logger    klog.Logger
 }
 
@@ -143,6 +150,16 @@ func NewManager(ctx context.Context, handle fwk.Handle, client versioned.Interfa
 		}
 		synced = append(synced, reg.HasSynced)
 	}
+	// Jobs, to file their pods under the PodGroups lockstep's Job controller creates.
+	jobInformer := handle.SharedInformerFactory().Batch().V1().Jobs()
+	m.jobLister = jobInformer.Lister()
+	if _, err := jobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.onJob,
+		UpdateFunc: func(_, obj any) { m.onJob(obj) },
+		DeleteFunc: m.onJob,
+	}); err != nil {
+		return nil, err
+	}
 	// The scheduler's own pod informer: the same stream the scheduling queue sees.
 	podReg, err := handle.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.onPod(nil, obj) },
@@ -197,7 +214,7 @@ func checkAPI(d discovery.DiscoveryInterface) error {
 	return nil
 }
 
-func newManager(logger klog.Logger, client versioned.Interface, clk clock.Clock) *Manager {
+func newManager(logger klog.Logger, client versioned.Interface, clk clock.WithDelayedExecution) *Manager {
 	m := &Manager{
 		groups:         groups{},
 		rounds:         map[Key]*round{},
@@ -206,8 +223,11 @@ func newManager(logger klog.Logger, client versioned.Interface, clk clock.Clock)
 		noGroupEvents:  sets.New[types.UID](),
 		handles:        map[string]fwk.Handle{},
 		podsSynced:     func() bool { return true },
-		plans:          map[Key]*Plan{},
-		planTTL:        time.Minute,
+		plans:           map[Key]*Plan{},
+		planTTL:         time.Minute,
+		jobPods:         map[types.UID]map[types.UID]*v1.Pod{},
+		jobTimers:       sets.New[types.UID](),
+		jobGroupTimeout: 2 * time.Minute,
 		client:         client,
 		clock:          clk,
 		logger:         logger,
@@ -338,8 +358,11 @@ func (m *Manager) onGroupDelete(obj any) {
 // tracked reports whether the model counts a pod: it names a group, is served by one of our
 // profiles and is neither terminated nor terminating.
 func (m *Manager) tracked(pod *v1.Pod) (Key, bool) {
-	k, ok := KeyOfPod(pod)
-	if !ok || !m.schedulerNames.Has(pod.Spec.SchedulerName) {
+	if !m.schedulerNames.Has(pod.Spec.SchedulerName) {
+		return Key{}, false
+	}
+	k, ok := m.keyOfLocked(pod)
+	if !ok {
 		return Key{}, false
 	}
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
@@ -354,6 +377,7 @@ func (m *Manager) onPod(_, obj any) {
 		return
 	}
 	m.mu.Lock()
+	m.rememberJobPodLocked(pod, false)
 	activate := m.upsertPodLocked(pod)
 	m.mu.Unlock()
 	m.activate(activate)
@@ -416,6 +440,7 @@ func (m *Manager) onPodDelete(obj any) {
 	}
 	m.mu.Lock()
 	var activate []*v1.Pod
+	m.rememberJobPodLocked(pod, true)
 	if k, ok := m.podKeys[pod.UID]; ok {
 		activate = m.removePodLocked(pod.UID, k)
 	}

@@ -51,12 +51,12 @@ type GroupView struct {
 
 // Tree returns a snapshot of the tree a pod belongs to, or false while it has no valid root.
 func (m *Manager) Tree(pod *v1.Pod) (*GroupView, bool) {
-	k, ok := KeyOfPod(pod)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, ok := m.keyOfLocked(pod)
 	if !ok {
 		return nil, false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	root, ok := m.groups.rootOf(k)
 	if !ok {
 		return nil, false
@@ -171,12 +171,12 @@ func (m *Manager) Promised(except Key) map[string]Resources {
 // PlacedNodesOf returns the nodes of the assumed or bound members of a pod's group and of
 // every group in its tree, by group.
 func (m *Manager) PlacedNodesOf(pod *v1.Pod) (Key, map[Key][]string) {
-	k, ok := KeyOfPod(pod)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, ok := m.keyOfLocked(pod)
 	if !ok {
 		return Key{}, nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := map[Key][]string{}
 	for _, key := range m.groups.subtree(m.rootOrSelf(k)) {
 		for _, mem := range m.groups[key].members {

@@ -80,19 +80,20 @@ type Verdict struct {
 // and enough pods exist for its path to the root to be ready. With backoff it also holds
 // pods of trees whose last attempt failed less than the backoff ago.
 func (m *Manager) Check(pod *v1.Pod, backoff bool) Verdict {
-	k, ok := KeyOfPod(pod)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, ok := m.keyOfLocked(pod)
 	if !ok {
 		return Verdict{Code: NotMember}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if !m.podsSynced() {
 		m.heldAtStart = append(m.heldAtStart, pod)
 		return Verdict{Code: Syncing, Group: k, Message: "lockstep is starting: waiting until it has seen every pod"}
 	}
 	g := m.groups[k]
 	if g == nil || !g.exists() {
-		return Verdict{Code: MissingGroup, Group: k, Message: fmt.Sprintf("waiting for PodGroup %q to be created", k.Name)}
+		m.awaitJobGroupLocked(pod)
+		return Verdict{Code: MissingGroup, Group: k, Message: missingGroupMessage(pod, k)}
 	}
 	if g.problem != "" {
 		return Verdict{Code: Invalid, Group: k, Message: fmt.Sprintf("PodGroup %q is invalid: %s", k.Name, g.problem)}
@@ -145,12 +146,12 @@ func (m *Manager) pendingLocked(root Key) []*v1.Pod {
 // SortKey returns what QueueSort orders gang members by: the root's creation time and key,
 // so that members of one tree leave the queue together.
 func (m *Manager) SortKey(pod *v1.Pod) (time.Time, string, bool) {
-	k, ok := KeyOfPod(pod)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, ok := m.keyOfLocked(pod)
 	if !ok {
 		return time.Time{}, "", false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	root, ok := m.groups.rootOf(k)
 	if !ok {
 		return time.Time{}, "", false
@@ -340,12 +341,12 @@ func (m *Manager) Fail(pod *v1.Pod, reason string, backoff time.Duration) Reject
 // NoteUnplaceable records why a planner could not place the tree of pod; the failure that
 // follows (PostFilter) reports it instead of the member's node statuses.
 func (m *Manager) NoteUnplaceable(pod *v1.Pod, why string) {
-	k, ok := KeyOfPod(pod)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, ok := m.keyOfLocked(pod)
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if root, ok := m.groups.rootOf(k); ok {
 		m.roundOf(root).unplaceable = why
 	}
@@ -467,12 +468,12 @@ func (m *Manager) IsMember(uid types.UID) bool {
 // Related reports whether group k matters to pod: it is on the chain of parents the pod's
 // PodGroup names (even ones not observed yet), or it has the same root.
 func (m *Manager) Related(pod *v1.Pod, k Key) bool {
-	pk, ok := KeyOfPod(pod)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pk, ok := m.keyOfLocked(pod)
 	if !ok {
 		return false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	cur := pk
 	for i := 0; i <= v1alpha1.MaxTreeDepth; i++ {
 		if cur == k {

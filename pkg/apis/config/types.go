@@ -17,6 +17,10 @@ type LockstepGangArgs struct {
 	// BackoffSeconds is how long a gang is held back after an attempt failed, so that its
 	// members do not take reservations again at every cluster event.
 	BackoffSeconds int64
+	// JobGroupTimeoutSeconds is how long pods of a Job that gets a gang wait for the Job's
+	// PodGroup to appear; after that they are scheduled without gang semantics, so that a
+	// missing or failing Job controller never blocks a Job forever.
+	JobGroupTimeoutSeconds int64
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

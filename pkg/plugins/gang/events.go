@@ -41,7 +41,7 @@ func (pl *Gang) isSchedulableAfterPodAdded(_ klog.Logger, pod *v1.Pod, _, newObj
 	if !ok {
 		return fwk.Queue, nil
 	}
-	k, ok := podgroup.KeyOfPod(added)
+	k, ok := pl.groups.KeyOf(added)
 	if !ok || added.Namespace != pod.Namespace || !pl.groups.Related(pod, k) {
 		return fwk.QueueSkip, nil
 	}

@@ -63,6 +63,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 }
 
 func newGang(ctx context.Context, args *config.LockstepGangArgs, handle fwk.Handle, groups *podgroup.Manager) *Gang {
+	groups.SetJobGroupTimeout(time.Duration(args.JobGroupTimeoutSeconds) * time.Second)
 	return &Gang{
 		logger:        klog.FromContext(ctx).WithName(Name),
 		handle:        handle,
@@ -86,8 +87,9 @@ func getArgs(obj runtime.Object) (*config.LockstepGangArgs, error) {
 
 func defaultArgs() *config.LockstepGangArgs {
 	return &config.LockstepGangArgs{
-		PermitTimeoutSeconds: configv1.DefaultPermitTimeoutSeconds,
-		BackoffSeconds:       configv1.DefaultBackoffSeconds,
+		PermitTimeoutSeconds:   configv1.DefaultPermitTimeoutSeconds,
+		BackoffSeconds:         configv1.DefaultBackoffSeconds,
+		JobGroupTimeoutSeconds: configv1.DefaultJobGroupTimeoutSeconds,
 	}
 }
 

@@ -24,9 +24,9 @@ func TestNewValidatesArgs(t *testing.T) {
 		args runtime.Object
 		want string
 	}{
-		{name: "zero permit timeout", args: &config.LockstepGangArgs{PermitTimeoutSeconds: 0, BackoffSeconds: 1},
+		{name: "zero permit timeout", args: &config.LockstepGangArgs{PermitTimeoutSeconds: 0, BackoffSeconds: 1, JobGroupTimeoutSeconds: 1},
 			want: "LockstepGangArgs.permitTimeoutSeconds: Invalid value: 0: must be greater than 0"},
-		{name: "negative backoff", args: &config.LockstepGangArgs{PermitTimeoutSeconds: 1, BackoffSeconds: -1},
+		{name: "negative backoff", args: &config.LockstepGangArgs{PermitTimeoutSeconds: 1, BackoffSeconds: -1, JobGroupTimeoutSeconds: 1},
 			want: "LockstepGangArgs.backoffSeconds: Invalid value: -1: must not be negative"},
 		{name: "args of another plugin", args: &v1.Pod{}, want: "want args of type LockstepGangArgs"},
 	}

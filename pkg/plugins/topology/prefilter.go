@@ -28,7 +28,7 @@ func (pl *Topology) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, 
 	if !hasTopology {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	key, _ := podgroup.KeyOfPod(pod)
+	key, _ := pl.groups.KeyOf(pod)
 	if !hasGang {
 		return pl.keepWithSiblings(tree, key, nodes)
 	}

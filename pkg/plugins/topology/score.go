@@ -27,7 +27,7 @@ func (pl *Topology) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Po
 	if hasTopology, _ := constrained(tree); !hasTopology {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	key, _ := podgroup.KeyOfPod(pod)
+	key, _ := pl.groups.KeyOf(pod)
 	var group *podgroup.GroupView
 	tree.Walk(func(g *podgroup.GroupView) {
 		if g.Key == key {

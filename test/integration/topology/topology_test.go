@@ -46,7 +46,9 @@ func assertOneDomain(t *testing.T, placed map[string]string, pods []string, leve
 	return got[0]
 }
 
-func gangPods(ns, group string, n int, cpu string) []*v1.Pod { return testenv.GangPods(ns, group, n, cpu) }
+func gangPods(ns, group string, n int, cpu string) []*v1.Pod {
+	return testenv.GangPods(ns, group, n, cpu)
+}
 
 // Rack-required gangs land each in one rack, two gangs in two racks when one rack cannot
 // hold both.

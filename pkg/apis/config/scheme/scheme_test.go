@@ -24,17 +24,17 @@ func TestDecodeLockstepGangArgs(t *testing.T) {
 		{
 			name: "explicit",
 			args: "permitTimeoutSeconds: 30\n          backoffSeconds: 2",
-			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 30, BackoffSeconds: 2},
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 30, BackoffSeconds: 2, JobGroupTimeoutSeconds: 120},
 		},
 		{
 			name: "defaults",
 			args: "{}",
-			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 10},
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 10, JobGroupTimeoutSeconds: 120},
 		},
 		{
 			name: "partly set",
 			args: "backoffSeconds: 0",
-			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 0},
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 0, JobGroupTimeoutSeconds: 120},
 		},
 	}
 	for _, tc := range tests {

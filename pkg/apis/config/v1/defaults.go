@@ -40,6 +40,8 @@ const (
 	DefaultPermitTimeoutSeconds int64 = 60
 	// DefaultBackoffSeconds matches the kube-scheduler's default pod max backoff.
 	DefaultBackoffSeconds int64 = 10
+	// DefaultJobGroupTimeoutSeconds leaves the Job controller two minutes of retries.
+	DefaultJobGroupTimeoutSeconds int64 = 120
 )
 
 // SetDefaults_LockstepGangArgs fills unset fields.
@@ -51,5 +53,9 @@ func SetDefaults_LockstepGangArgs(obj *LockstepGangArgs) {
 	if obj.BackoffSeconds == nil {
 		v := DefaultBackoffSeconds
 		obj.BackoffSeconds = &v
+	}
+	if obj.JobGroupTimeoutSeconds == nil {
+		v := DefaultJobGroupTimeoutSeconds
+		obj.JobGroupTimeoutSeconds = &v
 	}
 }

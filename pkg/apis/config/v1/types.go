@@ -18,6 +18,10 @@ type LockstepGangArgs struct {
 	// backoffSeconds is how long a gang is held back after a failed attempt. Default 10.
 	// +optional
 	BackoffSeconds *int64 `json:"backoffSeconds,omitempty"`
+	// jobGroupTimeoutSeconds is how long pods of a Job that gets a gang wait for the Job's
+	// PodGroup; after that they are scheduled without gang semantics. Default 120.
+	// +optional
+	JobGroupTimeoutSeconds *int64 `json:"jobGroupTimeoutSeconds,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -39,6 +39,11 @@ func (in *LockstepGangArgs) DeepCopyInto(out *LockstepGangArgs) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.JobGroupTimeoutSeconds != nil {
+		in, out := &in.JobGroupTimeoutSeconds, &out.JobGroupTimeoutSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 

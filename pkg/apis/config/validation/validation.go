@@ -19,6 +19,9 @@ func ValidateLockstepGangArgs(path *field.Path, args *config.LockstepGangArgs) e
 	if args.BackoffSeconds < 0 {
 		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), args.BackoffSeconds, "must not be negative"))
 	}
+	if args.JobGroupTimeoutSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("jobGroupTimeoutSeconds"), args.JobGroupTimeoutSeconds, "must be greater than 0"))
+	}
 	return errs.ToAggregate()
 }
 

@@ -21,6 +21,17 @@ const (
 	// deep, unknown topology key...); the message says what to change.
 	ReasonInvalid = "Invalid"
 
+	// JobGangAnnotation on a batch/v1 Job opts it in ("true") or out ("false") of a gang,
+	// overriding the rule (parallelism > 1, Indexed, completions == parallelism).
+	JobGangAnnotation = GroupName + "/gang"
+	// JobMinCountAnnotation on a Job sets its gang's minCount (default: parallelism).
+	JobMinCountAnnotation = GroupName + "/min-count"
+	// JobTopologyRequiredAnnotation on a Job names a topology label key all its pods must
+	// share (e.g. topology.kubernetes.io/rack).
+	JobTopologyRequiredAnnotation = GroupName + "/topology-required"
+	// JobTopologyPreferredAnnotation on a Job names a topology label key its pods should share.
+	JobTopologyPreferredAnnotation = GroupName + "/topology-preferred"
+
 	// MaxTreeDepth is the maximum number of levels in a group tree, counting the PodGroup
 	// leaves (upstream WorkloadMaxTreeDepth).
 	MaxTreeDepth = 4

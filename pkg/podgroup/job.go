@@ -1,0 +1,108 @@
+package podgroup
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+)
+
+// JobGang is the gang a batch/v1 Job gets from lockstep's Job controller: one Workload and one
+// PodGroup, both named Name, that the Job's pods join through their owner reference.
+type JobGang struct {
+	Name     string
+	MinCount int32
+	Topology []v1alpha1.TopologyConstraint
+}
+
+// JobTemplateName is the name of the PodGroupTemplate in a Job's Workload.
+const JobTemplateName = "pods"
+
+// GangForJob decides whether a Job gets a gang, and which (KEP-5547's rule, with
+// annotations to override it). It returns nil when lockstep leaves the Job alone:
+//   - its pods use none of schedulerNames;
+//   - it has a controller owner (JobSet, CronJob, TrainJob...), which manages groups itself;
+//   - its pod template already names a PodGroup ("bring your own group").
+//
+// Otherwise a Job is a gang when the gang annotation says "true", or when it does not say
+// "false" and parallelism > 1, completionMode is Indexed and completions == parallelism.
+// minCount is parallelism unless the min-count annotation sets it. Annotations with invalid
+// values are ignored and returned as problems, for an event on the Job.
+func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []string) {
+	tmpl := job.Spec.Template
+	if !schedulerNames.Has(tmpl.Spec.SchedulerName) || metav1.GetControllerOf(job) != nil {
+		return nil, nil
+	}
+	if _, byo := tmpl.Labels[v1alpha1.PodGroupLabel]; byo {
+		return nil, nil
+	}
+	var problems []string
+	parallelism := int32(1)
+	if job.Spec.Parallelism != nil {
+		parallelism = *job.Spec.Parallelism
+	}
+	indexed := job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion
+	gang := parallelism > 1 && indexed && job.Spec.Completions != nil && *job.Spec.Completions == parallelism
+	if v, ok := job.Annotations[v1alpha1.JobGangAnnotation]; ok {
+		if b, err := strconv.ParseBool(v); err != nil {
+			problems = append(problems, fmt.Sprintf("annotation %s=%q is not true or false; ignored", v1alpha1.JobGangAnnotation, v))
+		} else {
+			gang = b
+		}
+	}
+	if !gang {
+		return nil, problems
+	}
+	g := &JobGang{Name: JobGroupName(job.Name, job.UID), MinCount: max(parallelism, 1)}
+	if v, ok := job.Annotations[v1alpha1.JobMinCountAnnotation]; ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		switch {
+		case err != nil || n < 1:
+			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a positive integer; minCount stays %d", v1alpha1.JobMinCountAnnotation, v, g.MinCount))
+		case int32(n) > parallelism:
+			problems = append(problems, fmt.Sprintf("annotation %s=%q exceeds parallelism %d and could never be met; minCount stays %d", v1alpha1.JobMinCountAnnotation, v, parallelism, g.MinCount))
+		default:
+			g.MinCount = int32(n)
+		}
+	}
+	for _, a := range []struct {
+		annotation string
+		mode       v1alpha1.TopologyMode
+	}{
+		{v1alpha1.JobTopologyRequiredAnnotation, v1alpha1.TopologyRequired},
+		{v1alpha1.JobTopologyPreferredAnnotation, v1alpha1.TopologyPreferred},
+	} {
+		v, ok := job.Annotations[a.annotation]
+		if !ok {
+			continue
+		}
+		if errs := metav1validation.ValidateLabelName(v, field.NewPath("")); len(errs) > 0 || v == "" {
+			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a label key; ignored", a.annotation, v))
+			continue
+		}
+		g.Topology = append(g.Topology, v1alpha1.TopologyConstraint{Key: v, Mode: a.mode})
+	}
+	return g, problems
+}
+
+// JobGroupName is the name of a Job's Workload and PodGroup: the Job's name (cut to fit a
+// label value) and a hash of its UID, so that a Job recreated under the same name does not
+// meet the groups of its predecessor while they are being garbage collected.
+func JobGroupName(jobName string, uid types.UID) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	suffix := fmt.Sprintf("%08x", h.Sum32())
+	const maxName = 63 - 1 - 8
+	if len(jobName) > maxName {
+		jobName = jobName[:maxName]
+	}
+	return jobName + "-" + suffix
+}

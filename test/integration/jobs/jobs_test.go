@@ -1,0 +1,321 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/test/integration/testenv"
+)
+
+var fastArgs = testenv.GangArgs{"backoffSeconds": 1}
+
+// indexedJob returns an Indexed Job of the lockstep profile with parallelism = completions = n,
+// each pod requesting cpu.
+func indexedJob(ns, name string, n int32, cpu string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: batchv1.JobSpec{
+			Parallelism:    ptr.To(n),
+			Completions:    ptr.To(n),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{
+				SchedulerName: testenv.SchedulerName,
+				RestartPolicy: v1.RestartPolicyNever,
+				Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
+					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}},
+			}},
+		},
+	}
+}
+
+type env struct {
+	*testenv.Env
+	t  *testing.T
+	ns string
+}
+
+func start(t *testing.T, ns string, nodes ...*v1.Node) *env {
+	e := &env{Env: testenv.Start(t), t: t}
+	e.ns = e.Namespace(t, ns)
+	e.CreateNodes(t, nodes...)
+	e.StartKubeControllers(t)
+	e.StartScheduler(t, fastArgs)
+	return e
+}
+
+func (e *env) createJob(job *batchv1.Job) *batchv1.Job {
+	e.t.Helper()
+	created, err := e.Client.BatchV1().Jobs(e.ns).Create(context.Background(), job, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return created
+}
+
+// jobPods returns the pods of a Job, by name, with their node ("" while unbound).
+func (e *env) jobPods(job string) map[string]string {
+	e.t.Helper()
+	list, err := e.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		out[p.Name] = p.Spec.NodeName
+	}
+	return out
+}
+
+func bound(pods map[string]string) int {
+	n := 0
+	for _, node := range pods {
+		if node != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// waitPods waits until the Job has n pods of which b are bound.
+func (e *env) waitPods(job string, n, b int) map[string]string {
+	e.t.Helper()
+	var pods map[string]string
+	testenv.Eventually(e.t, 60*time.Second, fmt.Sprintf("Job %s with %d pods, %d bound", job, n, b), func() (bool, string) {
+		pods = e.jobPods(job)
+		return len(pods) == n && bound(pods) == b, fmt.Sprint(pods)
+	})
+	return pods
+}
+
+// groups returns the Workloads and PodGroups of the namespace.
+func (e *env) groups() ([]v1alpha1.Workload, []v1alpha1.PodGroup) {
+	e.t.Helper()
+	ctx := context.Background()
+	wls, err := e.Lockstep.SchedulingV1alpha1().Workloads(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pgs, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return wls.Items, pgs.Items
+}
+
+// waitGroups waits until the namespace holds exactly nw Workloads and np PodGroups.
+func (e *env) waitGroups(nw, np int) ([]v1alpha1.Workload, []v1alpha1.PodGroup) {
+	e.t.Helper()
+	var wls []v1alpha1.Workload
+	var pgs []v1alpha1.PodGroup
+	testenv.Eventually(e.t, 60*time.Second, fmt.Sprintf("%d Workloads and %d PodGroups", nw, np), func() (bool, string) {
+		wls, pgs = e.groups()
+		return len(wls) == nw && len(pgs) == np, fmt.Sprintf("%d Workloads, %d PodGroups", len(wls), len(pgs))
+	})
+	return wls, pgs
+}
+
+// An Indexed Job with parallelism = completions = 4 on room for 3: the controller creates a
+// Workload and a PodGroup owned by the Job, no pod binds; with room for all 4, they bind
+// together.
+func TestIndexedJobIsAGang(t *testing.T) {
+	e := start(t, "indexed", testenv.Node("n1", "3", nil))
+	e.StartJobController(t)
+	job := e.createJob(indexedJob(e.ns, "train", 4, "1"))
+
+	wls, pgs := e.waitGroups(1, 1)
+	name := podgroup.JobGroupName("train", job.UID)
+	wl, pg := wls[0], pgs[0]
+	if wl.Name != name || pg.Name != name {
+		t.Errorf("groups %s and %s, want both named %s", wl.Name, pg.Name, name)
+	}
+	if ref := metav1.GetControllerOf(&pg); ref == nil || ref.UID != job.UID {
+		t.Errorf("PodGroup controller %v, want the Job", ref)
+	}
+	if ref := metav1.GetControllerOf(&wl); ref == nil || ref.UID != job.UID {
+		t.Errorf("Workload controller %v, want the Job", ref)
+	}
+	ownsWorkload := false
+	for _, r := range pg.OwnerReferences {
+		ownsWorkload = ownsWorkload || (r.Kind == "Workload" && r.UID == wl.UID)
+	}
+	if !ownsWorkload || pg.Spec.WorkloadRef == nil || pg.Spec.WorkloadRef.WorkloadName != wl.Name {
+		t.Errorf("PodGroup %+v does not point at Workload %s", pg.ObjectMeta.OwnerReferences, wl.Name)
+	}
+	if g := pg.Spec.SchedulingPolicy.Gang; g == nil || g.MinCount != 4 {
+		t.Errorf("policy %+v, want gang minCount 4", pg.Spec.SchedulingPolicy)
+	}
+	if wl.Spec.ControllerRef == nil || wl.Spec.ControllerRef.Kind != "Job" || wl.Spec.ControllerRef.Name != "train" {
+		t.Errorf("Workload controllerRef %+v", wl.Spec.ControllerRef)
+	}
+
+	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
+	e.waitPods("train", 4, 0)
+
+	e.CreateNodes(t, testenv.Node("n2", "1", nil))
+	e.waitPods("train", 4, 4)
+	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed")
+}
+
+// A non-indexed Job gets no group: its pods schedule one by one. A Job owned by another
+// object and a Job that brings its own group are left alone.
+func TestJobsLeftAlone(t *testing.T) {
+	e := start(t, "alone", testenv.Node("n1", "2", nil))
+	e.StartJobController(t)
+
+	plain := indexedJob(e.ns, "plain", 3, "1")
+	plain.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
+	e.createJob(plain)
+	e.waitPods("plain", 3, 2) // room for two: one by one, no gang
+
+	owner := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "owner"}}
+	owner, err := e.Client.CoreV1().ConfigMaps(e.ns).Create(context.Background(), owner, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := indexedJob(e.ns, "owned", 2, "0")
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+	e.createJob(owned)
+
+	byo := indexedJob(e.ns, "byo", 2, "0")
+	byo.Spec.Template.Labels = map[string]string{v1alpha1.PodGroupLabel: "mine"}
+	e.CreatePodGroups(t, testenv.Gang(e.ns, "mine", 2, ""))
+	e.createJob(byo)
+
+	e.waitPods("owned", 2, 2)
+	e.waitPods("byo", 2, 2)
+	e.WaitCondition(t, "PodGroup", e.ns, "mine", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+	wls, pgs := e.groups()
+	if len(wls) != 0 || len(pgs) != 1 {
+		t.Errorf("%d Workloads and %d PodGroups, want none created by the controller (only the user's \"mine\")", len(wls), len(pgs))
+	}
+}
+
+// A suspended Job gets its groups at once and its pods bind together when it is resumed; a
+// parallelism change moves minCount with an event; deleting the Job deletes both groups.
+func TestSuspendResizeDelete(t *testing.T) {
+	e := start(t, "lifecycle", testenv.Node("n1", "8", nil))
+	e.StartJobController(t)
+	job := indexedJob(e.ns, "elastic", 4, "1")
+	job.Spec.Suspend = ptr.To(true)
+	e.createJob(job)
+	_, pgs := e.waitGroups(1, 1)
+	if n := len(e.jobPods("elastic")); n != 0 {
+		t.Fatalf("suspended Job has %d pods", n)
+	}
+
+	// Resize while suspended (elastic Indexed Job: completions follow parallelism), resume.
+	ctx := context.Background()
+	cur, err := e.Client.BatchV1().Jobs(e.ns).Get(ctx, "elastic", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Parallelism, cur.Spec.Completions, cur.Spec.Suspend = ptr.To[int32](3), ptr.To[int32](3), ptr.To(false)
+	if _, err := e.Client.BatchV1().Jobs(e.ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, "minCount 3", func() (bool, string) {
+		pg, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, pgs[0].Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return pg.Spec.SchedulingPolicy.Gang.MinCount == 3, fmt.Sprint(pg.Spec.SchedulingPolicy.Gang.MinCount)
+	})
+	e.WaitEvent(t, e.ns, "elastic", "MinCountChanged", "from 4 to 3")
+	e.waitPods("elastic", 3, 3)
+
+	if err := e.Client.BatchV1().Jobs(e.ns).Delete(ctx, "elastic", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroups(0, 0)
+}
+
+// A restarted controller reuses the groups it created: no duplicates. Invalid annotations
+// get an event and are not acted on.
+func TestControllerRestartAndAnnotations(t *testing.T) {
+	e := start(t, "restart", testenv.Node("n1", "8", nil))
+	first := e.StartJobController(t)
+	job := indexedJob(e.ns, "train", 2, "1")
+	job.Annotations = map[string]string{v1alpha1.JobMinCountAnnotation: "many"}
+	e.createJob(job)
+	e.waitGroups(1, 1)
+	e.WaitEvent(t, e.ns, "train", "InvalidAnnotation", `min-count="many" is not a positive integer`)
+	first.Stop()
+
+	e.StartJobController(t)
+	// A second Job makes the new controller sync; the first Job's groups must stay single.
+	e.createJob(indexedJob(e.ns, "other", 2, "1"))
+	e.waitGroups(2, 2)
+	wls, pgs := e.groups()
+	for _, list := range [][]string{names(wls), pgNames(pgs)} {
+		seen := map[string]bool{}
+		for _, n := range list {
+			if seen[n] {
+				t.Errorf("duplicate %s", n)
+			}
+			seen[n] = true
+		}
+	}
+	e.waitPods("train", 2, 2)
+}
+
+// An annotation opts a non-indexed Job in: it becomes a gang of parallelism pods.
+func TestAnnotationOptsANonIndexedJobIn(t *testing.T) {
+	e := start(t, "optin", testenv.Node("n1", "2", nil))
+	e.StartJobController(t)
+	job := indexedJob(e.ns, "together", 3, "1")
+	job.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
+	job.Annotations = map[string]string{v1alpha1.JobGangAnnotation: "true"}
+	job = e.createJob(job)
+	name := podgroup.JobGroupName("together", job.UID)
+	e.waitGroups(1, 1)
+	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
+	e.waitPods("together", 3, 0)
+	e.CreateNodes(t, testenv.Node("n2", "1", nil))
+	e.waitPods("together", 3, 3)
+}
+
+// Without lockstep's Job controller, the scheduler holds a gang Job's pods, says why on the
+// pod, and (here with a short jobGroupTimeoutSeconds) schedules them without gang semantics
+// rather than block the Job forever.
+func TestPodsWaitForTheJobsPodGroupThenFallBack(t *testing.T) {
+	e := &env{Env: testenv.Start(t), t: t}
+	e.ns = e.Namespace(t, "nocontroller")
+	e.CreateNodes(t, testenv.Node("n1", "8", nil))
+	e.StartKubeControllers(t)
+	e.StartScheduler(t, testenv.GangArgs{"backoffSeconds": 1, "jobGroupTimeoutSeconds": 8})
+	job := e.createJob(indexedJob(e.ns, "orphan", 2, "1"))
+	name := podgroup.JobGroupName("orphan", job.UID)
+	pods := e.waitPods("orphan", 2, 0)
+	for p := range pods {
+		e.WaitEvent(t, e.ns, p, "PodGroupNotFound", fmt.Sprintf("waiting for lockstep's Job controller to create PodGroup %q", name))
+		break
+	}
+	e.waitPods("orphan", 2, 2)
+	e.WaitEvent(t, e.ns, "orphan", "PodGroupMissing", "scheduled without gang semantics")
+}
+
+func names(wls []v1alpha1.Workload) []string {
+	var out []string
+	for _, w := range wls {
+		out = append(out, w.Name)
+	}
+	return out
+}
+
+func pgNames(pgs []v1alpha1.PodGroup) []string {
+	var out []string
+	for _, p := range pgs {
+		out = append(out, p.Name)
+	}
+	return out
+}
