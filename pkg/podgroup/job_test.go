@@ -77,7 +77,9 @@ func TestGangForJob(t *testing.T) {
 			j.Spec.Completions = ptr.To[int32](10)
 			return j
 		}, want: &JobGang{Name: name, MinCount: 3}},
-		{name: "opted out", job: func() *batchv1.Job { return indexedJob("train", 4, map[string]string{v1alpha1.JobGangAnnotation: "false"}) }},
+		{name: "opted out", job: func() *batchv1.Job {
+			return indexedJob("train", 4, map[string]string{v1alpha1.JobGangAnnotation: "false"})
+		}},
 		{name: "min-count, topology", job: func() *batchv1.Job {
 			return indexedJob("train", 4, map[string]string{
 				v1alpha1.JobMinCountAnnotation:          "3",

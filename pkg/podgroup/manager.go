@@ -13,8 +13,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -216,21 +216,21 @@ func checkAPI(d discovery.DiscoveryInterface) error {
 
 func newManager(logger klog.Logger, client versioned.Interface, clk clock.WithDelayedExecution) *Manager {
 	m := &Manager{
-		groups:         groups{},
-		rounds:         map[Key]*round{},
-		podKeys:        map[types.UID]Key{},
-		schedulerNames: sets.New[string](),
-		noGroupEvents:  sets.New[types.UID](),
-		handles:        map[string]fwk.Handle{},
-		podsSynced:     func() bool { return true },
+		groups:          groups{},
+		rounds:          map[Key]*round{},
+		podKeys:         map[types.UID]Key{},
+		schedulerNames:  sets.New[string](),
+		noGroupEvents:   sets.New[types.UID](),
+		handles:         map[string]fwk.Handle{},
+		podsSynced:      func() bool { return true },
 		plans:           map[Key]*Plan{},
 		planTTL:         time.Minute,
 		jobPods:         map[types.UID]map[types.UID]*v1.Pod{},
 		jobTimers:       sets.New[types.UID](),
 		jobGroupTimeout: 2 * time.Minute,
-		client:         client,
-		clock:          clk,
-		logger:         logger,
+		client:          client,
+		clock:           clk,
+		logger:          logger,
 	}
 	m.status = newStatusWriter(m)
 	return m
