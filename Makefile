@@ -8,13 +8,38 @@ export PATH := $(BIN):$(PATH)
 TEST_TIMEOUT ?= 30m
 GOTESTFLAGS ?=
 
-.PHONY: all build etcd generate verify vet fmt test test-unit test-integration run clean
+KWOK_VERSION ?= v0.8.0
+
+.PHONY: all build etcd generate verify vet fmt test test-unit test-integration run clean \
+	demo demo-down demo-test demo-binaries
 
 all: build
 
-## build: the scheduler binary, bin/lockstep-scheduler
+## build: the scheduler binary, bin/lockstep-scheduler, and the kubectl plugin
 build:
 	$(GO) build -o $(BIN)/lockstep-scheduler ./cmd/scheduler
+	$(GO) build -o $(BIN)/kubectl-lockstep ./cmd/kubectl-lockstep
+
+## demo: a local cluster on 127.0.0.1 (control plane from k8s.io/kubernetes, KWOK nodes,
+## lockstep) running the examples of manifests/examples; it keeps running
+demo: demo-binaries
+	$(GO) run ./hack/demo up
+
+## demo-down: stop everything make demo started
+demo-down:
+	$(GO) run ./hack/demo down
+
+## demo-test: bring the demo up, check every example's outcome, tear it down
+demo-test: demo-binaries
+	$(GO) test -count=1 -timeout 20m ./test/e2e/...
+
+demo-binaries: build etcd
+	@echo "==> building kube-apiserver, kube-controller-manager and kubectl from k8s.io/kubernetes (minutes on a cold Go cache)"
+	$(GO) build -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	$(GO) build -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	@echo "==> building KWOK $(KWOK_VERSION)"
+	@[ -x $(BIN)/kwok ] && $(BIN)/kwok --version 2>/dev/null | grep -q "$(KWOK_VERSION:v%=%)" || GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
 ## etcd: the etcd the integration tests run (version pinned in go.mod)
 etcd: $(BIN)/etcd
@@ -35,14 +60,14 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-## test: verify, then unit and integration tests (real kube-apiserver and etcd)
-test: verify test-unit test-integration
+## test: verify, unit and integration tests (real kube-apiserver and etcd), demo smoke test
+test: verify test-unit test-integration demo-test
 
 test-unit:
-	$(GO) test $(GOTESTFLAGS) ./cmd/... ./pkg/...
+	$(GO) test $(GOTESTFLAGS) ./cmd/... ./pkg/... ./hack/...
 
 test-integration: etcd
-	$(GO) test $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./test/...
+	$(GO) test $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./test/integration/...
 
 ## run: run the scheduler against the cluster of $KUBECONFIG (CRDs must be applied)
 run: build

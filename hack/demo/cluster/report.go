@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
+	"github.com/lockstep-sched/lockstep/pkg/cli"
+	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
+)
+
+// Gangs returns the gang trees of the demo namespace.
+func (c *Cluster) Gangs(ctx context.Context) ([]*tree.Group, error) {
+	kube, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	ls, err := c.Lockstep()
+	if err != nil {
+		return nil, err
+	}
+	in, err := cli.List(ctx, kube, ls, Namespace)
+	if err != nil {
+		return nil, err
+	}
+	in.Levels = configv1.DefaultTopologyLevels
+	return tree.Build(in), nil
+}
+
+// Settled reports whether every group has its outcome: scheduled with all its pods bound,
+// or refused with a condition that says why.
+func Settled(roots []*tree.Group) (bool, string) {
+	if len(roots) == 0 {
+		return false, "no groups yet"
+	}
+	var pending []string
+	var walk func(g *tree.Group)
+	walk = func(g *tree.Group) {
+		switch {
+		case g.Condition == nil:
+			pending = append(pending, g.Name+": no condition")
+		case g.Condition.Status == "True" && g.Pods != nil && g.Pods.Bound < g.Pods.Exist:
+			pending = append(pending, fmt.Sprintf("%s: %d/%d bound", g.Name, g.Pods.Bound, g.Pods.Exist))
+		case g.Condition.Status != "True" && !strings.HasPrefix(g.Condition.Message, "cannot fit"):
+			pending = append(pending, g.Name+": "+g.Condition.Message)
+		}
+		for _, ch := range g.Children {
+			walk(ch)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return len(pending) == 0, strings.Join(pending, "; ")
+}
+
+// Settle waits until every example has its outcome.
+func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		roots, err := c.Gangs(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ok, state := Settled(roots)
+		last = state
+		return ok, nil
+	})
+	if err != nil {
+		return fmt.Errorf("not settled after %s: %s", timeout, last)
+	}
+	return nil
+}
+
+// Report prints every gang tree of the demo namespace: where each pod landed (zone / block /
+// rack / node) or why its group waits.
+func (c *Cluster) Report(ctx context.Context, w io.Writer) error {
+	roots, err := c.Gangs(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nGangs in namespace %s (pod: zone / block / rack / node):\n\n", Namespace)
+	tree.Render(w, roots)
+	return nil
+}
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+func trim(b []byte) []byte { return []byte(strings.TrimSpace(string(b))) }
+
+func splitLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

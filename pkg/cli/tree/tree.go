@@ -1,0 +1,214 @@
+// Package tree builds and renders the view `kubectl lockstep get` shows: gang trees
+// (CompositePodGroups, PodGroups, member pods) with their policies, counts, conditions and
+// each pod's place in the topology.
+package tree
+
+import (
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// Inputs are the objects a view is built from.
+type Inputs struct {
+	PodGroups  []v1alpha1.PodGroup
+	Composites []v1alpha1.CompositePodGroup
+	Pods       []v1.Pod
+	Nodes      []v1.Node
+	// Levels are the topology label keys, broadest first.
+	Levels []string
+}
+
+// Group is one PodGroup or CompositePodGroup and what lies below it.
+type Group struct {
+	Kind      string     `json:"kind"`
+	Namespace string     `json:"namespace"`
+	Name      string     `json:"name"`
+	Policy    string     `json:"policy"` // gang or basic
+	Min       int32      `json:"min"`    // minCount or minGroupCount; 1 for basic
+	Topology  []string   `json:"topology,omitempty"`
+	Pods      *Counts    `json:"pods,omitempty"`
+	Condition *Condition `json:"condition,omitempty"`
+	// Problem is set on a group shown as a root because its parent is missing.
+	Problem  string   `json:"problem,omitempty"`
+	Children []*Group `json:"children,omitempty"`
+	Members  []Member `json:"members,omitempty"`
+}
+
+// Counts are the pods of a PodGroup.
+type Counts struct {
+	Exist int `json:"exist"`
+	Bound int `json:"bound"`
+}
+
+// Condition is a group's PodGroupInitiallyScheduled condition.
+type Condition struct {
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Member is one pod of a PodGroup.
+type Member struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	Node  string `json:"node,omitempty"`
+	// Path is the pod's node's label value at each topology level, broadest first.
+	Path []string `json:"path,omitempty"`
+	// Via says how the pod joined: "label" or "job".
+	Via string `json:"via"`
+}
+
+// Build arranges the objects as trees, roots sorted by namespace and name.
+func Build(in Inputs) []*Group {
+	byKey := map[podgroup.Key]*Group{}
+	parents := map[podgroup.Key]podgroup.Key{}
+	pgByName := map[podgroup.Key]*v1alpha1.PodGroup{}
+	for i := range in.Composites {
+		c := &in.Composites[i]
+		k := podgroup.CompositePodGroupKey(c.Namespace, c.Name)
+		g := &Group{Kind: "CompositePodGroup", Namespace: c.Namespace, Name: c.Name, Policy: "basic", Min: 1,
+			Topology: topology(c.Spec.SchedulingConstraints), Condition: condition(c.Status.Conditions)}
+		if gang := c.Spec.SchedulingPolicy.Gang; gang != nil {
+			g.Policy, g.Min = "gang", gang.MinGroupCount
+		}
+		byKey[k] = g
+		if p := c.Spec.ParentCompositePodGroupName; p != nil {
+			parents[k] = podgroup.CompositePodGroupKey(c.Namespace, *p)
+		}
+	}
+	for i := range in.PodGroups {
+		pg := &in.PodGroups[i]
+		k := podgroup.PodGroupKey(pg.Namespace, pg.Name)
+		g := &Group{Kind: "PodGroup", Namespace: pg.Namespace, Name: pg.Name, Policy: "basic", Min: 1,
+			Topology: topology(pg.Spec.SchedulingConstraints), Condition: condition(pg.Status.Conditions), Pods: &Counts{}}
+		if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil {
+			g.Policy, g.Min = "gang", gang.MinCount
+		}
+		byKey[k] = g
+		pgByName[k] = pg
+		if p := pg.Spec.ParentCompositePodGroupName; p != nil {
+			parents[k] = podgroup.CompositePodGroupKey(pg.Namespace, *p)
+		}
+	}
+
+	nodes := map[string]*v1.Node{}
+	for i := range in.Nodes {
+		nodes[in.Nodes[i].Name] = &in.Nodes[i]
+	}
+	for i := range in.Pods {
+		p := &in.Pods[i]
+		k, via, ok := memberOf(p, pgByName)
+		if !ok {
+			continue
+		}
+		g := byKey[k]
+		m := Member{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Via: via}
+		if n, ok := nodes[p.Spec.NodeName]; ok {
+			m.Path = path(n, in.Levels)
+		}
+		g.Members = append(g.Members, m)
+		if p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+			g.Pods.Exist++
+			if p.Spec.NodeName != "" {
+				g.Pods.Bound++
+			}
+		}
+	}
+
+	var roots []*Group
+	for k, g := range byKey {
+		sort.Slice(g.Members, func(i, j int) bool { return g.Members[i].Name < g.Members[j].Name })
+		pk, ok := parents[k]
+		if !ok {
+			roots = append(roots, g)
+			continue
+		}
+		if parent, ok := byKey[pk]; ok && parent != g {
+			parent.Children = append(parent.Children, g)
+			continue
+		}
+		g.Problem = "parent CompositePodGroup " + pk.Name + " not found"
+		roots = append(roots, g)
+	}
+	for _, g := range byKey {
+		sortGroups(g.Children)
+	}
+	sortGroups(roots)
+	return roots
+}
+
+// memberOf finds the PodGroup of a pod: by label, or as a pod of a Job through the Job's
+// PodGroup (named after the Job and controlled by it).
+func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, string, bool) {
+	if name, ok := podgroup.GroupNameOf(p); ok {
+		k := podgroup.PodGroupKey(p.Namespace, name)
+		_, exists := pgs[k]
+		return k, "label", exists
+	}
+	owner := metav1.GetControllerOf(p)
+	if owner == nil || owner.Kind != "Job" {
+		return podgroup.Key{}, "", false
+	}
+	k := podgroup.PodGroupKey(p.Namespace, podgroup.JobGroupName(owner.Name, owner.UID))
+	pg, ok := pgs[k]
+	if !ok {
+		return podgroup.Key{}, "", false
+	}
+	if ref := metav1.GetControllerOf(pg); ref == nil || ref.UID != owner.UID {
+		return podgroup.Key{}, "", false
+	}
+	return k, "job", true
+}
+
+func sortGroups(gs []*Group) {
+	sort.Slice(gs, func(i, j int) bool {
+		if gs[i].Namespace != gs[j].Namespace {
+			return gs[i].Namespace < gs[j].Namespace
+		}
+		if gs[i].Kind != gs[j].Kind {
+			return gs[i].Kind < gs[j].Kind
+		}
+		return gs[i].Name < gs[j].Name
+	})
+}
+
+func topology(c *v1alpha1.SchedulingConstraints) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range c.Topology {
+		s := t.Key
+		if t.Mode == v1alpha1.TopologyPreferred {
+			s = "~" + s
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func condition(conds []metav1.Condition) *Condition {
+	c := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled)
+	if c == nil {
+		return nil
+	}
+	return &Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+}
+
+func path(n *v1.Node, levels []string) []string {
+	var out []string
+	for _, l := range levels {
+		v, ok := n.Labels[l]
+		if !ok {
+			break
+		}
+		out = append(out, v)
+	}
+	return out
+}

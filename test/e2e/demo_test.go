@@ -1,0 +1,220 @@
+// Package e2e runs the local demo cluster end to end, as `make demo` does, in a temporary
+// work directory: it needs the binaries `make demo-binaries` builds into bin/.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lockstep-sched/lockstep/hack/demo/cluster"
+	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// The demo comes up, every example gang ends bound all-or-nothing in its domain, the
+// too-big gang waits with a condition that explains why, the manifests install with
+// kubectl apply -k, and the demo goes down leaving no process behind.
+func TestDemo(t *testing.T) {
+	root := repoRoot()
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok", "lockstep-scheduler", "kubectl-lockstep"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
+			t.Fatalf("bin/%s missing: run make demo-binaries (make demo-test does)", b)
+		}
+	}
+	var out bytes.Buffer
+	c := cluster.New(root, &out)
+	c.Dir = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	started := false
+	t.Cleanup(func() {
+		if started {
+			pids := readPids(t, c.Dir)
+			if err := c.Down(); err != nil {
+				t.Errorf("demo down: %v", err)
+			}
+			for name, pid := range pids {
+				if running(pid) {
+					t.Errorf("%s (pid %d) still running after down", name, pid)
+				}
+			}
+		}
+		t.Logf("demo output:\n%s", out.String())
+	})
+	started = true
+	if err := c.Up(ctx); err != nil {
+		t.Fatalf("demo up: %v", err)
+	}
+	roots, err := c.Gangs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, pending := cluster.Settled(roots); !ok {
+		t.Fatalf("examples not settled: %s", pending)
+	}
+
+	byName := map[string]*tree.Group{}
+	var walk func(g *tree.Group)
+	walk = func(g *tree.Group) {
+		byName[g.Name] = g
+		for _, ch := range g.Children {
+			walk(ch)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	for _, name := range []string{"pretrain", "pretrain-shard-0", "pretrain-shard-1", "serving", "sweep", "whale"} {
+		if byName[name] == nil {
+			t.Fatalf("example group %s missing; have %v", name, keys(byName))
+		}
+	}
+	var finetune *tree.Group
+	for name, g := range byName {
+		if strings.HasPrefix(name, "finetune-") {
+			finetune = g
+		}
+	}
+	if finetune == nil {
+		t.Fatal("the Job controller created no PodGroup for Job finetune")
+	}
+
+	// Every gang is all-or-nothing, and those scheduled sit in their domains.
+	for name, g := range byName {
+		if g.Pods != nil && g.Pods.Bound != 0 && g.Pods.Bound != g.Pods.Exist {
+			t.Errorf("%s partially bound: %d of %d", name, g.Pods.Bound, g.Pods.Exist)
+		}
+	}
+	level := map[string]int{"topology.kubernetes.io/zone": 0, "topology.kubernetes.io/block": 1, "topology.kubernetes.io/rack": 2}
+	for _, g := range []*tree.Group{byName["pretrain"], byName["pretrain-shard-0"], byName["pretrain-shard-1"], byName["serving"], byName["sweep"], finetune} {
+		if g.Condition == nil || g.Condition.Status != "True" {
+			t.Errorf("%s not scheduled: %+v", g.Name, g.Condition)
+			continue
+		}
+		for _, key := range g.Topology {
+			if strings.HasPrefix(key, "~") {
+				continue
+			}
+			if d := domains(g, level[key]); len(d) != 1 {
+				t.Errorf("%s requires one %s, its pods are in %v", g.Name, key, d)
+			}
+		}
+	}
+	if racks := domains(byName["sweep"], 2); len(racks) > 3 {
+		t.Errorf("sweep (24 pods, 8 fit a rack, rack preferred) spans %d racks: %v", len(racks), racks)
+	}
+	whale := byName["whale"]
+	want := "cannot fit: PodGroup whale: no rack has room for 20 pods × 32 cpu; the roomiest rack could take 4"
+	if whale.Pods.Bound != 0 || whale.Condition == nil || whale.Condition.Reason != "Unschedulable" || whale.Condition.Message != want {
+		t.Errorf("whale: %d bound, condition %+v; want none bound and %q", whale.Pods.Bound, whale.Condition, want)
+	}
+
+	// The plugin, found by kubectl on PATH, shows the trees.
+	kubectl := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "kubectl"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig(),
+			"PATH="+filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+		got, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, got)
+		}
+		return string(got)
+	}
+	if view := kubectl("lockstep", "get", "-A"); !strings.Contains(view, "CompositePodGroup demo/pretrain") || !strings.Contains(view, "z0 / ") {
+		t.Errorf("kubectl lockstep get -A:\n%s", view)
+	}
+	// The manifests install with one apply; RBAC has no wildcard.
+	kubectl("apply", "-k", filepath.Join(root, "manifests"), "--dry-run=client")
+	rendered := kubectl("kustomize", filepath.Join(root, "manifests"))
+	roles := 0
+	for _, doc := range strings.Split(rendered, "\n---\n") {
+		var role rbacv1.ClusterRole // Roles have the same shape
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind != "ClusterRole" && role.Kind != "Role" {
+			continue
+		}
+		roles++
+		for _, r := range role.Rules {
+			for _, v := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs} {
+				if slices.Contains(v, "*") {
+					t.Errorf("%s %s has a wildcard rule: %+v", role.Kind, role.Name, r)
+				}
+			}
+		}
+	}
+	if roles < 2 {
+		t.Errorf("found %d roles in the manifests", roles)
+	}
+}
+
+// domains returns the distinct label values at level of the nodes of g's subtree.
+func domains(g *tree.Group, level int) []string {
+	set := map[string]bool{}
+	var walk func(g *tree.Group)
+	walk = func(g *tree.Group) {
+		for _, m := range g.Members {
+			if len(m.Path) > level {
+				set[m.Path[level]] = true
+			}
+		}
+		for _, c := range g.Children {
+			walk(c)
+		}
+	}
+	walk(g)
+	return keys(set)
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// running reports whether a process runs: it exists and is not a zombie (the test started
+// the demo's processes, so their corpses stay its children until it exits).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	return err == nil && !strings.Contains(string(stat), ") Z ")
+}
+
+// readPids returns the pids the demo recorded.
+func readPids(t *testing.T, dir string) map[string]int {
+	out := map[string]int{}
+	entries, _ := os.ReadDir(filepath.Join(dir, "pids"))
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, "pids", e.Name()))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+			out[e.Name()] = pid
+		}
+	}
+	return out
+}
