@@ -120,4 +120,3 @@ func write(w io.Writer, roots []*tree.Group, output string) error {
 	tree.Render(w, roots)
 	return nil
 }
-
