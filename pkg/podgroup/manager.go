@@ -47,8 +47,8 @@ type Manager struct {
 	noGroupEvents sets.Set[types.UID]
 	// handles are the frameworks of the profiles served, by scheduler name.
 	handles map[string]fwk.Handle
-	// podsSynced reports whether the pod handler has seen every existing pod; until then
-	// pods are held and remembered in heldAtStart.
+	// podsSynced reports whether the group caches and the pod handler have seen every
+	// existing object; until then members are held and remembered in heldAtStart.
 	podsSynced  cache.InformerSynced
 	heldAtStart []*v1.Pod
 	// waitingRoots counts roots with members waiting at Permit.
@@ -104,7 +104,10 @@ func For(ctx context.Context, handle fwk.Handle) (*Manager, error) {
 		return nil, err
 	}
 	if err := checkAPI(client.Discovery()); err != nil {
-		return nil, err
+		// Not fatal: the scheduler may start before the CRDs are installed (as a Deployment
+		// applied with them can). Members wait, and their PreEnqueue status says why, until
+		// the API is served and the caches sync; every other pod schedules as usual.
+		klog.FromContext(ctx).Error(err, "lockstep's API is not served yet; gang members wait until it is")
 	}
 	m, err := NewManager(ctx, handle, client)
 	if err != nil {
@@ -121,9 +124,10 @@ func For(ctx context.Context, handle fwk.Handle) (*Manager, error) {
 }
 
 // NewManager builds and starts the model of the scheduler that owns handle, watching groups
-// through client and pods through the scheduler's own informer. It returns once the group
-// caches are synced; until the pod handler has synced too, Check holds pods (a restarted
-// scheduler must count the members already bound before deciding anything).
+// through client and pods through the scheduler's own informer. It does not wait: until the
+// group caches and the pod handler have synced, Check holds members (a restarted scheduler
+// must count the members already bound, and the CRDs may be installed after the scheduler
+// starts), and activates them once everything has synced.
 func NewManager(ctx context.Context, handle fwk.Handle, client versioned.Interface) (*Manager, error) {
 	logger := klog.FromContext(ctx).WithName("podgroup")
 	RegisterMetrics()
@@ -169,17 +173,21 @@ func NewManager(ctx context.Context, handle fwk.Handle, client versioned.Interfa
 	if err != nil {
 		return nil, err
 	}
-	m.podsSynced = podReg.HasSynced
+	synced = append(synced, podReg.HasSynced)
+	m.podsSynced = func() bool {
+		for _, s := range synced {
+			if !s() {
+				return false
+			}
+		}
+		return true
+	}
 
 	factory.Start(ctx.Done())
-	logger.Info("Waiting for PodGroup and CompositePodGroup caches to sync")
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return nil, fmt.Errorf("PodGroup and CompositePodGroup caches did not sync")
-	}
 	go m.status.run(ctx)
 	go func() {
-		// Pods held while the pod cache synced are looked at again once it has.
-		if cache.WaitForCacheSync(ctx.Done(), m.podsSynced) {
+		// Pods held while the caches synced are looked at again once they have.
+		if cache.WaitForNamedCacheSync("lockstep", ctx.Done(), m.podsSynced) {
 			m.mu.Lock()
 			held := m.heldAtStart
 			m.heldAtStart = nil
@@ -190,7 +198,8 @@ func NewManager(ctx context.Context, handle fwk.Handle, client versioned.Interfa
 	return m, nil
 }
 
-// HasSynced reports whether the model has seen every pod that existed when it started.
+// HasSynced reports whether the model has seen every group and pod that existed when it
+// started.
 func (m *Manager) HasSynced() bool { return m.podsSynced() }
 
 // checkAPI fails fast, with an actionable message, when the CRDs are not installed.

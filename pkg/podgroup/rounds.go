@@ -88,7 +88,7 @@ func (m *Manager) Check(pod *v1.Pod, backoff bool) Verdict {
 	}
 	if !m.podsSynced() {
 		m.heldAtStart = append(m.heldAtStart, pod)
-		return Verdict{Code: Syncing, Group: k, Message: "lockstep is starting: waiting until it has seen every pod"}
+		return Verdict{Code: Syncing, Group: k, Message: "lockstep is starting: waiting until it has seen every group and pod (if this lasts, are lockstep's CRDs installed?)"}
 	}
 	g := m.groups[k]
 	if g == nil || !g.exists() {

@@ -356,3 +356,19 @@ func TestRestartCountsBoundMembers(t *testing.T) {
 	}
 	env.WaitCondition(t, "PodGroup", ns, "resume", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed")
 }
+
+// A scheduler started before lockstep's CRDs are installed (a Deployment applied together
+// with them can be) waits for them (kube-scheduler waits for the informers of every resource
+// its plugins watch), then schedules plain pods and gangs as usual.
+func TestSchedulerStartedBeforeTheCRDs(t *testing.T) {
+	env := testenv.StartWithoutCRDs(t)
+	ns := env.Namespace(t, "early")
+	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.StartScheduler(t, fastArgs)
+	env.CreatePods(t, testenv.Pod(ns, "plain", "", "1"))
+
+	env.InstallCRDs(t)
+	env.CreatePodGroups(t, testenv.Gang(ns, "late", 2, ""))
+	env.CreatePods(t, testenv.GangPods(ns, "late", 2, "1")...)
+	env.WaitBound(t, ns, append(names(2, "late"), "plain")...)
+}

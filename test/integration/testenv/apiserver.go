@@ -35,6 +35,14 @@ type Env struct {
 // Start runs a kube-apiserver for the test, installs the CRDs and returns clients.
 func Start(t *testing.T) *Env {
 	t.Helper()
+	env := StartWithoutCRDs(t)
+	env.InstallCRDs(t)
+	return env
+}
+
+// StartWithoutCRDs runs a kube-apiserver for the test, without lockstep's CRDs.
+func StartWithoutCRDs(t *testing.T) *Env {
+	t.Helper()
 	flags := []string{
 		"--endpoint-reconciler-type=none",
 		// No service-account controller runs, and no node lifecycle controller would lift the
@@ -54,7 +62,6 @@ func Start(t *testing.T) *Env {
 		Extensions: apiextensionsclient.NewForConfigOrDie(cfg),
 	}
 	env.Kubeconfig = writeKubeconfig(t, cfg)
-	env.InstallCRDs(t)
 	return env
 }
 
