@@ -11,7 +11,7 @@ GOTESTFLAGS ?=
 KWOK_VERSION ?= v0.8.0
 
 .PHONY: all build etcd generate verify vet fmt test test-unit test-integration run clean \
-	demo demo-down demo-test demo-binaries
+	demo demo-down demo-test demo-binaries bench bench-perf
 
 all: build
 
@@ -60,14 +60,33 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-## test: verify, unit and integration tests (real kube-apiserver and etcd), demo smoke test
-test: verify test-unit test-integration demo-test
+## test: verify, unit and integration tests (real kube-apiserver and etcd), the short
+## benchmarks (so that the harness cannot rot) and the demo smoke test
+test: verify test-unit test-integration bench demo-test
 
 test-unit:
 	$(GO) test $(GOTESTFLAGS) ./cmd/... ./pkg/... ./hack/...
 
 test-integration: etcd
-	$(GO) test $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./test/integration/...
+	$(GO) test $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) $$($(GO) list ./test/integration/... | grep -v scheduler_perf)
+
+BENCH_DIR ?= $(CURDIR)/_output/bench
+BENCH ?= BenchmarkPerfScheduling
+PERF_FLAGS = -run '^$$' -bench '$(BENCH)' -benchtime=1x
+
+## bench: the short scheduler_perf workloads (10-100 nodes) of every mode, and their table
+bench: etcd
+	rm -rf $(BENCH_DIR)/short
+	$(GO) test ./test/integration/scheduler_perf/ $(PERF_FLAGS) -timeout 60m \
+		-args -perf-scheduling-label-filter=short -data-items-dir=$(BENCH_DIR)/short
+	$(GO) run ./hack/benchtable $(BENCH_DIR)/short
+
+## bench-perf: the 5000-node workloads (about an hour on 2 cores); table in $(BENCH_DIR)/perf
+bench-perf: etcd
+	rm -rf $(BENCH_DIR)/perf
+	$(GO) test ./test/integration/scheduler_perf/ $(PERF_FLAGS) -timeout 6h \
+		-args -perf-scheduling-label-filter=performance -data-items-dir=$(BENCH_DIR)/perf
+	$(GO) run ./hack/benchtable $(BENCH_DIR)/perf | tee $(BENCH_DIR)/perf/table.md
 
 ## run: run the scheduler against the cluster of $KUBECONFIG (CRDs must be applied)
 run: build

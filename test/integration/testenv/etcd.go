@@ -18,6 +18,9 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
+// EnsureEtcd puts an etcd binary on PATH (for harnesses that start etcd themselves).
+func EnsureEtcd() error { return ensureEtcd() }
+
 // ensureEtcd puts an etcd binary on PATH: one already there, or bin/etcd, built from the
 // version pinned in go.mod when missing (make builds it beforehand; go test alone works too).
 func ensureEtcd() error {

@@ -1,0 +1,215 @@
+// Command benchtable turns the data items scheduler_perf writes (-data-items-dir) into the
+// comparison table of docs/benchmarks.md: per workload shape and mode (plain, native,
+// lockstep), SchedulingThroughput average and percentiles, scheduling duration, pods per
+// second over the whole measured op, the scheduler's heap, and the ratios lockstep / native
+// and lockstep / plain.
+//
+//	go run ./hack/benchtable DIR|FILE...
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// item is one scheduler_perf data item.
+type item struct {
+	Data   map[string]float64 `json:"data"`
+	Unit   string             `json:"unit"`
+	Labels map[string]string  `json:"labels"`
+}
+
+// run is what the table shows of one workload of one mode.
+type run struct {
+	mode, shape string
+	throughput  map[string]float64 // Average, Perc50, Perc90, Perc99
+	duration    float64            // seconds
+	pods        int
+	heapMB      float64
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchtable DIR|FILE...")
+		os.Exit(2)
+	}
+	runs, err := load(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	write(os.Stdout, runs)
+}
+
+func load(paths []string) ([]*run, error) {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if st.IsDir() {
+			matches, _ := filepath.Glob(filepath.Join(p, "*.json"))
+			files = append(files, matches...)
+		} else {
+			files = append(files, p)
+		}
+	}
+	byName := map[string]*run{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var doc struct {
+			DataItems []item `json:"dataItems"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, it := range doc.DataItems {
+			mode, shape, ok := split(it.Labels["Name"])
+			if !ok {
+				continue
+			}
+			key := mode + "/" + shape
+			r := byName[key]
+			if r == nil {
+				r = &run{mode: mode, shape: shape, pods: podsOf(shape)}
+				byName[key] = r
+			}
+			switch it.Labels["Metric"] {
+			case "SchedulingThroughput":
+				r.throughput = it.Data
+			case "SchedulingDuration":
+				r.duration = it.Data["Duration"]
+			case "heap_memory_usage":
+				r.heapMB = it.Data["Max"]
+			}
+		}
+	}
+	var runs []*run
+	for _, r := range byName {
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// split parses "BenchmarkPerfScheduling/<mode>/<shape>/<namespace>".
+func split(name string) (mode, shape string, ok bool) {
+	parts := strings.Split(name, "/")
+	if len(parts) < 3 {
+		return "", "", false
+	}
+	return parts[1], parts[2], true
+}
+
+var countRE = regexp.MustCompile(`(\d+)(Pods|Plain)(_|$)`)
+
+// podsOf reads the number of pods from a shape name: "5000Nodes_1000Gangs_3000Pods" → 3000,
+// "..._2000Pods_2000Plain" → 4000.
+func podsOf(shape string) int {
+	n := 0
+	for _, m := range countRE.FindAllStringSubmatch(shape, -1) {
+		v, _ := strconv.Atoi(m[1])
+		n += v
+	}
+	return n
+}
+
+// family maps a mode to the comparison it belongs to and its role in it.
+func family(mode string) (group, role string) {
+	switch {
+	case mode == "Plain":
+		return "", "plain"
+	case strings.HasPrefix(mode, "Native"):
+		return strings.TrimPrefix(mode, "Native"), "native"
+	case strings.HasPrefix(mode, "Lockstep"):
+		return strings.TrimPrefix(mode, "Lockstep"), "lockstep"
+	}
+	return mode, mode
+}
+
+func write(w io.Writer, runs []*run) {
+	plain := map[string]*run{}
+	native := map[string]*run{}
+	for _, r := range runs {
+		group, role := family(r.mode)
+		switch role {
+		case "plain":
+			plain[r.shape] = r
+		case "native":
+			native[group+"/"+r.shape] = r
+		}
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		gi, _ := family(runs[i].mode)
+		gj, _ := family(runs[j].mode)
+		if gi != gj {
+			return order(gi) < order(gj)
+		}
+		if runs[i].shape != runs[j].shape {
+			return runs[i].shape < runs[j].shape
+		}
+		return runs[i].mode > runs[j].mode // Plain, Native, Lockstep
+	})
+	fmt.Fprintln(w, "| Shape | Mode | Throughput avg | p50 | p90 | p99 | Duration (s) | Pods/s | Heap (MB) | lockstep / native | lockstep / plain |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range runs {
+		group, role := family(r.mode)
+		if role == "plain" {
+			continue // shown with each family below
+		}
+		if role == "native" || (role == "lockstep" && native[group+"/"+r.shape] == nil) {
+			if p := plain[r.shape]; p != nil {
+				fmt.Fprintln(w, row(p, "plain", "", ""))
+			}
+		}
+		vsNative, vsPlain := "", ""
+		if role == "lockstep" {
+			vsNative = ratio(r, native[group+"/"+r.shape])
+			vsPlain = ratio(r, plain[r.shape])
+		}
+		fmt.Fprintln(w, row(r, r.mode, vsNative, vsPlain))
+	}
+}
+
+func order(group string) int {
+	for i, g := range []string{"Gang", "Topology", "PreferredRack", "Composite", "Mixed"} {
+		if g == group {
+			return i
+		}
+	}
+	return 99
+}
+
+func row(r *run, mode, vsNative, vsPlain string) string {
+	t := func(k string) string {
+		if r.throughput == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", r.throughput[k])
+	}
+	podsPerSecond := "–"
+	if r.duration > 0 && r.pods > 0 {
+		podsPerSecond = fmt.Sprintf("%.1f", float64(r.pods)/r.duration)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.1f | %s | %.0f | %s | %s |",
+		r.shape, mode, t("Average"), t("Perc50"), t("Perc90"), t("Perc99"), r.duration, podsPerSecond, r.heapMB, vsNative, vsPlain)
+}
+
+// ratio compares pods per second over the whole measured op (throughput averages are
+// missing for runs shorter than the 1 s sampling period).
+func ratio(r, base *run) string {
+	if base == nil || r.duration <= 0 || base.duration <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", base.duration/r.duration)
+}
