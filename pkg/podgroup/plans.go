@@ -25,8 +25,11 @@ type Plan struct {
 	// the reason; their members are refused until the tree is planned again.
 	Refused map[Key]string
 	// Chosen names the domain each group was placed in, e.g. "rack r3", for logs and events.
-	Chosen  map[Key]string
-	Created time.Time
+	Chosen map[Key]string
+	// Unplanned records that the tree is left to the scheduler's own scoring (its members
+	// have preferences a plan would not honor), so that its members need not look again.
+	Unplanned bool
+	Created   time.Time
 }
 
 // PlannedPod is one member's place in a plan.
@@ -47,6 +50,37 @@ type GroupView struct {
 	Pending []*v1.Pod
 	// PlacedNodes are the nodes of members that are assumed or bound.
 	PlacedNodes []string
+}
+
+// Summary describes a pod's tree without its members: cheap enough for every member's
+// scheduling cycle, where Tree is for the one that plans.
+type Summary struct {
+	Root, Group Key
+	// Topology: some group of the tree has topology constraints; Gang: some has the gang
+	// policy.
+	Topology, Gang bool
+}
+
+// Summary returns the summary of the tree a pod belongs to, or false while it has no valid
+// root.
+func (m *Manager) Summary(pod *v1.Pod) (Summary, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, ok := m.keyOfLocked(pod)
+	if !ok {
+		return Summary{}, false
+	}
+	root, ok := m.groups.rootOf(k)
+	if !ok {
+		return Summary{}, false
+	}
+	s := Summary{Root: root, Group: k}
+	for _, key := range m.groups.subtree(root) {
+		g := m.groups[key]
+		s.Topology = s.Topology || len(g.topology()) > 0
+		s.Gang = s.Gang || g.isGang()
+	}
+	return s, true
 }
 
 // Tree returns a snapshot of the tree a pod belongs to, or false while it has no valid root.

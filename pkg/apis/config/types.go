@@ -38,4 +38,7 @@ type LockstepTopologyArgs struct {
 	// MaxDomainCandidates bounds the backtracking: how many domains of a level are tried for
 	// a group before the planner gives up on the parent's domain.
 	MaxDomainCandidates int32
+	// PlanUnconstrainedGangs plans gangs without topology constraints too: their members are
+	// packed onto nodes chosen once per gang instead of scored one by one.
+	PlanUnconstrainedGangs bool
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -14,7 +15,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
-// node is one node as the planner sees it: its place in the topology and its free capacity.
+// node is one node as the planner sees it: its place in the topology.
 type node struct {
 	idx  int
 	name string
@@ -23,70 +24,14 @@ type node struct {
 	// first missing label, so a node without a rack label belongs to no rack (nor host
 	// below it), as upstream drops unlabeled nodes from constrained placements.
 	path []string
-	free podgroup.Resources
-	// empty: no pod runs on the node and no plan promised it anything.
-	empty bool
-}
-
-// cluster is the topology of the nodes of one scheduling cycle.
-type cluster struct {
-	levels []string
-	nodes  []*node
-	byName map[string]*node
-	// members lists the nodes of every domain, by domain key.
-	members map[string][]*node
-}
-
-// newCluster indexes nodes by topology path, with their free capacity minus what other
-// trees' plans promised.
-func newCluster(levels []string, infos []fwk.NodeInfo, promised map[string]podgroup.Resources) *cluster {
-	c := &cluster{levels: levels, nodes: make([]*node, 0, len(infos)), byName: make(map[string]*node, len(infos))}
-	for _, ni := range infos {
-		n := ni.Node()
-		if n == nil {
-			continue
-		}
-		path := make([]string, 0, len(levels))
-		for _, l := range levels {
-			v, ok := n.Labels[l]
-			if !ok || v == "" {
-				break
-			}
-			path = append(path, v)
-		}
-		free := podgroup.FreeOn(ni)
-		_, isPromised := promised[n.Name]
-		if isPromised {
-			free.Sub(promised[n.Name])
-		}
-		nd := &node{idx: len(c.nodes), name: n.Name, obj: n, path: path, free: free, empty: len(ni.GetPods()) == 0 && !isPromised}
-		c.nodes = append(c.nodes, nd)
-		c.byName[n.Name] = nd
-	}
-	c.members = map[string][]*node{}
-	for _, n := range c.nodes {
-		for l := range n.path {
-			k, _ := n.domainOf(l)
-			c.members[k] = append(c.members[k], n)
-		}
-	}
-	return c
-}
-
-// levelOf returns the index of a label key among the levels, or -1.
-func (c *cluster) levelOf(key string) int {
-	for i, l := range c.levels {
-		if l == key {
-			return i
-		}
-	}
-	return -1
+	// keys holds the key of the node's domain at each level of path.
+	keys []string
 }
 
 // domain is a set of nodes that share their labels down to a level.
 type domain struct {
 	level int    // -1 for "anywhere"
-	key   string // the path down to level, e.g. "zone-a/block-1/rack-3"
+	key   string // the path down to level, e.g. "zone-a/block-1/rack-3"; "" for anywhere
 	nodes []*node
 }
 
@@ -98,36 +43,175 @@ func (d *domain) name() string {
 	return d.key
 }
 
-// split returns the domains of a level among nodes, in a stable order.
-func split(nodes []*node, level int) []*domain {
-	byKey := map[string]*domain{}
-	var out []*domain
-	for _, n := range nodes {
-		if len(n.path) <= level {
-			continue
-		}
-		key := strings.Join(n.path[:level+1], "/")
-		d := byKey[key]
-		if d == nil {
-			d = &domain{level: level, key: key}
-			byKey[key] = d
-			out = append(out, d)
-		}
-		d.nodes = append(d.nodes, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
-	return out
-}
-
 // domainOf returns the key of the domain of a level a node is in, or false.
 func (n *node) domainOf(level int) (string, bool) {
 	if level < 0 {
 		return "", true
 	}
-	if len(n.path) <= level {
+	if len(n.keys) <= level {
 		return "", false
 	}
-	return strings.Join(n.path[:level+1], "/"), true
+	return n.keys[level], true
+}
+
+// topology is the static part of a cluster: where each node is and which domains exist.
+// It is built once and kept across plans while the nodes and their topology labels stay
+// the same (a new Node object with the same labels does not rebuild it).
+type topology struct {
+	levels  []string
+	objs    []*v1.Node
+	nodes   []*node
+	byName  map[string]*node
+	members map[string][]*node
+	// sub lists, per domain key ("" for anywhere) and deeper level, the domains inside it.
+	sub map[string]map[int][]*domain
+}
+
+// topologyCache keeps the topology of the last snapshot.
+type topologyCache struct {
+	mu   sync.Mutex
+	last *topology
+}
+
+// get returns the topology of infos, reusing the last one when the nodes and their
+// topology labels did not change.
+func (tc *topologyCache) get(levels []string, infos []fwk.NodeInfo) *topology {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if t := tc.last; t != nil && t.sameAs(infos) {
+		return t
+	}
+	tc.last = buildTopology(levels, infos)
+	return tc.last
+}
+
+// sameAs reports whether infos are the nodes of t, in order, with the same paths; Node
+// objects that changed without changing their path are adopted.
+func (t *topology) sameAs(infos []fwk.NodeInfo) bool {
+	if len(infos) != len(t.objs) {
+		return false
+	}
+	for i, ni := range infos {
+		n := ni.Node()
+		if n == t.objs[i] {
+			continue
+		}
+		if n == nil || n.Name != t.nodes[i].name || !equalPaths(pathOf(n, t.levels), t.nodes[i].path) {
+			return false
+		}
+		t.objs[i], t.nodes[i].obj = n, n
+	}
+	return true
+}
+
+func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
+	t := &topology{levels: levels, objs: make([]*v1.Node, len(infos)), byName: make(map[string]*node, len(infos)),
+		members: map[string][]*node{}, sub: map[string]map[int][]*domain{}}
+	for i, ni := range infos {
+		n := ni.Node()
+		t.objs[i] = n
+		nd := &node{idx: i}
+		if n != nil {
+			nd.name, nd.obj, nd.path = n.Name, n, pathOf(n, levels)
+			for l := range nd.path {
+				nd.keys = append(nd.keys, strings.Join(nd.path[:l+1], "/"))
+			}
+		}
+		t.nodes = append(t.nodes, nd)
+		if n != nil {
+			t.byName[n.Name] = nd
+		}
+	}
+	domains := map[string]*domain{}
+	add := func(parent string, d *domain) {
+		if t.sub[parent] == nil {
+			t.sub[parent] = map[int][]*domain{}
+		}
+		t.sub[parent][d.level] = append(t.sub[parent][d.level], d)
+	}
+	for _, n := range t.nodes {
+		for l, k := range n.keys {
+			t.members[k] = append(t.members[k], n)
+			d := domains[k]
+			if d == nil {
+				d = &domain{level: l, key: k}
+				domains[k] = d
+				add("", d)
+				for pl := 0; pl < l; pl++ {
+					add(n.keys[pl], d)
+				}
+			}
+			d.nodes = append(d.nodes, n)
+		}
+	}
+	for _, byLevel := range t.sub {
+		for _, ds := range byLevel {
+			sort.Slice(ds, func(i, j int) bool { return ds[i].key < ds[j].key })
+		}
+	}
+	return t
+}
+
+func pathOf(n *v1.Node, levels []string) []string {
+	path := make([]string, 0, len(levels))
+	for _, l := range levels {
+		v, ok := n.Labels[l]
+		if !ok || v == "" {
+			break
+		}
+		path = append(path, v)
+	}
+	return path
+}
+
+func equalPaths(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// cluster is the topology of one scheduling cycle and the free capacity of its nodes.
+type cluster struct {
+	*topology
+	// free is each node's allocatable minus what its pods (bound and assumed) request and
+	// what other trees' plans promised, by node index.
+	free []podgroup.Resources
+}
+
+// newCluster adds the free capacity of this cycle to a topology.
+func newCluster(t *topology, infos []fwk.NodeInfo, promised map[string]podgroup.Resources) *cluster {
+	c := &cluster{topology: t, free: make([]podgroup.Resources, len(infos))}
+	for i, ni := range infos {
+		if ni.Node() == nil {
+			continue
+		}
+		c.free[i] = podgroup.FreeOn(ni)
+		if p, ok := promised[ni.Node().Name]; ok {
+			c.free[i].Sub(p)
+		}
+	}
+	return c
+}
+
+// within returns the domains of a level inside d, in a stable order.
+func (t *topology) within(d *domain, level int) []*domain {
+	return t.sub[d.key][level]
+}
+
+// levelOf returns the index of a label key among the levels, or -1.
+func (t *topology) levelOf(key string) int {
+	for i, l := range t.levels {
+		if l == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // levelName is how messages call a level: the name part of its label key ("rack"), with the
@@ -145,42 +229,76 @@ func levelName(key string) string {
 // eligibility caches which nodes a pod may use at all, by the parts of its spec that decide
 // it without looking at other pods: node selector and required node affinity, tolerations
 // (of taints and of cordoning). Filter still checks everything on the chosen node; this
-// keeps plans away from nodes that could never pass it.
+// keeps plans away from nodes that could never pass it. Nodes are checked when first asked
+// about, so a plan that looks at one rack does not check the whole cluster.
 type eligibility struct {
 	nodes []*node
-	cache map[string][]bool
+	cache map[string]*eligible
 }
 
 func newEligibility(nodes []*node) *eligibility {
-	return &eligibility{nodes: nodes, cache: map[string][]bool{}}
+	return &eligibility{nodes: nodes, cache: map[string]*eligible{}}
+}
+
+// eligible answers for one pod spec, node by node.
+type eligible struct {
+	pe    podEligibility
+	nodes []*node
+	state []int8 // 0 unknown, 1 allowed, 2 refused
+}
+
+// allows reports whether the pod may run on the node of index i.
+func (e *eligible) allows(i int) bool {
+	if e.state[i] == 0 {
+		e.state[i] = 2
+		if n := e.nodes[i].obj; n != nil && e.pe.allows(n) {
+			e.state[i] = 1
+		}
+	}
+	return e.state[i] == 1
 }
 
 var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
 
-// of returns, indexed by node, whether pod may run there.
-func (e *eligibility) of(pod *v1.Pod) []bool {
-	key := fmt.Sprintf("%v|%v|%v", pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations)
-	if ok, hit := e.cache[key]; hit {
-		return ok
+// eligibilityKey is what decides where a pod may run, as a cache key.
+func eligibilityKey(pod *v1.Pod) string {
+	return fmt.Sprintf("%v|%v|%v", pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations)
+}
+
+// of returns where pod may run.
+func (e *eligibility) of(pod *v1.Pod) *eligible {
+	key := eligibilityKey(pod)
+	if el, hit := e.cache[key]; hit {
+		return el
 	}
-	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	el := &eligible{pe: newPodEligibility(pod), nodes: e.nodes, state: make([]int8, len(e.nodes))}
+	e.cache[key] = el
+	return el
+}
+
+// podEligibility checks one pod against nodes.
+type podEligibility struct {
+	affinity    nodeaffinity.RequiredNodeAffinity
+	tolerations []v1.Toleration
+}
+
+func newPodEligibility(pod *v1.Pod) podEligibility {
+	return podEligibility{affinity: nodeaffinity.GetRequiredNodeAffinity(pod), tolerations: pod.Spec.Tolerations}
+}
+
+// allows reports whether the pod's selector and required affinity match the node and its
+// tolerations cover the node's NoSchedule and NoExecute taints (and cordoning).
+func (e podEligibility) allows(n *v1.Node) bool {
+	if match, err := e.affinity.Match(n); err != nil || !match {
+		return false
+	}
+	taints := n.Spec.Taints
+	if n.Spec.Unschedulable {
+		taints = append(append([]v1.Taint(nil), taints...), unschedulableTaint)
+	}
 	noSchedule := func(t *v1.Taint) bool {
 		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 	}
-	ok := make([]bool, len(e.nodes))
-	for i, n := range e.nodes {
-		if match, err := affinity.Match(n.obj); err != nil || !match {
-			continue
-		}
-		taints := n.obj.Spec.Taints
-		if n.obj.Spec.Unschedulable {
-			taints = append(append([]v1.Taint(nil), taints...), unschedulableTaint)
-		}
-		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), taints, pod.Spec.Tolerations, noSchedule, true); untolerated {
-			continue
-		}
-		ok[i] = true
-	}
-	e.cache[key] = ok
-	return ok
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), taints, e.tolerations, noSchedule, true)
+	return !untolerated
 }

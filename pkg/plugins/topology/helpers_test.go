@@ -131,7 +131,7 @@ func topo(constraints ...string) []v1alpha1.TopologyConstraint {
 // planOn plans a tree on nodes.
 func planOn(t *testing.T, nodes []testNode, root *podgroup.GroupView, promised map[string]podgroup.Resources) (outcome, *cluster) {
 	t.Helper()
-	c := newCluster(levels, nodeInfos(nodes), promised)
+	c := clusterOf(nodeInfos(nodes), promised)
 	return newPlanner(c, 8).plan(root), c
 }
 
@@ -160,4 +160,9 @@ func domainsOf(out outcome, c *cluster, g *podgroup.GroupView, level int) map[st
 		}
 	})
 	return res
+}
+
+// clusterOf builds a cluster of infos with the default levels.
+func clusterOf(infos []fwk.NodeInfo, promised map[string]podgroup.Resources) *cluster {
+	return newCluster(buildTopology(levels, infos), infos, promised)
 }

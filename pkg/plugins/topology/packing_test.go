@@ -50,7 +50,7 @@ func placeWithPlanner(nodes []testNode, gangs []gangSpec) int {
 			cur[j].used = used[cur[j].name]
 		}
 		root := gang(fmt.Sprintf("g%d", i), g.pods, g.cpu, g.level)
-		c := newCluster(levels, nodeInfos(cur), nil)
+		c := clusterOf(nodeInfos(cur), nil)
 		out := newPlanner(c, 8).plan(root)
 		if !out.ok {
 			return i

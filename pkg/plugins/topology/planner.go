@@ -31,7 +31,7 @@ import (
 type pending struct {
 	pod  *v1.Pod
 	need podgroup.Resources
-	ok   []bool // nodes it may use, by node index
+	ok   *eligible // the nodes it may use
 }
 
 // planner holds the state of one planning run. Every change is logged so that a failed
@@ -95,7 +95,7 @@ func newPlanner(c *cluster, maxCands int) *planner {
 		shapes:    map[podgroup.Key]shapeCount{},
 	}
 	for i, n := range c.nodes {
-		p.free[i] = n.free.Clone()
+		p.free[i] = c.free[n.idx].Clone()
 	}
 	return p
 }
@@ -208,7 +208,7 @@ func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 	cands := []*domain{within}
 	level := within.level
 	if required > within.level {
-		cands, level = split(within.nodes, required), required
+		cands, level = p.c.within(within, required), required
 	}
 	cands, pin := p.pinned(g, cands, level)
 	demand, least := p.demand[g.Key], p.minDemand[g.Key]
@@ -219,7 +219,7 @@ func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 			break
 		}
 		for l := preferred; l > d.level; l-- {
-			for j, sub := range p.placedFirst(g, p.bestFit(split(d.nodes, l), g, demand)) {
+			for j, sub := range p.placedFirst(g, p.bestFit(p.c.within(d, l), g, demand)) {
 				if j >= p.maxCands {
 					break
 				}
@@ -279,7 +279,7 @@ func (p *planner) pack(pods []*pending, nodes []*node) int {
 	placed := 0
 	for _, pd := range order {
 		for _, n := range nodes {
-			if pd.ok[n.idx] && p.free[n.idx].Fits(pd.need) {
+			if p.free[n.idx].Fits(pd.need) && pd.ok.allows(n.idx) {
 				p.take(n, pd)
 				placed++
 				break

@@ -214,8 +214,8 @@ func TestPlanner(t *testing.T) {
 				}
 			})
 			for _, n := range c.nodes {
-				if used[n.name] > n.free.MilliCPU {
-					t.Errorf("node %s given %dm cpu, has %dm free", n.name, used[n.name], n.free.MilliCPU)
+				if used[n.name] > c.free[n.idx].MilliCPU {
+					t.Errorf("node %s given %dm cpu, has %dm free", n.name, used[n.name], c.free[n.idx].MilliCPU)
 				}
 			}
 		})
@@ -274,7 +274,7 @@ func TestPlannerRespectsNodeSelectorAndTaints(t *testing.T) {
 	for _, p := range g.Pending {
 		p.Spec.NodeSelector = map[string]string{"pool": "a"}
 	}
-	c := newCluster(levels, infos, nil)
+	c := clusterOf(infos, nil)
 	out := newPlanner(c, 8).plan(g)
 	if !out.ok {
 		t.Fatal(c.explain(g, out.failures))

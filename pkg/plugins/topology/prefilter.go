@@ -20,43 +20,53 @@ import (
 // place are refused with the planner's explanation. Members of basic trees keep to the
 // domain their placed siblings chose.
 func (pl *Topology) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	tree, ok := pl.groups.Tree(pod)
-	if !ok {
+	sum, ok := pl.groups.Summary(pod)
+	if !ok || (!sum.Gang && !sum.Topology) || (!sum.Topology && !pl.planGangs) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	hasTopology, hasGang := constrained(tree)
-	if !hasTopology {
-		return nil, fwk.NewStatus(fwk.Skip)
+	if !sum.Gang {
+		tree, ok := pl.groups.Tree(pod)
+		if !ok {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+		return pl.keepWithSiblings(tree, sum.Group, nodes)
 	}
-	key, _ := pl.groups.KeyOf(pod)
-	if !hasGang {
-		return pl.keepWithSiblings(tree, key, nodes)
-	}
-	plan := pl.groups.Plan(tree.Key)
+	plan := pl.groups.Plan(sum.Root)
 	if plan != nil {
 		if pp, ok := plan.Pods[pod.UID]; ok && !pl.stillFits(pp) {
 			metrics.replans.WithLabelValues("capacity").Inc()
 			plan = nil
-		} else {
+		} else if !plan.Unplanned {
 			metrics.planReuse.Inc()
 		}
 	}
 	if plan == nil {
-		var why string
-		if plan, why = pl.planTree(tree, nodes); plan == nil {
-			pl.groups.NoteUnplaceable(pod, why)
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the gang: "+why)
+		tree, ok := pl.groups.Tree(pod)
+		if !ok {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+		if !sum.Topology && !plannable(tree) {
+			plan = &podgroup.Plan{Root: sum.Root, Unplanned: true, Created: time.Now()}
+		} else {
+			var why string
+			if plan, why = pl.planTree(tree, nodes); plan == nil {
+				pl.groups.NoteUnplaceable(pod, why)
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the gang: "+why)
+			}
 		}
 		pl.groups.StorePlan(plan)
+	}
+	if plan.Unplanned {
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if pp, ok := plan.Pods[pod.UID]; ok {
 		return &fwk.PreFilterResult{NodeNames: sets.New(pp.Node)}, nil
 	}
-	if why, ok := plan.Refused[key]; ok {
+	if why, ok := plan.Refused[sum.Group]; ok {
 		pl.groups.NoteUnplaceable(pod, why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the group: "+why)
 	}
-	if dom, ok := plan.Domains[key]; ok && dom != nil {
+	if dom, ok := plan.Domains[sum.Group]; ok && dom != nil {
 		return &fwk.PreFilterResult{NodeNames: dom}, nil
 	}
 	return nil, nil
@@ -77,7 +87,18 @@ func (pl *Topology) stillFits(pp podgroup.PlannedPod) bool {
 // planTree plans the whole tree; on failure it returns the explanation.
 func (pl *Topology) planTree(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*podgroup.Plan, string) {
 	start := time.Now()
-	c := newCluster(pl.levels, nodes, pl.groups.Promised(tree.Key))
+	if hasTopology, _ := constrained(tree); !hasTopology {
+		plan, why := pl.anywhere.plan(tree, nodes, pl.groups.Promised(tree.Key))
+		metrics.planDuration.Observe(time.Since(start).Seconds())
+		if plan == nil {
+			metrics.plans.WithLabelValues("unplaceable").Inc()
+			metrics.failures.WithLabelValues("any").Inc()
+			return nil, why
+		}
+		metrics.plans.WithLabelValues("placed").Inc()
+		return plan, ""
+	}
+	c := newCluster(pl.topology.get(pl.levels, nodes), nodes, pl.groups.Promised(tree.Key))
 	out := newPlanner(c, pl.maxCands).plan(tree)
 	metrics.planDuration.Observe(time.Since(start).Seconds())
 	if !out.ok {
@@ -132,7 +153,7 @@ func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key,
 			}
 		}
 	})
-	c := newCluster(pl.levels, nodes, nil)
+	c := newCluster(pl.topology.get(pl.levels, nodes), nodes, nil)
 	allowed := sets.New[string]()
 	for _, n := range c.nodes {
 		allowed.Insert(n.name)

@@ -20,11 +20,11 @@ func (a *anchors) Clone() fwk.StateData { return a }
 // else of the nearest ancestor's subtree that has any. Pods outside constrained trees skip
 // scoring.
 func (pl *Topology) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	tree, ok := pl.groups.Tree(pod)
-	if !ok {
+	if sum, ok := pl.groups.Summary(pod); !ok || !sum.Topology {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	if hasTopology, _ := constrained(tree); !hasTopology {
+	tree, ok := pl.groups.Tree(pod)
+	if !ok {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	key, _ := pl.groups.KeyOf(pod)

@@ -38,6 +38,11 @@ type Topology struct {
 	groups   *podgroup.Manager
 	levels   []string
 	maxCands int
+	// planGangs: gangs without topology constraints are planned too (anywhere.go).
+	planGangs bool
+	anywhere  anywhere
+	// topology caches where the nodes are across plans.
+	topology topologyCache
 }
 
 var (
@@ -70,8 +75,9 @@ func newTopology(ctx context.Context, args *config.LockstepTopologyArgs, handle 
 		logger:   klog.FromContext(ctx).WithName(Name),
 		handle:   handle,
 		groups:   groups,
-		levels:   append([]string(nil), args.Levels...),
-		maxCands: int(args.MaxDomainCandidates),
+		levels:    append([]string(nil), args.Levels...),
+		maxCands:  int(args.MaxDomainCandidates),
+		planGangs: args.PlanUnconstrainedGangs,
 	}
 	groups.SetPlanTTL(time.Duration(args.PlanTTLSeconds) * time.Second)
 	groups.AddValidator(pl.validate)
@@ -92,8 +98,9 @@ func getArgs(obj runtime.Object) (*config.LockstepTopologyArgs, error) {
 func defaultArgs() *config.LockstepTopologyArgs {
 	return &config.LockstepTopologyArgs{
 		Levels:              append([]string(nil), configv1.DefaultTopologyLevels...),
-		PlanTTLSeconds:      configv1.DefaultPlanTTLSeconds,
-		MaxDomainCandidates: configv1.DefaultMaxDomainCandidates,
+		PlanTTLSeconds:         configv1.DefaultPlanTTLSeconds,
+		MaxDomainCandidates:    configv1.DefaultMaxDomainCandidates,
+		PlanUnconstrainedGangs: true,
 	}
 }
 

@@ -38,7 +38,8 @@ func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
 	env.CreatePodGroups(t, testenv.Gang(ns, "train", 4, ""))
 	env.CreatePods(t, testenv.GangPods(ns, "train", 4, "1")...)
 
-	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "Insufficient cpu")
+	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable,
+		"cannot fit: PodGroup train: not enough free capacity for 4 pods × 1 cpu; the nodes could take 3")
 	env.WaitEvent(t, ns, "train", v1alpha1.ReasonUnschedulable, "cannot fit: ")
 	env.AssertUnbound(t, ns, names(4, "train")...)
 
@@ -53,8 +54,8 @@ func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
 	}
 	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed")
 
-	// The scheduler's /metrics shows the failed and the successful attempt, the permit
-	// waits and the end-to-end latency of the gang.
+	// The scheduler's /metrics shows the failed and the successful attempt (the gang was
+	// planned: the first plan found no room), the permit waits and the end-to-end latency.
 	testenv.Eventually(t, 30*time.Second, "lockstep metrics on /metrics", func() (bool, string) {
 		text := sched.Metrics(t)
 		// Counters are per process: other scenarios of this package may have added to them.
@@ -62,7 +63,8 @@ func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
 			`lockstep_gang_attempts_total\{result="scheduled"\} [1-9]`,
 			`lockstep_gang_attempts_total\{result="unschedulable"\} [1-9]`,
 			`lockstep_gang_permit_wait_duration_seconds_count\{result="allowed"\} [1-9]`,
-			`lockstep_gang_permit_wait_duration_seconds_count\{result="rejected"\} [1-9]`,
+			`lockstep_topology_plans_total\{result="unplaceable"\} [1-9]`,
+			`lockstep_topology_plans_total\{result="placed"\} [1-9]`,
 			`lockstep_gang_scheduling_duration_seconds_count [1-9]`,
 			`lockstep_gangs_waiting 0`,
 			`lockstep_group_status_writes_total\{reason="Scheduled"\} [1-9]`,
@@ -252,8 +254,8 @@ func TestPodsBeforeTheirGroup(t *testing.T) {
 func TestTimeoutReleasesReservations(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "f")
-	env.CreateNodes(t, testenv.Node("n1", "2", nil))
-	env.StartScheduler(t, fastArgs)
+	env.CreateNodes(t, testenv.Node("n1", "3", nil))
+	sched := env.StartScheduler(t, fastArgs)
 
 	pg := testenv.Gang(ns, "stuck", 3, "")
 	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](3)
@@ -265,10 +267,22 @@ func TestTimeoutReleasesReservations(t *testing.T) {
 	env.WaitCondition(t, "PodGroup", ns, "stuck", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "timed out after 3s")
 	env.WaitEvent(t, ns, "stuck", v1alpha1.ReasonUnschedulable, "2 of 3 pods placed")
 
-	// The two placed members held both cpus; after the timeout the capacity is free again.
-	env.CreatePods(t, testenv.Pod(ns, "after", "", "2"))
+	// The two placed members held two of the three cpus; after the timeout all are free again.
+	env.CreatePods(t, testenv.Pod(ns, "after", "", "3"))
 	env.WaitBound(t, ns, "after")
 	env.AssertUnbound(t, ns, names(3, "stuck")...)
+	testenv.Eventually(t, 30*time.Second, "timeout metrics", func() (bool, string) {
+		text := sched.Metrics(t)
+		for _, want := range []string{
+			`lockstep_gang_attempts_total\{result="timeout"\} [1-9]`,
+			`lockstep_gang_permit_wait_duration_seconds_count\{result="rejected"\} [1-9]`,
+		} {
+			if !regexp.MustCompile(`(?m)^` + want).MatchString(text) {
+				return false, "missing " + want
+			}
+		}
+		return true, ""
+	})
 }
 
 // Malformed trees get the condition and an event a person can act on, and a healthy gang

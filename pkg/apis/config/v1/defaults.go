@@ -30,6 +30,10 @@ func SetDefaults_LockstepTopologyArgs(obj *LockstepTopologyArgs) {
 		v := DefaultMaxDomainCandidates
 		obj.MaxDomainCandidates = &v
 	}
+	if obj.PlanUnconstrainedGangs == nil {
+		v := true
+		obj.PlanUnconstrainedGangs = &v
+	}
 }
 
 // Defaults of LockstepGangArgs.

@@ -44,4 +44,11 @@ type LockstepTopologyArgs struct {
 	// group before giving up on its parent's domain. Default 8.
 	// +optional
 	MaxDomainCandidates *int32 `json:"maxDomainCandidates,omitempty"`
+	// planUnconstrainedGangs plans gangs without topology constraints too: each member is
+	// packed onto a node chosen once per gang (the fullest of a sample of nodes with room)
+	// instead of being filtered and scored against the whole cluster. Gangs whose pods carry
+	// inter-pod affinities, topology spread constraints or preferred node affinity are
+	// always scored by the scheduler. Default true.
+	// +optional
+	PlanUnconstrainedGangs *bool `json:"planUnconstrainedGangs,omitempty"`
 }

@@ -104,6 +104,9 @@ func autoConvert_v1_LockstepTopologyArgs_To_config_LockstepTopologyArgs(in *Lock
 	if err := metav1.Convert_Pointer_int32_To_int32(&in.MaxDomainCandidates, &out.MaxDomainCandidates, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.PlanUnconstrainedGangs, &out.PlanUnconstrainedGangs, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -118,6 +121,9 @@ func autoConvert_config_LockstepTopologyArgs_To_v1_LockstepTopologyArgs(in *conf
 		return err
 	}
 	if err := metav1.Convert_int32_To_Pointer_int32(&in.MaxDomainCandidates, &out.MaxDomainCandidates, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.PlanUnconstrainedGangs, &out.PlanUnconstrainedGangs, s); err != nil {
 		return err
 	}
 	return nil

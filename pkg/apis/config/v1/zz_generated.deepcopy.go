@@ -84,6 +84,11 @@ func (in *LockstepTopologyArgs) DeepCopyInto(out *LockstepTopologyArgs) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.PlanUnconstrainedGangs != nil {
+		in, out := &in.PlanUnconstrainedGangs, &out.PlanUnconstrainedGangs
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 

@@ -1,0 +1,152 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// Gangs without topology constraints are planned too, in a cheaper way: each member, largest
+// first, goes to the fullest of the first anywhereSample nodes (scanned from a start that
+// rotates between plans, as the scheduler samples nodes) that have room for it. The plan
+// narrows every member to one node, so a member is filtered against one node instead of
+// hundreds, and the gang is packed instead of spread, as gang schedulers bin-pack (KAI,
+// Volcano). Members with inter-pod affinities, topology spread constraints or preferred node
+// affinity are left to the scheduler's own scoring: their gangs are not planned.
+
+// anywhereSample is how many fitting nodes a member chooses among.
+const anywhereSample = 64
+
+// plannable reports whether every pending member can be planned without changing what the
+// scheduler's scoring would honor for it.
+func plannable(root *podgroup.GroupView) bool {
+	ok := true
+	root.Walk(func(g *podgroup.GroupView) {
+		for _, p := range g.Pending {
+			if !plainPlacement(p) {
+				ok = false
+			}
+		}
+	})
+	return ok
+}
+
+func plainPlacement(p *v1.Pod) bool {
+	if len(p.Spec.TopologySpreadConstraints) > 0 {
+		return false
+	}
+	a := p.Spec.Affinity
+	if a == nil {
+		return true
+	}
+	if a.PodAffinity != nil || a.PodAntiAffinity != nil {
+		return false
+	}
+	return a.NodeAffinity == nil || len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0
+}
+
+// anywhere plans trees without topology constraints.
+type anywhere struct {
+	start atomic.Uint64
+}
+
+// plan places the pending members of root on nodes; it returns the explanation on failure.
+func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised map[string]podgroup.Resources) (*podgroup.Plan, string) {
+	var pods []*pending
+	groupOf := map[types.UID]*podgroup.GroupView{}
+	root.Walk(func(g *podgroup.GroupView) {
+		for _, p := range g.Pending {
+			pods = append(pods, &pending{pod: p, need: podgroup.PodRequests(p)})
+			groupOf[p.UID] = g
+		}
+	})
+	sort.SliceStable(pods, func(i, j int) bool { return bigger(pods[i].need, pods[j].need) })
+	n := len(infos)
+	if n == 0 {
+		return nil, "there are no nodes"
+	}
+	free := map[int]podgroup.Resources{}
+	freeOf := func(i int) podgroup.Resources {
+		r, ok := free[i]
+		if !ok {
+			r = podgroup.FreeOn(infos[i])
+			if p, ok := promised[infos[i].Node().Name]; ok {
+				r.Sub(p)
+			}
+			free[i] = r
+		}
+		return r
+	}
+	eligible := map[string]func(int) bool{}
+	start := int(a.start.Add(1) % uint64(n))
+	plan := &podgroup.Plan{Root: root.Key, Pods: map[types.UID]podgroup.PlannedPod{}, Domains: map[podgroup.Key]sets.Set[string]{},
+		Refused: map[podgroup.Key]string{}, Chosen: map[podgroup.Key]string{}, Created: time.Now()}
+	placed := map[podgroup.Key]int{}
+	for _, pd := range pods {
+		ok := eligible[eligibilityKey(pd.pod)]
+		if ok == nil {
+			ok = eligibleFunc(pd.pod, infos)
+			eligible[eligibilityKey(pd.pod)] = ok
+		}
+		best, seen := -1, 0
+		for k := 0; k < n && seen < anywhereSample; k++ {
+			i := (start + k) % n
+			if !ok(i) || !freeOf(i).Fits(pd.need) {
+				continue
+			}
+			seen++
+			if best < 0 || free[i].MilliCPU < free[best].MilliCPU {
+				best = i
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		r := free[best]
+		r.Sub(pd.need)
+		free[best] = r
+		plan.Pods[pd.pod.UID] = podgroup.PlannedPod{Node: infos[best].Node().Name, Request: pd.need}
+		placed[groupOf[pd.pod.UID].Key]++
+	}
+	if !readyWith(root, placed) {
+		return nil, fmt.Sprintf("%s %s: not enough free capacity for %s; the nodes could take %d",
+			root.Key.Kind, root.Key.Name, shape(pods), len(plan.Pods))
+	}
+	return plan, ""
+}
+
+// readyWith reports whether a tree is ready with the planned members added to the placed ones.
+func readyWith(g *podgroup.GroupView, planned map[podgroup.Key]int) bool {
+	if g.Key.Kind == podgroup.KindPodGroup {
+		return len(g.PlacedNodes)+planned[g.Key] >= g.Min
+	}
+	ready := 0
+	for _, c := range g.Children {
+		if readyWith(c, planned) {
+			ready++
+		}
+	}
+	return ready >= g.Min
+}
+
+// eligibleFunc returns whether a pod may use each node, evaluated lazily per node.
+func eligibleFunc(pod *v1.Pod, infos []fwk.NodeInfo) func(int) bool {
+	pe := newPodEligibility(pod)
+	cache := make(map[int]bool)
+	return func(i int) bool {
+		v, ok := cache[i]
+		if !ok {
+			v = pe.allows(infos[i].Node())
+			cache[i] = v
+		}
+		return v
+	}
+}
