@@ -72,9 +72,9 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 func newTopology(ctx context.Context, args *config.LockstepTopologyArgs, handle fwk.Handle, groups *podgroup.Manager) *Topology {
 	registerMetrics()
 	pl := &Topology{
-		logger:   klog.FromContext(ctx).WithName(Name),
-		handle:   handle,
-		groups:   groups,
+		logger:    klog.FromContext(ctx).WithName(Name),
+		handle:    handle,
+		groups:    groups,
 		levels:    append([]string(nil), args.Levels...),
 		maxCands:  int(args.MaxDomainCandidates),
 		planGangs: args.PlanUnconstrainedGangs,
@@ -97,7 +97,7 @@ func getArgs(obj runtime.Object) (*config.LockstepTopologyArgs, error) {
 
 func defaultArgs() *config.LockstepTopologyArgs {
 	return &config.LockstepTopologyArgs{
-		Levels:              append([]string(nil), configv1.DefaultTopologyLevels...),
+		Levels:                 append([]string(nil), configv1.DefaultTopologyLevels...),
 		PlanTTLSeconds:         configv1.DefaultPlanTTLSeconds,
 		MaxDomainCandidates:    configv1.DefaultMaxDomainCandidates,
 		PlanUnconstrainedGangs: true,
