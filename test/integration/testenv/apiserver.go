@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,28 +66,35 @@ func StartWithoutCRDs(t *testing.T) *Env {
 	return env
 }
 
-// InstallCRDs creates every CRD in manifests/crds and waits until each is established.
+// InstallCRDs creates every CRD in manifests/crds and waits until the API serves them.
 func (e *Env) InstallCRDs(t *testing.T) {
 	t.Helper()
+	if err := InstallCRDs(context.Background(), e.Extensions, e.Lockstep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// InstallCRDs creates every CRD in manifests/crds, waits until each is established and
+// until lockstep's API answers (discovery and the REST mapping lag establishment).
+func InstallCRDs(ctx context.Context, extensions apiextensionsclient.Interface, lockstep versioned.Interface) error {
 	files, err := filepath.Glob(filepath.Join(RepoRoot(), "manifests", "crds", "*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs in manifests/crds: %v", err)
+		return fmt.Errorf("no CRDs in manifests/crds: %v", err)
 	}
-	ctx := context.Background()
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.UnmarshalStrict(data, crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
+			return fmt.Errorf("%s: %w", f, err)
 		}
-		if _, err := e.Extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating CRD %s: %v", crd.Name, err)
+		if _, err := extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 		}
-		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			got, err := e.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
@@ -98,21 +106,21 @@ func (e *Env) InstallCRDs(t *testing.T) {
 			return false, nil
 		})
 		if err != nil {
-			t.Fatalf("CRD %s not established: %v", crd.Name, err)
+			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
 		}
 	}
-	// Discovery and the REST mapping lag establishment; wait until the API answers.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups("default").List(ctx, metav1.ListOptions{})
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := lockstep.SchedulingV1alpha1().CompositePodGroups("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
-		_, err = e.Lockstep.SchedulingV1alpha1().PodGroups("default").List(ctx, metav1.ListOptions{})
+		_, err = lockstep.SchedulingV1alpha1().PodGroups("default").List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("lockstep API not served: %v", err)
+		return fmt.Errorf("lockstep API not served: %w", err)
 	}
+	return nil
 }
 
 // writeKubeconfig writes a kubeconfig for cfg into the test's temp dir.
