@@ -76,7 +76,7 @@ func load(paths []string) ([]*run, error) {
 		}
 		for _, it := range doc.DataItems {
 			mode, shape, ok := split(it.Labels["Name"])
-			if !ok {
+			if !ok || mode == "Warmup" {
 				continue
 			}
 			key := mode + "/" + shape
