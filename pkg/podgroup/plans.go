@@ -201,26 +201,3 @@ func (m *Manager) Promised(except Key) map[string]Resources {
 	}
 	return out
 }
-
-// PlacedNodesOf returns the nodes of the assumed or bound members of a pod's group and of
-// every group in its tree, by group.
-func (m *Manager) PlacedNodesOf(pod *v1.Pod) (Key, map[Key][]string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k, ok := m.keyOfLocked(pod)
-	if !ok {
-		return Key{}, nil
-	}
-	out := map[Key][]string{}
-	for _, key := range m.groups.subtree(m.rootOrSelf(k)) {
-		for _, mem := range m.groups[key].members {
-			switch {
-			case mem.bound:
-				out[key] = append(out[key], mem.pod.Spec.NodeName)
-			case mem.assumed:
-				out[key] = append(out[key], mem.node)
-			}
-		}
-	}
-	return k, out
-}

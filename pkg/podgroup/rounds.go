@@ -457,14 +457,6 @@ func (m *Manager) observeBoundLocked(k Key) {
 	}
 }
 
-// IsMember reports whether the model tracks the pod as a member of a group.
-func (m *Manager) IsMember(uid types.UID) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.podKeys[uid]
-	return ok
-}
-
 // Related reports whether group k matters to pod: it is on the chain of parents the pod's
 // PodGroup names (even ones not observed yet), or it has the same root.
 func (m *Manager) Related(pod *v1.Pod, k Key) bool {
