@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -9,60 +10,73 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
-	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
-	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned/fake"
 )
 
 const testScheduler = "lockstep-scheduler"
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// testManager returns a Manager fed directly through its handlers, with a fake clock and an
-// activator that records what it is asked to activate.
-func testManager(t *testing.T) (*Manager, *testingclock.FakeClock, *recordingActivator) {
+// recorder is a Scheduler that records what the model asks of it; pods in gone are not live.
+type recorder struct {
+	mu        sync.Mutex
+	activated []string
+	allowed   []string
+	rejected  map[string]string
+	gone      sets.Set[types.UID]
+}
+
+func (r *recorder) Activate(_ klog.Logger, pods []*v1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range pods {
+		r.activated = append(r.activated, p.Name)
+	}
+}
+
+func (r *recorder) Allow(p *v1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.allowed = append(r.allowed, p.Name)
+}
+
+func (r *recorder) Reject(p *v1.Pod, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rejected[p.Name] = msg
+}
+
+func (r *recorder) Live(p *v1.Pod) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.gone.Has(p.UID)
+}
+
+// take returns and forgets what was recorded, names sorted.
+func (r *recorder) take() (activated, allowed []string, rejected map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	activated, allowed, rejected = r.activated, r.allowed, r.rejected
+	sort.Strings(activated)
+	sort.Strings(allowed)
+	r.activated, r.allowed, r.rejected = nil, nil, map[string]string{}
+	return
+}
+
+// testModel returns a Model fed directly through its handlers, on a manual clock.
+func testModel(t *testing.T) (*Model, *simClock, *recorder) {
 	t.Helper()
 	logger, _ := ktesting.NewTestContext(t)
-	clk := testingclock.NewFakeClock(epoch)
-	m := newManager(logger, fake.NewSimpleClientset(), clk)
-	m.schedulerNames.Insert(testScheduler)
-	act := &recordingActivator{}
-	m.activator = act
-	return m, clk, act
-}
-
-// recordingActivator records activations; timers may call it from other goroutines.
-type recordingActivator struct {
-	mu   sync.Mutex
-	pods []string
-}
-
-func (r *recordingActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := range pods {
-		r.pods = append(r.pods, k)
-	}
-}
-
-func (r *recordingActivator) snapshot() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.pods...)
-}
-
-// activated reports whether the activator saw pod.
-func activated(r *recordingActivator, pod string) bool {
-	for _, p := range r.snapshot() {
-		if p == pod {
-			return true
-		}
-	}
-	return false
+	clk := newSimClock(epoch)
+	rec := &recorder{rejected: map[string]string{}, gone: sets.New[types.UID]()}
+	m := New(Options{Scheduler: rec, Clock: clk, Logger: logger})
+	m.AddProfile(Profile{Name: testScheduler})
+	return m, clk, rec
 }
 
 func pg(name string, minCount int32, parent string) *v1alpha1.PodGroup {
@@ -105,20 +119,26 @@ func pod(group string, i int, node string) *v1.Pod {
 	}
 }
 
-// pods adds n pending pods of group to m and returns them.
-func addPods(m *Manager, group string, n int) []*v1.Pod {
+// addPods adds n pending pods of group to m and returns them.
+func addPods(m *Model, group string, n int) []*v1.Pod {
 	out := make([]*v1.Pod, n)
 	for i := range out {
 		out[i] = pod(group, i, "")
-		m.onPod(nil, out[i])
+		m.OnPod(nil, out[i])
 	}
 	return out
 }
 
-func podNames(pods []*v1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.Name
-	}
-	return out
+// assumed returns the scheduler's copy of a pod reserved on node.
+func assumed(p *v1.Pod, node string) *v1.Pod {
+	c := p.DeepCopy()
+	c.Spec.NodeName = node
+	return c
+}
+
+// reservePermit runs Reserve and Permit for a pod, as a scheduling cycle does.
+func reservePermit(m *Model, p *v1.Pod) PermitDecision {
+	a := assumed(p, "n1")
+	m.Reserve(klog.Background(), a, "n1")
+	return m.Permit(klog.Background(), a, testPolicy)
 }

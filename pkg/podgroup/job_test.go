@@ -1,7 +1,7 @@
 package podgroup
 
 import (
-	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -132,54 +132,99 @@ func TestJobGroupName(t *testing.T) {
 }
 
 // Pods controlled by a Job that gets a gang join its PodGroup through the owner reference,
-// wait for it, and after jobGroupTimeout without it are scheduled without gang semantics.
+// wait for it, and after jobGroupTimeout without it are scheduled without gang semantics;
+// a PodGroup that appears later still takes them back (a late PodGroup strands nobody).
 func TestJobPodsJoinTheJobsPodGroup(t *testing.T) {
-	m, clk, act := testManager(t)
+	m, clk, rec := testModel(t)
 	job := indexedJob("train", 2, nil)
 	factory := informers.NewSharedInformerFactory(kubefake.NewClientset(job), 0)
 	m.jobLister = factory.Batch().V1().Jobs().Lister()
 	if err := factory.Batch().V1().Jobs().Informer().GetStore().Add(job); err != nil {
 		t.Fatal(err)
 	}
-	pods := []*v1.Pod{pod("x", 0, ""), pod("x", 1, "")}
-	for _, p := range pods {
+	ownedBy := func(job *batchv1.Job, i int) *v1.Pod {
+		p := pod(job.Name, i, "")
 		p.Labels = nil
 		p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
-		m.onPod(nil, p)
+		return p
+	}
+	pods := []*v1.Pod{ownedBy(job, 0), ownedBy(job, 1)}
+	for _, p := range pods {
+		m.OnPod(nil, p)
 	}
 	want := PodGroupKey("ns", JobGroupName("train", job.UID))
-	v := m.Check(pods[0], false)
+	v := m.Admit(klog.Background(), pods[0])
 	if v.Code != MissingGroup || v.Group != want || !strings.Contains(v.Message, `Job controller to create PodGroup`) {
-		t.Fatalf("Check = %+v, want MissingGroup for %s", v, want)
+		t.Fatalf("Admit = %+v, want MissingGroup for %s", v, want)
 	}
 	// The PodGroup appears: the pods are members and may proceed.
-	m.onGroup(pg(want.Name, 2, ""))
-	if v := m.Check(pods[0], false); v.Code != Proceed {
-		t.Fatalf("Check with the PodGroup = %+v, want Proceed", v)
+	m.OnGroup(nil, pg(want.Name, 2, ""))
+	if v := m.Admit(klog.Background(), pods[0]); v.Code != Proceed {
+		t.Fatalf("Admit with the PodGroup = %+v, want Proceed", v)
 	}
-	if len(act.pods) != 2 {
-		t.Errorf("activated %v, want both pods once their PodGroup appeared", act.pods)
+	if activated, _, _ := rec.take(); len(activated) < 2 {
+		t.Errorf("activated %v, want both pods once their PodGroup appeared", activated)
 	}
 
-	// Another Job whose PodGroup never comes: its pods are released after the timeout.
+	// Another Job whose PodGroup comes late: its pods are released after the timeout, and
+	// join the PodGroup when it appears after all.
 	late := indexedJob("late", 2, nil)
 	if err := factory.Batch().V1().Jobs().Informer().GetStore().Add(late); err != nil {
 		t.Fatal(err)
 	}
-	p := pod("late", 0, "")
-	p.Labels = nil
-	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(late, batchv1.SchemeGroupVersion.WithKind("Job"))}
-	m.onPod(nil, p)
-	if v := m.Check(p, false); v.Code != MissingGroup {
-		t.Fatalf("Check = %+v, want MissingGroup", v)
+	lp := []*v1.Pod{ownedBy(late, 0), ownedBy(late, 1)}
+	for _, p := range lp {
+		m.OnPod(nil, p)
+	}
+	if v := m.Admit(klog.Background(), lp[0]); v.Code != MissingGroup {
+		t.Fatalf("Admit = %+v, want MissingGroup", v)
 	}
 	clk.Step(3 * time.Minute)
-	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return activated(act, "ns/late-0"), nil
-	}); err != nil {
-		t.Fatalf("the late Job's pod was not activated: %v", act.snapshot())
+	if activated, _, _ := rec.take(); !slices.Contains(activated, "late-0") {
+		t.Fatalf("the late Job's pod was not activated: %v", activated)
 	}
-	if v := m.Check(p, false); v.Code != NotMember {
-		t.Errorf("Check after the timeout = %+v, want NotMember", v)
+	if v := m.Admit(klog.Background(), lp[0]); v.Code != NotMember {
+		t.Errorf("Admit after the timeout = %+v, want NotMember", v)
+	}
+	// One pod ran without a gang meanwhile; the PodGroup appears: both are members again,
+	// the bound one counting, and the pending one may proceed.
+	bound := lp[0].DeepCopy()
+	bound.Spec.NodeName = "n1"
+	m.OnPod(lp[0], bound)
+	m.OnGroup(nil, pg(JobGroupName("late", late.UID), 2, ""))
+	if v := m.Admit(klog.Background(), lp[1]); v.Code != Proceed {
+		t.Fatalf("Admit once the late PodGroup exists = %+v, want Proceed", v)
+	}
+	if d := reservePermit(m, lp[1]); !d.Allow {
+		t.Errorf("Permit = %+v, want allowed: with the bound pod the gang of 2 is complete", d)
+	}
+}
+
+// A Job's succeeded pods count as having run: an index retried after its siblings
+// completed is not held for pods that will never exist again.
+func TestJobSucceededPodsCount(t *testing.T) {
+	m, _, _ := testModel(t)
+	job := indexedJob("train", 4, nil)
+	factory := informers.NewSharedInformerFactory(kubefake.NewClientset(job), 0)
+	m.jobLister = factory.Batch().V1().Jobs().Lister()
+	if err := factory.Batch().V1().Jobs().Informer().GetStore().Add(job); err != nil {
+		t.Fatal(err)
+	}
+	m.OnGroup(nil, pg(JobGroupName("train", job.UID), 4, ""))
+	retry := pod("train", 3, "")
+	retry.Labels = nil
+	retry.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+	m.OnPod(nil, retry)
+	if v := m.Admit(klog.Background(), retry); v.Code != WaitingForPods || !strings.Contains(v.Message, "1 of 4 pods exist") {
+		t.Fatalf("Admit = %+v, want waiting for pods", v)
+	}
+	done := job.DeepCopy()
+	done.Status.Succeeded = 3
+	m.OnJob(done)
+	if v := m.Admit(klog.Background(), retry); v.Code != Proceed {
+		t.Fatalf("Admit with 3 of 4 indexes succeeded = %+v, want Proceed", v)
+	}
+	if d := reservePermit(m, retry); !d.Allow {
+		t.Errorf("Permit = %+v, want allowed", d)
 	}
 }

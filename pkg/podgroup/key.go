@@ -2,10 +2,6 @@ package podgroup
 
 import (
 	"fmt"
-
-	v1 "k8s.io/api/core/v1"
-
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 )
 
 // Kind tells PodGroups and CompositePodGroups apart; they may share a name.
@@ -40,17 +36,13 @@ func CompositePodGroupKey(namespace, name string) Key {
 	return Key{Kind: KindCompositePodGroup, Namespace: namespace, Name: name}
 }
 
-// GroupNameOf returns the PodGroup a pod names through its label, if any.
-func GroupNameOf(pod *v1.Pod) (string, bool) {
-	name, ok := pod.Labels[v1alpha1.PodGroupLabel]
-	return name, ok && name != ""
-}
-
-// labelKeyOf returns the key of the PodGroup a pod names through its label.
-func labelKeyOf(pod *v1.Pod) (Key, bool) {
-	name, ok := GroupNameOf(pod)
-	if !ok {
-		return Key{}, false
+// Less orders keys by kind, namespace and name.
+func (k Key) Less(o Key) bool {
+	if k.Kind != o.Kind {
+		return k.Kind < o.Kind
 	}
-	return PodGroupKey(pod.Namespace, name), true
+	if k.Namespace != o.Namespace {
+		return k.Namespace < o.Namespace
+	}
+	return k.Name < o.Name
 }

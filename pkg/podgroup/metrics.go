@@ -18,6 +18,7 @@ var metrics = struct {
 	gangLatency  *k8smetrics.Histogram
 	permitWait   *k8smetrics.HistogramVec
 	statusWrites *k8smetrics.CounterVec
+	partialBinds *k8smetrics.Counter
 }{
 	waitingGangs: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
 		Subsystem:      Subsystem,
@@ -28,7 +29,7 @@ var metrics = struct {
 	attempts: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 		Subsystem:      Subsystem,
 		Name:           "gang_attempts_total",
-		Help:           "Gang scheduling attempts by result: scheduled (the whole gang was allowed to bind), unschedulable (a member could not be placed), timeout (members waited longer than the permit timeout).",
+		Help:           "Gang scheduling attempts by result: scheduled (the whole gang was allowed to bind), unschedulable (a member could not be placed), timeout (members waited longer than the gang's timeout).",
 		StabilityLevel: k8smetrics.ALPHA,
 	}, []string{"result"}),
 	gangLatency: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
@@ -51,6 +52,12 @@ var metrics = struct {
 		Help:           "Status writes to PodGroups and CompositePodGroups, by condition reason.",
 		StabilityLevel: k8smetrics.ALPHA,
 	}, []string{"reason"}),
+	partialBinds: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "gang_partial_binds_total",
+		Help:           "Members that failed to bind after their gang was allowed to bind (the gang is partially bound; the member is retried alone).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
 }
 
 var registerOnce sync.Once
@@ -58,6 +65,6 @@ var registerOnce sync.Once
 // RegisterMetrics registers lockstep's metrics with the registry the scheduler serves.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites)
+		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites, metrics.partialBinds)
 	})
 }

@@ -12,79 +12,120 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
+	listers "github.com/lockstep-sched/lockstep/pkg/generated/listers/scheduling/v1alpha1"
 )
 
 // waitingGrace delays writing a "waiting" condition: a gang whose pods are all created and
 // placed within it gets a single write (Scheduled) instead of two.
 const waitingGrace = 2 * time.Second
 
-// condition is the PodGroupInitiallyScheduled condition a group should carry, with the note
+// Condition is the PodGroupInitiallyScheduled condition a group should carry, with the note
 // of the event that announces it.
-type condition struct {
-	status  metav1.ConditionStatus
-	reason  string
-	message string
-	note    string
-}
-
-// desiredLocked computes the condition a group should carry from the model. Messages
-// describe the state without counts that change pod by pod, so that a condition is written
-// once per transition; the event note adds the counts at the time of the write.
-func (m *Manager) desiredLocked(k Key) (condition, bool) {
-	g := m.groups[k]
-	if g == nil || !g.exists() {
-		return condition{}, false
-	}
-	switch {
-	case g.scheduled:
-		msg := ""
-		if k.Kind == KindPodGroup {
-			msg = fmt.Sprintf("%d pods placed together (minCount %d)", g.scheduledN(), g.minimum())
-		} else {
-			r := m.groups.readiness(countScheduled)
-			msg = fmt.Sprintf("%d child groups placed together (minGroupCount %d)", r.readyChildren(g), g.minimum())
-		}
-		return condition{status: metav1.ConditionTrue, reason: v1alpha1.ReasonScheduled, message: msg, note: msg}, true
-	case g.problem != "":
-		return condition{status: metav1.ConditionFalse, reason: v1alpha1.ReasonInvalid,
-			message: "invalid: " + g.problem, note: "invalid: " + g.problem}, true
-	case g.failure != "":
-		return condition{status: metav1.ConditionFalse, reason: v1alpha1.ReasonUnschedulable, message: g.failure, note: g.failure}, true
-	}
-	known := m.groups.readiness(countKnown)
-	if known.path(k) {
-		return condition{}, false
-	}
-	c := condition{status: metav1.ConditionFalse, reason: v1alpha1.ReasonUnschedulable}
-	switch {
-	case k.Kind == KindPodGroup && !known.subtree(k):
-		c.message = fmt.Sprintf("waiting for pods: minCount is %d", g.minimum())
-		c.note = fmt.Sprintf("waiting for pods: %d of %d pods exist", g.known(), g.minimum())
-	case k.Kind == KindCompositePodGroup && !known.subtree(k):
-		c.message = fmt.Sprintf("waiting for child groups: %s", known.shortfall(k, "exist"))
-		c.note = c.message
-	default:
-		pk, _ := g.parentKey()
-		c.message = fmt.Sprintf("waiting for the rest of the tree: %s: %s", pk.Name, known.shortfall(pk, "exist"))
-		c.note = c.message
-	}
-	return c, true
+type Condition struct {
+	// UID is the object the model judged: a condition is never written on a group deleted
+	// and created again that the model has not seen yet.
+	UID types.UID
+	// Generation is the generation of the spec the model judged (observedGeneration).
+	Generation int64
+	Status     metav1.ConditionStatus
+	Reason  string
+	Message string
+	Note    string
 }
 
 // sameAs compares what a condition says; the event note is not part of it.
-func (c condition) sameAs(o condition) bool {
-	return c.status == o.status && c.reason == o.reason && c.message == o.message
+func (c Condition) sameAs(o Condition) bool {
+	return c.Status == o.Status && c.Reason == o.Reason && c.Message == o.Message
 }
 
-// statusWriter turns the model's desired conditions into status writes and events. Keys are
-// queued whenever a group's state may have changed; the worker computes the condition at
-// processing time and writes only when it differs from what the object carries.
-type statusWriter struct {
-	m     *Manager
-	queue workqueue.TypedRateLimitingInterface[Key]
+// Condition computes the condition a group should carry from the model, or false when there
+// is nothing to say (the group does not exist, or is being scheduled right now). Messages
+// describe the state without counts that change pod by pod, so that a condition is written
+// once per transition; the event note adds the counts at the time of the write.
+func (m *Model) Condition(k Key) (Condition, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.index.Get(k)
+	if !g.Exists() {
+		return Condition{}, false
+	}
+	c, ok := m.conditionLocked(k, g)
+	c.UID, c.Generation = g.UID(), g.Generation()
+	return c, ok
+}
+
+func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
+	out := m.attempts.OutcomeOf(k)
+	switch {
+	case g.Scheduled():
+		inFlight := 0
+		for _, pk := range m.index.PodGroupsOf(k) {
+			inFlight += m.attempts.InFlight(pk)
+		}
+		if inFlight > 0 {
+			return Condition{}, false // True once the binds are done: a failed bind is reported instead
+		}
+		for _, pk := range m.index.PodGroupsOf(k) {
+			if p := m.attempts.OutcomeOf(pk).Partial; p != "" {
+				return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPartiallyBound, Message: p, Note: p}, true
+			}
+		}
+		var msg string
+		if k.Kind == KindPodGroup {
+			msg = fmt.Sprintf("%d pods placed together (minCount %d)", m.members.BoundOrRan(k)+m.attempts.Placed(k), g.Minimum())
+		} else {
+			r := m.index.readiness(m.placedCounter(), true)
+			msg = fmt.Sprintf("%d child groups placed together (minGroupCount %d)", r.readyChildren(k), g.Minimum())
+		}
+		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg}, true
+	case g.problem != "":
+		msg := "invalid: " + g.problem
+		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid, Message: msg, Note: msg}, true
+	}
+	known := m.index.readiness(m.members.Known, true)
+	if !known.path(k) {
+		c := Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable}
+		switch {
+		case k.Kind == KindPodGroup && !known.subtree(k):
+			c.Message = fmt.Sprintf("waiting for pods: minCount is %d", g.Minimum())
+			c.Note = fmt.Sprintf("waiting for pods: %d of %d pods exist", m.members.Known(k), g.Minimum())
+		case k.Kind == KindCompositePodGroup && !known.subtree(k):
+			c.Message = fmt.Sprintf("waiting for child groups: %s", known.shortfall(k, "exist"))
+			c.Note = c.Message
+		default:
+			pk, _ := g.ParentKey()
+			c.Message = fmt.Sprintf("waiting for the rest of the tree: %s: %s", pk.Name, known.shortfall(pk, "exist"))
+			c.Note = c.Message
+		}
+		return c, true
+	}
+	if out.Failure != "" {
+		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: out.Failure, Note: out.Failure}, true
+	}
+	return Condition{}, false
+}
+
+// Conditions is where a StatusWriter learns what a group's condition should be.
+type Conditions interface {
+	Condition(k Key) (Condition, bool)
+}
+
+// StatusWriter turns desired conditions into status writes and events. Keys are queued
+// whenever a group's state may have changed; the worker computes the condition when it
+// processes the key and writes only when it differs from what the object carries. Only the
+// leader runs it: a standby queues keys and writes nothing.
+type StatusWriter struct {
+	client    versioned.Interface
+	pgLister  listers.PodGroupLister
+	cpgLister listers.CompositePodGroupLister
+	recorder  events.EventRecorder
+	queue     workqueue.TypedRateLimitingInterface[Key]
 	// written remembers the last condition written per group (and the object's UID), so that
 	// a stale informer cache does not cause the same write twice.
 	written map[Key]writtenCondition
@@ -92,12 +133,16 @@ type statusWriter struct {
 
 type writtenCondition struct {
 	uid types.UID
-	condition
+	Condition
 }
 
-func newStatusWriter(m *Manager) *statusWriter {
-	return &statusWriter{
-		m: m,
+// NewStatusWriter returns a writer; Run starts it.
+func NewStatusWriter(client versioned.Interface, pgLister listers.PodGroupLister, cpgLister listers.CompositePodGroupLister, recorder events.EventRecorder) *StatusWriter {
+	return &StatusWriter{
+		client:    client,
+		pgLister:  pgLister,
+		cpgLister: cpgLister,
+		recorder:  recorder,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "lockstep_podgroup_status"}),
@@ -105,29 +150,32 @@ func newStatusWriter(m *Manager) *statusWriter {
 	}
 }
 
-// enqueue schedules a status check after the waiting grace.
-func (w *statusWriter) enqueue(k Key) { w.queue.AddAfter(k, waitingGrace) }
+// Enqueue schedules a status check at once (outcomes of attempts, invalid groups).
+func (w *StatusWriter) Enqueue(k Key) { w.queue.Add(k) }
 
-// enqueueNow schedules a status check at once (outcomes of attempts, invalid groups).
-func (w *statusWriter) enqueueNow(k Key) { w.queue.Add(k) }
+// EnqueueAfter schedules a status check after d ("waiting" conditions).
+func (w *StatusWriter) EnqueueAfter(k Key, d time.Duration) { w.queue.AddAfter(k, d) }
 
-func (w *statusWriter) run(ctx context.Context) {
+// Run writes conditions from conds until ctx is done.
+func (w *StatusWriter) Run(ctx context.Context, conds Conditions) {
 	defer w.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Writing group status")
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		for w.next(ctx) {
+		for w.next(ctx, conds) {
 		}
 	}, time.Second)
 	<-ctx.Done()
 }
 
-func (w *statusWriter) next(ctx context.Context) bool {
+func (w *StatusWriter) next(ctx context.Context, conds Conditions) bool {
 	k, quit := w.queue.Get()
 	if quit {
 		return false
 	}
 	defer w.queue.Done(k)
-	if err := w.sync(ctx, k); err != nil {
-		w.m.logger.V(2).Info("Retrying status update", "group", k, "err", err)
+	if err := w.sync(ctx, conds, k); err != nil {
+		klog.FromContext(ctx).V(2).Info("Retrying status update", "group", k, "err", err)
 		w.queue.AddRateLimited(k)
 		return true
 	}
@@ -135,10 +183,8 @@ func (w *statusWriter) next(ctx context.Context) bool {
 	return true
 }
 
-func (w *statusWriter) sync(ctx context.Context, k Key) error {
-	w.m.mu.Lock()
-	want, ok := w.m.desiredLocked(k)
-	w.m.mu.Unlock()
+func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error {
+	want, ok := conds.Condition(k)
 	if !ok {
 		return nil
 	}
@@ -146,32 +192,34 @@ func (w *statusWriter) sync(ctx context.Context, k Key) error {
 		obj        runtime.Object
 		uid        types.UID
 		conditions *[]metav1.Condition
-		generation int64
 		update     func() error
 	)
 	switch k.Kind {
 	case KindPodGroup:
-		pg, err := w.m.pgLister.PodGroups(k.Namespace).Get(k.Name)
+		pg, err := w.pgLister.PodGroups(k.Namespace).Get(k.Name)
 		if err != nil {
 			return w.ignoreNotFound(k, err)
 		}
 		pg = pg.DeepCopy()
-		obj, uid, conditions, generation = pg, pg.UID, &pg.Status.Conditions, pg.Generation
+		obj, uid, conditions = pg, pg.UID, &pg.Status.Conditions
 		update = func() error {
-			_, err := w.m.client.SchedulingV1alpha1().PodGroups(k.Namespace).UpdateStatus(ctx, pg, metav1.UpdateOptions{})
+			_, err := w.client.SchedulingV1alpha1().PodGroups(k.Namespace).UpdateStatus(ctx, pg, metav1.UpdateOptions{})
 			return err
 		}
 	case KindCompositePodGroup:
-		cpg, err := w.m.cpgLister.CompositePodGroups(k.Namespace).Get(k.Name)
+		cpg, err := w.cpgLister.CompositePodGroups(k.Namespace).Get(k.Name)
 		if err != nil {
 			return w.ignoreNotFound(k, err)
 		}
 		cpg = cpg.DeepCopy()
-		obj, uid, conditions, generation = cpg, cpg.UID, &cpg.Status.Conditions, cpg.Generation
+		obj, uid, conditions = cpg, cpg.UID, &cpg.Status.Conditions
 		update = func() error {
-			_, err := w.m.client.SchedulingV1alpha1().CompositePodGroups(k.Namespace).UpdateStatus(ctx, cpg, metav1.UpdateOptions{})
+			_, err := w.client.SchedulingV1alpha1().CompositePodGroups(k.Namespace).UpdateStatus(ctx, cpg, metav1.UpdateOptions{})
 			return err
 		}
+	}
+	if uid != want.UID {
+		return nil // the model has not seen this object yet; its events queue the key again
 	}
 	cur := meta.FindStatusCondition(*conditions, v1alpha1.PodGroupInitiallyScheduled)
 	if cur != nil && cur.Status == metav1.ConditionTrue {
@@ -180,33 +228,34 @@ func (w *statusWriter) sync(ctx context.Context, k Key) error {
 	if last, ok := w.written[k]; ok && last.uid == uid && last.sameAs(want) {
 		return nil
 	}
-	if cur != nil && cur.Status == want.status && cur.Reason == want.reason && cur.Message == want.message {
+	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
 		return nil
 	}
 	meta.SetStatusCondition(conditions, metav1.Condition{
 		Type:               v1alpha1.PodGroupInitiallyScheduled,
-		Status:             want.status,
-		Reason:             want.reason,
-		Message:            want.message,
-		ObservedGeneration: generation,
+		Status:             want.Status,
+		Reason:             want.Reason,
+		Message:            want.Message,
+		ObservedGeneration: want.Generation,
 	})
 	if err := update(); err != nil {
 		return w.ignoreNotFound(k, err)
 	}
-	w.written[k] = writtenCondition{uid: uid, condition: want}
-	metrics.statusWrites.WithLabelValues(want.reason).Inc()
-	if w.m.recorder != nil {
+	w.written[k] = writtenCondition{uid: uid, Condition: want}
+	metrics.statusWrites.WithLabelValues(want.Reason).Inc()
+	klog.FromContext(ctx).V(4).Info("Group condition written", "group", k, "status", want.Status, "reason", want.Reason, "message", want.Message)
+	if w.recorder != nil {
 		eventType := v1.EventTypeWarning
-		if want.status == metav1.ConditionTrue {
+		if want.Status == metav1.ConditionTrue {
 			eventType = v1.EventTypeNormal
 		}
-		w.m.recorder.Eventf(obj, nil, eventType, want.reason, "Scheduling", "%s", want.note)
+		w.recorder.Eventf(obj, nil, eventType, want.Reason, "Scheduling", "%s", want.Note)
 	}
 	return nil
 }
 
 // ignoreNotFound drops a deleted group: there is nothing left to write.
-func (w *statusWriter) ignoreNotFound(k Key, err error) error {
+func (w *StatusWriter) ignoreNotFound(k Key, err error) error {
 	if apierrors.IsNotFound(err) {
 		delete(w.written, k)
 		return nil

@@ -3,7 +3,6 @@ package podgroup
 import (
 	"context"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,80 +13,81 @@ import (
 	listers "github.com/lockstep-sched/lockstep/pkg/generated/listers/scheduling/v1alpha1"
 )
 
-func TestDesiredCondition(t *testing.T) {
+func TestCondition(t *testing.T) {
 	tests := []struct {
 		name    string
-		setup   func(m *Manager)
+		setup   func(m *Model)
 		key     Key
-		want    condition
+		want    Condition
 		noWrite bool
 	}{
 		{
 			name:  "gang short of pods",
-			setup: func(m *Manager) { m.onGroup(pg("a", 3, "")); addPods(m, "a", 1) },
+			setup: func(m *Model) { m.OnGroup(nil, pg("a", 3, "")); addPods(m, "a", 1) },
 			key:   PodGroupKey("ns", "a"),
-			want: condition{status: metav1.ConditionFalse, reason: v1alpha1.ReasonUnschedulable,
-				message: "waiting for pods: minCount is 3", note: "waiting for pods: 1 of 3 pods exist"},
+			want: Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable,
+				Message: "waiting for pods: minCount is 3", Note: "waiting for pods: 1 of 3 pods exist"},
 		},
 		{
 			name:    "enough pods and no attempt yet: nothing to say",
-			setup:   func(m *Manager) { m.onGroup(pg("a", 1, "")); addPods(m, "a", 1) },
+			setup:   func(m *Model) { m.OnGroup(nil, pg("a", 1, "")); addPods(m, "a", 1) },
 			key:     PodGroupKey("ns", "a"),
 			noWrite: true,
 		},
 		{
 			name: "composite short of children",
-			setup: func(m *Manager) {
-				m.onGroup(cpg("job", 2, ""))
-				m.onGroup(pg("s0", 1, "job"))
+			setup: func(m *Model) {
+				m.OnGroup(nil, cpg("job", 2, ""))
+				m.OnGroup(nil, pg("s0", 1, "job"))
 				addPods(m, "s0", 1)
 			},
 			key: CompositePodGroupKey("ns", "job"),
-			want: condition{status: metav1.ConditionFalse, reason: v1alpha1.ReasonUnschedulable,
-				message: "waiting for child groups: 1 of 2 child groups ready", note: "waiting for child groups: 1 of 2 child groups ready"},
+			want: Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable,
+				Message: "waiting for child groups: 1 of 2 child groups ready", Note: "waiting for child groups: 1 of 2 child groups ready"},
 		},
 		{
 			name: "child ready, waiting for its siblings",
-			setup: func(m *Manager) {
-				m.onGroup(cpg("job", 2, ""))
-				m.onGroup(pg("s0", 1, "job"))
+			setup: func(m *Model) {
+				m.OnGroup(nil, cpg("job", 2, ""))
+				m.OnGroup(nil, pg("s0", 1, "job"))
 				addPods(m, "s0", 1)
 			},
 			key: PodGroupKey("ns", "s0"),
-			want: condition{status: metav1.ConditionFalse, reason: v1alpha1.ReasonUnschedulable,
-				message: "waiting for the rest of the tree: job: 1 of 2 child groups ready", note: "waiting for the rest of the tree: job: 1 of 2 child groups ready"},
+			want: Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable,
+				Message: "waiting for the rest of the tree: job: 1 of 2 child groups ready", Note: "waiting for the rest of the tree: job: 1 of 2 child groups ready"},
 		},
 		{
 			name:  "invalid",
-			setup: func(m *Manager) { m.onGroup(cpg("a", 1, "b")); m.onGroup(cpg("b", 1, "a")) },
+			setup: func(m *Model) { m.OnGroup(nil, cpg("a", 1, "b")); m.OnGroup(nil, cpg("b", 1, "a")) },
 			key:   CompositePodGroupKey("ns", "b"),
-			want: condition{status: metav1.ConditionFalse, reason: v1alpha1.ReasonInvalid,
-				message: "invalid: cycle: b → a → b", note: "invalid: cycle: b → a → b"},
+			want: Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid,
+				Message: "invalid: cycle: b → a → b", Note: "invalid: cycle: b → a → b"},
 		},
 		{
-			name: "scheduled",
-			setup: func(m *Manager) {
-				m.onGroup(pg("a", 2, ""))
+			name: "scheduled and bound",
+			setup: func(m *Model) {
+				m.OnGroup(nil, pg("a", 2, ""))
 				for _, p := range addPods(m, "a", 2) {
-					m.Assume(p, "n1")
-					m.Permit(p, time.Minute)
+					reservePermit(m, p)
+					m.OnPod(p, assumed(p, "n1"))
 				}
 			},
 			key: PodGroupKey("ns", "a"),
-			want: condition{status: metav1.ConditionTrue, reason: v1alpha1.ReasonScheduled,
-				message: "2 pods placed together (minCount 2)", note: "2 pods placed together (minCount 2)"},
+			want: Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled,
+				Message: "2 pods placed together (minCount 2)", Note: "2 pods placed together (minCount 2)"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, _, _ := testManager(t)
+			m, _, _ := testModel(t)
 			tc.setup(m)
-			got, ok := m.desiredLocked(tc.key)
+			got, ok := m.Condition(tc.key)
 			if ok == tc.noWrite {
-				t.Fatalf("desired ok = %v, want %v", ok, !tc.noWrite)
+				t.Fatalf("Condition ok = %v, want %v", ok, !tc.noWrite)
 			}
+			got.UID, got.Generation = "", 0
 			if got != tc.want {
-				t.Errorf("desired %+v, want %+v", got, tc.want)
+				t.Errorf("Condition %+v, want %+v", got, tc.want)
 			}
 		})
 	}
@@ -96,16 +96,15 @@ func TestDesiredCondition(t *testing.T) {
 // The writer writes a condition once per transition, however often it is asked, and never
 // rewrites a True condition.
 func TestStatusWriterWritesOncePerTransition(t *testing.T) {
-	m, _, _ := testManager(t)
+	m, _, _ := testModel(t)
 	obj := pg("a", 3, "")
 	client := fake.NewSimpleClientset(obj)
-	m.client = client
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	if err := indexer.Add(obj); err != nil {
 		t.Fatal(err)
 	}
-	m.pgLister = listers.NewPodGroupLister(indexer)
-	m.cpgLister = listers.NewCompositePodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	w := NewStatusWriter(client, listers.NewPodGroupLister(indexer),
+		listers.NewCompositePodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), nil)
 	key := PodGroupKey("ns", "a")
 	ctx := context.Background()
 
@@ -120,28 +119,34 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	}
 	sync := func() {
 		t.Helper()
-		if err := m.status.sync(ctx, key); err != nil {
+		if err := w.sync(ctx, m, key); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	m.onGroup(obj)
+	m.OnGroup(nil, obj)
 	pods := []*v1.Pod{pod("a", 0, ""), pod("a", 1, ""), pod("a", 2, "")}
-	m.onPod(nil, pods[0])
+	m.OnPod(nil, pods[0])
 	sync()
-	m.onPod(nil, pods[1])
+	m.OnPod(nil, pods[1])
 	sync()
 	if got := writes(); got != 1 {
 		t.Fatalf("%d writes while waiting for pods, want 1", got)
 	}
-	m.onPod(nil, pods[2])
+	m.OnPod(nil, pods[2])
 	sync()
 	if got := writes(); got != 1 {
 		t.Fatalf("%d writes once all pods exist, want still 1", got)
 	}
 	for _, p := range pods {
-		m.Assume(p, "n1")
-		m.Permit(p, time.Minute)
+		reservePermit(m, p)
+	}
+	sync()
+	if got := writes(); got != 1 {
+		t.Fatalf("%d writes while binds are in flight, want still 1", got)
+	}
+	for _, p := range pods {
+		m.OnPod(p, assumed(p, "n1"))
 	}
 	sync()
 	sync()
@@ -156,10 +161,22 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	if err := indexer.Update(updated); err != nil {
 		t.Fatal(err)
 	}
-	m.groups[key].scheduled = false
-	m.groups[key].failure = "cannot fit"
+	m.index.Get(key).scheduled = false
+	m.attempts.Outcome(key).Failure = "cannot fit"
 	sync()
 	if got := writes(); got != 2 {
 		t.Errorf("%d writes, want a True condition never rewritten", got)
+	}
+	// A group deleted and created again under the same name, not seen by the model yet, is
+	// not written with what the model knows of its predecessor.
+	recreated := pg("a", 3, "")
+	recreated.UID = "pg-a-2"
+	if err := indexer.Update(recreated); err != nil {
+		t.Fatal(err)
+	}
+	m.index.Get(key).scheduled = true
+	sync()
+	if got := writes(); got != 2 {
+		t.Errorf("%d writes, want none on an object the model has not judged", got)
 	}
 }

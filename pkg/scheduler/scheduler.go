@@ -1,107 +1,166 @@
-// Package scheduler assembles the lockstep scheduler: the upstream kube-scheduler command
-// with lockstep's plugins registered and their args known to the config scheme, and, with
-// --job-controller, lockstep's Job controller in the same process.
+// Package scheduler assembles the lockstep scheduler: the upstream kube-scheduler with
+// lockstep's plugins registered, the components they share built once per scheduler and
+// injected into them, and what runs only while the scheduler leads (status writes, events,
+// the Job controller).
 package scheduler
 
 import (
 	"context"
 	"fmt"
-	"os"
+	"sync"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
+	kubescheduler "k8s.io/kubernetes/pkg/scheduler"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	// Registers lockstep's plugin args in the kube-scheduler's config scheme.
 	_ "github.com/lockstep-sched/lockstep/pkg/apis/config/scheme"
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobgroups"
+	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
+	"github.com/lockstep-sched/lockstep/pkg/leader"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/topology"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
-// Plugins returns the registry options of lockstep's plugins.
-func Plugins() []app.Option {
-	return []app.Option{
-		app.WithPlugin(gang.Name, gang.New),
-		app.WithPlugin(topology.Name, topology.New),
-	}
+// Options are lockstep's own settings of a scheduler.
+type Options struct {
+	// JobController runs lockstep's Job controller while the scheduler leads.
+	JobController bool
+	// JobControllerWorkers are the Jobs the controller syncs in parallel.
+	JobControllerWorkers int
 }
 
-// NewCommand returns the lockstep-scheduler command: every kube-scheduler flag, plus
-// --job-controller.
-func NewCommand() *cobra.Command {
-	cmd := app.NewSchedulerCommand(Plugins()...)
-	cmd.Use = "lockstep-scheduler"
-	cmd.Short = "lockstep-scheduler: kube-scheduler with gang, composite-gang and topology plugins"
+// Scheduler is one lockstep scheduler: its plugins' shared components and its leadership.
+type Scheduler struct {
+	opts    Options
+	elected *leader.Elected
 
-	fs := pflag.NewFlagSet("lockstep", pflag.ContinueOnError)
-	enabled := fs.Bool("job-controller", false, "Also run lockstep's Job controller in this process: it creates a Workload and a PodGroup for every Job of the configured profiles that gets a gang. It elects its own leader (Lease lockstep-job-controller, in the scheduler's lease namespace) when the scheduler does.")
-	workers := fs.Int("job-controller-workers", 2, "Jobs the Job controller syncs in parallel.")
-	cmd.Flags().AddFlagSet(fs)
-	help := cmd.HelpFunc()
-	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
-		help(c, args)
-		fmt.Fprintf(c.OutOrStdout(), "\nLockstep flags:\n\n%s", fs.FlagUsages())
-	})
+	mu sync.Mutex
+	// shared holds the components of each kube-scheduler built from this Scheduler's
+	// registry, by its informer factory: one in a binary, one per workload in benchmarks.
+	shared map[informers.SharedInformerFactory]*shared
+}
 
-	runE := cmd.RunE
-	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if *enabled {
-			cfg, opts, err := jobControllerSetup(c.Flags())
+// shared are the components one kube-scheduler's profiles share.
+type shared struct {
+	groups *podgroup.Components
+	plans  *topology.Plans
+}
+
+// New returns a Scheduler; Registry or Plugins give its plugins to kube-scheduler, Run runs
+// it.
+func New(opts Options) *Scheduler {
+	return &Scheduler{opts: opts, elected: leader.New(), shared: map[informers.SharedInformerFactory]*shared{}}
+}
+
+// Elected is the scheduler's leadership. Run makes it follow kube-scheduler's lease (or lead
+// at once without leader election); a caller that starts the scheduler some other way (as
+// scheduler_perf does) calls Lead itself.
+func (s *Scheduler) Elected() *leader.Elected { return s.elected }
+
+// Registry returns lockstep's plugins as an out-of-tree registry.
+func (s *Scheduler) Registry() frameworkruntime.Registry {
+	return frameworkruntime.Registry{
+		gang.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			c, err := s.components(ctx, h)
 			if err != nil {
-				return fmt.Errorf("--job-controller: %w", err)
+				return nil, err
 			}
-			opts.Workers = *workers
-			go func() {
-				if err := jobgroups.Run(context.Background(), cfg, opts); err != nil {
-					klog.ErrorS(err, "Job controller failed")
-					os.Exit(1)
-				}
-			}()
-		}
-		return runE(c, args)
+			return gang.New(ctx, obj, h, c.groups.Model)
+		},
+		topology.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			c, err := s.components(ctx, h)
+			if err != nil {
+				return nil, err
+			}
+			return topology.New(ctx, obj, h, c.groups.Model, c.plans)
+		},
 	}
-	return cmd
 }
 
-// jobControllerSetup finds, from the scheduler's own flags and configuration file, how the
-// Job controller reaches the cluster, which profiles' Jobs it serves and where it elects
-// its leader.
-func jobControllerSetup(flags *pflag.FlagSet) (*rest.Config, jobgroups.Options, error) {
-	value := func(name string) string {
-		if f := flags.Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
+// Plugins returns lockstep's plugins as kube-scheduler command options.
+func (s *Scheduler) Plugins() []app.Option {
+	var out []app.Option
+	for name, factory := range s.Registry() {
+		out = append(out, app.WithPlugin(name, factory))
 	}
-	opts := jobgroups.Options{
-		SchedulerNames: []string{"default-scheduler"},
-		LeaderElect:    value("leader-elect") != "false",
-		LeaseNamespace: "kube-system",
-		LeaseName:      jobgroups.Name,
+	return out
+}
+
+// components returns the components of the kube-scheduler that owns h, building and
+// starting them on its first plugin. The CRDs need not be installed yet.
+func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := h.SharedInformerFactory()
+	if c, ok := s.shared[key]; ok {
+		c.groups.Frameworks.Add(h)
+		return c, nil
 	}
-	kubeconfig := value("kubeconfig")
-	if path := value("config"); path != "" {
-		cc, err := options.LoadConfigFromFile(klog.Background(), path)
-		if err != nil {
-			return nil, opts, err
-		}
-		if cc.ClientConnection.Kubeconfig != "" {
-			kubeconfig = cc.ClientConnection.Kubeconfig
-		}
-		opts.SchedulerNames = nil
-		for _, p := range cc.Profiles {
-			opts.SchedulerNames = append(opts.SchedulerNames, p.SchedulerName)
-		}
-		opts.LeaderElect = cc.LeaderElection.LeaderElect
-		if cc.LeaderElection.ResourceNamespace != "" {
-			opts.LeaseNamespace = cc.LeaderElection.ResourceNamespace
-		}
+	cfg := h.KubeConfig()
+	if cfg == nil {
+		return nil, fmt.Errorf("lockstep needs the scheduler's kubeconfig to watch %s objects", v1alpha1.GroupName)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags(value("master"), kubeconfig)
-	return cfg, opts, err
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = "application/json" // CRDs do not speak protobuf
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	plans := topology.NewPlans()
+	groups, err := podgroup.NewComponents(ctx, h, podgroup.ComponentOptions{
+		Client:       client,
+		Recorder:     leader.GateRecorder(h.EventRecorder(), s.elected),
+		Observer:     plans,
+		PermitPlugin: gang.Name,
+	})
+	if err != nil {
+		return nil, err
+	}
+	groups.Frameworks.Add(h)
+	groups.Start(ctx)
+	s.elected.Run(ctx, groups.Lead)
+	c := &shared{groups: groups, plans: plans}
+	s.shared[key] = c
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		delete(s.shared, key)
+		s.mu.Unlock()
+	}()
+	return c, nil
+}
+
+// Run runs a kube-scheduler set up with this Scheduler's plugins (app.Setup) as
+// kube-scheduler's app.Run does, and lockstep's leader-only parts while it leads: with
+// leader election, from the moment it holds the lease (it exits when it loses it); without,
+// at once.
+func (s *Scheduler) Run(ctx context.Context, cc *schedulerserverconfig.CompletedConfig, sched *kubescheduler.Scheduler) error {
+	if cc.LeaderElection != nil {
+		cc.LeaderElection.Lock = leader.WrapLock(cc.LeaderElection.Lock, s.elected)
+	} else {
+		s.elected.Lead()
+	}
+	if s.opts.JobController {
+		var names []string
+		for _, p := range cc.ComponentConfig.Profiles {
+			names = append(names, p.SchedulerName)
+		}
+		opts := jobgroups.Options{SchedulerNames: names, Workers: max(s.opts.JobControllerWorkers, 1)}
+		cfg := rest.CopyConfig(cc.KubeConfig)
+		s.elected.Run(ctx, func(ctx context.Context) {
+			if err := jobgroups.Run(ctx, cfg, opts); err != nil {
+				klog.FromContext(ctx).Error(err, "Job controller failed")
+			}
+		})
+	}
+	return app.Run(ctx, cc, sched)
 }

@@ -41,7 +41,7 @@ func (pl *Gang) isSchedulableAfterPodAdded(_ klog.Logger, pod *v1.Pod, _, newObj
 	if !ok {
 		return fwk.Queue, nil
 	}
-	k, ok := pl.groups.KeyOf(added)
+	k, ok := pl.groups.GroupOf(added)
 	if !ok || added.Namespace != pod.Namespace || !pl.groups.Related(pod, k) {
 		return fwk.QueueSkip, nil
 	}
@@ -51,7 +51,7 @@ func (pl *Gang) isSchedulableAfterPodAdded(_ klog.Logger, pod *v1.Pod, _, newObj
 // isSchedulableAfterCapacityChange queues a member that failed for want of room, not one
 // still held for missing pods or an invalid tree.
 func (pl *Gang) isSchedulableAfterCapacityChange(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
-	switch pl.groups.Check(pod, false).Code {
+	switch pl.groups.Peek(pod).Code {
 	case podgroup.Proceed, podgroup.NotMember:
 		return fwk.Queue, nil
 	}

@@ -5,7 +5,9 @@
 // GangScheduling uses when its pod-group cycle is off: PreEnqueue holds members until their
 // tree can be ready, QueueSort pops members of one tree together, Reserve/Permit hold each
 // placed member until the tree is ready, and PostFilter/Unreserve release every
-// reservation of a tree that cannot complete. The group model lives in pkg/podgroup.
+// reservation of a tree that cannot complete. The plugin translates between the framework and
+// the group model (pkg/podgroup), which decides, keeps the attempts' state and timers, and
+// allows or rejects waiting members itself.
 package gang
 
 import (
@@ -13,7 +15,9 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -27,13 +31,28 @@ import (
 // Name is the name of the plugin used in the plugin registry and configurations.
 const Name = "LockstepGang"
 
+// Groups is what the plugin asks of the group model (podgroup.Model).
+type Groups interface {
+	// AddProfile registers the plugin's profile and its Job group timeout.
+	AddProfile(p podgroup.Profile)
+	Admit(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
+	Check(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
+	Peek(pod *v1.Pod) podgroup.Verdict
+	Notice(uid types.UID) bool
+	SortKey(pod *v1.Pod) (int32, time.Time, string, bool)
+	Reserve(logger klog.Logger, pod *v1.Pod, node string)
+	Permit(logger klog.Logger, pod *v1.Pod, p podgroup.Policy) podgroup.PermitDecision
+	Fail(logger klog.Logger, pod *v1.Pod, reason string, p podgroup.Policy) string
+	Unreserve(logger klog.Logger, pod *v1.Pod)
+	GroupOf(pod *v1.Pod) (podgroup.Key, bool)
+	Related(pod *v1.Pod, k podgroup.Key) bool
+}
+
 // Gang is the LockstepGang plugin.
 type Gang struct {
-	logger        klog.Logger
-	handle        fwk.Handle
-	groups        *podgroup.Manager
-	permitTimeout time.Duration
-	backoff       time.Duration
+	handle fwk.Handle
+	groups Groups
+	policy podgroup.Policy
 }
 
 var (
@@ -46,8 +65,9 @@ var (
 	_ fwk.EnqueueExtensions = &Gang{}
 )
 
-// New builds the plugin from its (defaulted, internal) args.
-func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+// New builds the plugin from its (defaulted, internal) args, on the group model shared by
+// every profile (pkg/scheduler builds it once per scheduler).
+func New(_ context.Context, obj runtime.Object, handle fwk.Handle, groups Groups) (fwk.Plugin, error) {
 	args, err := getArgs(obj)
 	if err != nil {
 		return nil, err
@@ -55,22 +75,15 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err := validation.ValidateLockstepGangArgs(field.NewPath(Name+"Args"), args); err != nil {
 		return nil, err
 	}
-	groups, err := podgroup.For(ctx, handle)
-	if err != nil {
-		return nil, err
-	}
-	return newGang(ctx, args, handle, groups), nil
-}
-
-func newGang(ctx context.Context, args *config.LockstepGangArgs, handle fwk.Handle, groups *podgroup.Manager) *Gang {
-	groups.SetJobGroupTimeout(time.Duration(args.JobGroupTimeoutSeconds) * time.Second)
+	groups.AddProfile(podgroup.Profile{Name: handle.ProfileName(), JobGroupTimeout: time.Duration(args.JobGroupTimeoutSeconds) * time.Second})
 	return &Gang{
-		logger:        klog.FromContext(ctx).WithName(Name),
-		handle:        handle,
-		groups:        groups,
-		permitTimeout: time.Duration(args.PermitTimeoutSeconds) * time.Second,
-		backoff:       time.Duration(args.BackoffSeconds) * time.Second,
-	}
+		handle: handle,
+		groups: groups,
+		policy: podgroup.Policy{
+			PermitTimeout: time.Duration(args.PermitTimeoutSeconds) * time.Second,
+			Backoff:       time.Duration(args.BackoffSeconds) * time.Second,
+		},
+	}, nil
 }
 
 // getArgs accepts the typed args the scheduler decoded, or nil for the defaults.

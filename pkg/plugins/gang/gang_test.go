@@ -32,7 +32,7 @@ func TestNewValidatesArgs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(t.Context(), tc.args, nil)
+			_, err := New(t.Context(), tc.args, nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New error %v, want one containing %q", err, tc.want)
 			}
@@ -90,7 +90,7 @@ func TestPreEnqueue(t *testing.T) {
 func TestLess(t *testing.T) {
 	older, newer := gangPG("older", 1, ""), gangPG("newer", 1, "")
 	newer.CreationTimestamp.Time = epoch.Add(time.Minute)
-	env := newTestEnv(t, []runtime.Object{older, newer}, nil, nil)
+	env := newTestEnv(t, []runtime.Object{older, newer}, append(members("older", 2), members("newer", 1)...), nil)
 	entity := func(p *v1.Pod, prio int32, queued time.Time) fwk.QueuedEntityInfo {
 		p.Spec.Priority = &prio
 		pi, err := framework.NewPodInfo(p)
@@ -179,7 +179,7 @@ func reserveAndPermit(t *testing.T, env *testEnv, p *v1.Pod) *fwk.Status {
 func TestPermitAllowsTheGangAtOnce(t *testing.T) {
 	pods := members("a", 3)
 	env := newTestEnv(t, []runtime.Object{gangPG("a", 3, "")}, pods, nil)
-	env.Activated.Pods = nil
+	env.Activated.Take()
 	var waiters []waiter
 	for _, p := range pods[:2] {
 		if s := reserveAndPermit(t, env, p); s.Code() != fwk.Wait {
@@ -187,7 +187,7 @@ func TestPermitAllowsTheGangAtOnce(t *testing.T) {
 		}
 		waiters = append(waiters, startWaiting(env, p))
 	}
-	if diff := cmp.Diff([]string{"ns/a-1", "ns/a-2"}, env.Activated.Pods, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+	if diff := cmp.Diff([]string{"ns/a-1", "ns/a-2"}, env.Activated.Take(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("the first wait activates the pending members (-want +got):\n%s", diff)
 	}
 	if s := waiters[0].outcome(); s.Code() != fwk.Wait {
@@ -237,7 +237,8 @@ func TestPermitTimeoutReleasesTheGang(t *testing.T) {
 			t.Fatalf("%v", s)
 		}
 	}
-	// The framework rejects a-0 at its timeout and runs Unreserve, which rejects a-1 too.
+	// The model ends the wait of both at the first one's deadline, before the framework's
+	// own timeout.
 	done := make(chan *fwk.Status, 2)
 	for _, p := range pods[:2] {
 		go func(p *v1.Pod) { done <- env.Framework.WaitOnPermit(env.Ctx, p) }(p)

@@ -23,11 +23,15 @@ type testEnv struct {
 func newTestEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *testEnv {
 	t.Helper()
 	env := &testEnv{}
-	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, podgrouptest.Plugin{
+	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, nil, podgrouptest.Plugin{
 		Name: Name,
-		Factory: func(ctx context.Context, fh fwk.Handle, m *podgroup.Manager) (fwk.Plugin, error) {
-			env.plugin = newGang(ctx, defaultArgs(), fh, m)
-			return env.plugin, nil
+		Factory: func(ctx context.Context, fh fwk.Handle, c *podgroup.Components) (fwk.Plugin, error) {
+			pl, err := New(ctx, nil, fh, c.Model)
+			if err != nil {
+				return nil, err
+			}
+			env.plugin = pl.(*Gang)
+			return pl, nil
 		},
 		Points: []string{"QueueSort", "PreFilter", "PostFilter", "Reserve", "Permit"},
 	})

@@ -2,31 +2,26 @@ package gang
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// Permit lets a member bind once its path to the root is ready counting assumed and bound
-// pods, and then allows every waiting member of the tree whose path is ready, at once.
-// Otherwise the member waits, holding its reservation, for the PodGroup's
-// scheduleTimeoutSeconds or the plugin's permitTimeoutSeconds; on its first wait of a round
-// the tree's pending members are activated so that they are tried right away.
-func (pl *Gang) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
-	d := pl.groups.Permit(pod, pl.permitTimeout)
+// Permit lets a member bind once its path to the root is ready counting live members that
+// are bound or hold a reservation, and then the model allows every waiting member of the tree
+// whose path is ready, at once. Otherwise the member waits, holding its reservation, until
+// the model allows it or ends the wait (the PodGroup's scheduleTimeoutSeconds or the
+// plugin's permitTimeoutSeconds; the framework's own timeout is set a little later, as a
+// backstop). On a tree's first wait, its pending members are activated.
+func (pl *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
+	d := pl.groups.Permit(klog.FromContext(ctx), pod, pl.policy)
 	switch {
 	case d.Reject != "":
 		return fwk.NewStatus(fwk.Unschedulable, d.Reject), 0
 	case d.Allow:
-		for _, p := range d.AllowWaiting {
-			if wp := pl.waitingPod(p); wp != nil {
-				wp.Allow(Name)
-			}
-		}
 		return nil, 0
 	}
-	pl.activate(d.Activate)
-	return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting for the rest of the gang (up to %s)", d.Timeout)), d.Timeout
+	return fwk.NewStatus(fwk.Wait, d.Message), d.Timeout
 }

@@ -7,24 +7,24 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // PostFilter runs when a member fits on no node. If its tree can no longer be ready without
-// it (and the other members that failed this round), every waiting member of the tree is
-// rejected, their reservations are released and the tree backs off; a subtree that can no
-// longer be ready releases its own. The pod stays unschedulable, so other PostFilter plugins
-// (preemption) still run.
-func (pl *Gang) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+// it (and the other members that failed in this attempt), the model rejects every waiting
+// member of the tree, releasing their reservations, and backs the tree off; a subtree that
+// can no longer be ready releases its own. The pod stays unschedulable, so other PostFilter
+// plugins (preemption) still run.
+func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if _, err := state.Read(refusedKey); err == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	rej := pl.groups.Fail(pod, pl.describe(statuses), pl.backoff)
-	pl.apply(rej)
-	if rej.Message == "" {
+	msg := pl.groups.Fail(klog.FromContext(ctx), pod, pl.describe(statuses), pl.policy)
+	if msg == "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	return nil, fwk.NewStatus(fwk.Unschedulable, rej.Message)
+	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
 // describe summarizes why the pod fit nowhere, like the scheduler's FitError:

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
@@ -11,19 +12,24 @@ import (
 
 // PreEnqueue holds a member out of the scheduling queue until its PodGroup and every
 // ancestor exist, the hierarchy is valid, and enough pods exist for its path to the root to
-// be ready. Held pods come back through the queueing hints and, since the model and the
-// queue watch through different informers, through the model activating them when their
-// tree becomes ready.
-func (pl *Gang) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
-	v := pl.groups.Check(pod, false)
+// be ready (or its group was initially scheduled: replacements go one by one). Held pods come
+// back through the queueing hints and, since the model and the queue watch through different
+// handlers, through the model activating them when their tree becomes ready.
+func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	logger := klog.FromContext(ctx)
+	v := pl.groups.Admit(logger, pod)
 	switch v.Code {
-	case podgroup.NotMember, podgroup.Proceed:
+	case podgroup.NotMember:
+		return nil
+	case podgroup.Proceed:
+		logger.V(5).Info("Member may be scheduled", "pod", klog.KObj(pod), "group", v.Group, "root", v.Root)
 		return nil
 	case podgroup.MissingGroup:
 		// No group object to carry a condition: tell the pod, once.
-		if pl.groups.FirstNotice(pod.UID) {
+		if pl.groups.Notice(pod.UID) {
 			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "PodGroupNotFound", "Scheduling", "%s", v.Message)
 		}
 	}
+	logger.V(4).Info("Member held", "pod", klog.KObj(pod), "group", v.Group, "root", v.Root, "reason", v.Code, "why", v.Message)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"sync/atomic"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,12 +58,12 @@ type anywhere struct {
 }
 
 // plan places the pending members of root on nodes; it returns the explanation on failure.
-func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised map[string]podgroup.Resources) (*podgroup.Plan, string) {
+func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised map[string]Resources) (*Plan, string) {
 	var pods []*pending
 	groupOf := map[types.UID]*podgroup.GroupView{}
 	root.Walk(func(g *podgroup.GroupView) {
 		for _, p := range g.Pending {
-			pods = append(pods, &pending{pod: p, need: podgroup.PodRequests(p)})
+			pods = append(pods, &pending{pod: p, need: PodRequests(p)})
 			groupOf[p.UID] = g
 		}
 	})
@@ -73,11 +72,11 @@ func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised
 	if n == 0 {
 		return nil, "there are no nodes"
 	}
-	free := map[int]podgroup.Resources{}
-	freeOf := func(i int) podgroup.Resources {
+	free := map[int]Resources{}
+	freeOf := func(i int) Resources {
 		r, ok := free[i]
 		if !ok {
-			r = podgroup.FreeOn(infos[i])
+			r = FreeOn(infos[i])
 			if p, ok := promised[infos[i].Node().Name]; ok {
 				r.Sub(p)
 			}
@@ -87,8 +86,8 @@ func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised
 	}
 	eligible := map[string]func(int) bool{}
 	start := int(a.start.Add(1) % uint64(n))
-	plan := &podgroup.Plan{Root: root.Key, Pods: map[types.UID]podgroup.PlannedPod{}, Domains: map[podgroup.Key]sets.Set[string]{},
-		Refused: map[podgroup.Key]string{}, Chosen: map[podgroup.Key]string{}, Created: time.Now()}
+	plan := &Plan{Root: root.Key, Pods: map[types.UID]PlannedPod{}, Domains: map[podgroup.Key]sets.Set[string]{},
+		Refused: map[podgroup.Key]string{}, Chosen: map[podgroup.Key]string{}}
 	placed := map[podgroup.Key]int{}
 	for _, pd := range pods {
 		ok := eligible[eligibilityKey(pd.pod)]
@@ -113,7 +112,7 @@ func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised
 		r := free[best]
 		r.Sub(pd.need)
 		free[best] = r
-		plan.Pods[pd.pod.UID] = podgroup.PlannedPod{Node: infos[best].Node().Name, Request: pd.need}
+		plan.Pods[pd.pod.UID] = PlannedPod{Node: infos[best].Node().Name, Request: pd.need}
 		placed[groupOf[pd.pod.UID].Key]++
 	}
 	if !readyWith(root, placed) {

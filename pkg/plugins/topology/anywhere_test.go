@@ -122,7 +122,7 @@ func TestPreFilterPlansUnconstrainedGangs(t *testing.T) {
 	if _, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), scored[0], nodes); !s.IsSkip() {
 		t.Errorf("PreFilter of a gang with anti-affinity = %v, want Skip", s)
 	}
-	if plan := env.Groups.Plan(podgroup.PodGroupKey("ns", "s")); plan == nil || !plan.Unplanned {
+	if plan := env.plans.Get(podgroup.PodGroupKey("ns", "s")); plan == nil || !plan.Unplanned {
 		t.Errorf("plan %+v, want the tree remembered as unplanned", plan)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // node is one node as the planner sees it: its place in the topology.
@@ -181,17 +180,17 @@ type cluster struct {
 	*topology
 	// free is each node's allocatable minus what its pods (bound and assumed) request and
 	// what other trees' plans promised, by node index.
-	free []podgroup.Resources
+	free []Resources
 }
 
 // newCluster adds the free capacity of this cycle to a topology.
-func newCluster(t *topology, infos []fwk.NodeInfo, promised map[string]podgroup.Resources) *cluster {
-	c := &cluster{topology: t, free: make([]podgroup.Resources, len(infos))}
+func newCluster(t *topology, infos []fwk.NodeInfo, promised map[string]Resources) *cluster {
+	c := &cluster{topology: t, free: make([]Resources, len(infos))}
 	for i, ni := range infos {
 		if ni.Node() == nil {
 			continue
 		}
-		c.free[i] = podgroup.FreeOn(ni)
+		c.free[i] = FreeOn(ni)
 		if p, ok := promised[ni.Node().Name]; ok {
 			c.free[i].Sub(p)
 		}

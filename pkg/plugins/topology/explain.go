@@ -55,7 +55,7 @@ func shape(pods []*pending) string {
 		return "0 pods"
 	}
 	same := true
-	var sum podgroup.Resources
+	var sum Resources
 	for _, p := range pods {
 		sum.Add(p.need)
 		if !equal(p.need, pods[0].need) {
@@ -73,7 +73,7 @@ func shape(pods []*pending) string {
 }
 
 // describe renders a request: "8 cpu", "500m cpu, 1 nvidia.com/gpu", "4Gi memory".
-func describe(r podgroup.Resources) string {
+func describe(r Resources) string {
 	var parts []string
 	if r.MilliCPU > 0 {
 		if r.MilliCPU%1000 == 0 {
@@ -105,7 +105,7 @@ func describe(r podgroup.Resources) string {
 	return strings.Join(parts, ", ")
 }
 
-func equal(a, b podgroup.Resources) bool {
+func equal(a, b Resources) bool {
 	if a.MilliCPU != b.MilliCPU || a.Memory != b.Memory || a.Pods != b.Pods || len(a.Scalar) != len(b.Scalar) {
 		return false
 	}

@@ -129,7 +129,7 @@ func topo(constraints ...string) []v1alpha1.TopologyConstraint {
 }
 
 // planOn plans a tree on nodes.
-func planOn(t *testing.T, nodes []testNode, root *podgroup.GroupView, promised map[string]podgroup.Resources) (outcome, *cluster) {
+func planOn(t *testing.T, nodes []testNode, root *podgroup.GroupView, promised map[string]Resources) (outcome, *cluster) {
 	t.Helper()
 	c := clusterOf(nodeInfos(nodes), promised)
 	return newPlanner(c, 8).plan(root), c
@@ -163,6 +163,6 @@ func domainsOf(out outcome, c *cluster, g *podgroup.GroupView, level int) map[st
 }
 
 // clusterOf builds a cluster of infos with the default levels.
-func clusterOf(infos []fwk.NodeInfo, promised map[string]podgroup.Resources) *cluster {
+func clusterOf(infos []fwk.NodeInfo, promised map[string]Resources) *cluster {
 	return newCluster(buildTopology(levels, infos), infos, promised)
 }

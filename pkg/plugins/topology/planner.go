@@ -30,7 +30,7 @@ import (
 // pending is one member to place.
 type pending struct {
 	pod  *v1.Pod
-	need podgroup.Resources
+	need Resources
 	ok   *eligible // the nodes it may use
 }
 
@@ -42,16 +42,16 @@ type planner struct {
 	maxCands int
 	budget   int
 
-	free    []podgroup.Resources
+	free    []Resources
 	assign  map[types.UID]*node
 	domains map[podgroup.Key]*domain
 	undo    []change
 
 	pendingOf map[podgroup.Key][]*pending // PodGroup → members to place
-	demand    map[podgroup.Key]podgroup.Resources
+	demand    map[podgroup.Key]Resources
 	// minDemand is the least a group needs to be ready (minCount smallest pods, or the
 	// minGroupCount smallest children): a domain with less room in sum is not tried.
-	minDemand map[podgroup.Key]podgroup.Resources
+	minDemand map[podgroup.Key]Resources
 	placedOf  map[podgroup.Key][]*node // subtree → nodes of assumed and bound members
 	shapes    map[podgroup.Key]shapeCount
 	failures  []failure
@@ -85,12 +85,12 @@ func newPlanner(c *cluster, maxCands int) *planner {
 		elig:      newEligibility(c.nodes),
 		maxCands:  maxCands,
 		budget:    planBudget,
-		free:      make([]podgroup.Resources, len(c.nodes)),
+		free:      make([]Resources, len(c.nodes)),
 		assign:    map[types.UID]*node{},
 		domains:   map[podgroup.Key]*domain{},
 		pendingOf: map[podgroup.Key][]*pending{},
-		demand:    map[podgroup.Key]podgroup.Resources{},
-		minDemand: map[podgroup.Key]podgroup.Resources{},
+		demand:    map[podgroup.Key]Resources{},
+		minDemand: map[podgroup.Key]Resources{},
 		placedOf:  map[podgroup.Key][]*node{},
 		shapes:    map[podgroup.Key]shapeCount{},
 	}
@@ -104,7 +104,7 @@ func newPlanner(c *cluster, maxCands int) *planner {
 type outcome struct {
 	ok       bool
 	assign   map[types.UID]*node
-	requests map[types.UID]podgroup.Resources
+	requests map[types.UID]Resources
 	domains  map[podgroup.Key]*domain
 	// refused are groups of a tree that was placed without them (a CompositePodGroup needs
 	// only minGroupCount children): their members must not be placed anywhere else.
@@ -122,7 +122,7 @@ func (p *planner) plan(root *podgroup.GroupView) outcome {
 		return out
 	}
 	out.assign, out.domains = p.assign, p.domains
-	out.requests = map[types.UID]podgroup.Resources{}
+	out.requests = map[types.UID]Resources{}
 	for _, list := range p.pendingOf {
 		for _, pd := range list {
 			out.requests[pd.pod.UID] = pd.need
@@ -150,13 +150,13 @@ func (p *planner) plan(root *podgroup.GroupView) outcome {
 
 // index computes what each group has to place, its demand and its pins.
 func (p *planner) index(root *podgroup.GroupView) {
-	var walk func(g *podgroup.GroupView) (podgroup.Resources, []*node)
-	walk = func(g *podgroup.GroupView) (podgroup.Resources, []*node) {
-		var demand podgroup.Resources
+	var walk func(g *podgroup.GroupView) (Resources, []*node)
+	walk = func(g *podgroup.GroupView) (Resources, []*node) {
+		var demand Resources
 		var placed []*node
-		var parts []podgroup.Resources // what each pod (PodGroup) or child (composite) needs at least
+		var parts []Resources // what each pod (PodGroup) or child (composite) needs at least
 		for _, pod := range g.Pending {
-			pd := &pending{pod: pod, need: podgroup.PodRequests(pod), ok: p.elig.of(pod)}
+			pd := &pending{pod: pod, need: PodRequests(pod), ok: p.elig.of(pod)}
 			p.pendingOf[g.Key] = append(p.pendingOf[g.Key], pd)
 			demand.Add(pd.need)
 			parts = append(parts, pd.need)
@@ -177,7 +177,7 @@ func (p *planner) index(root *podgroup.GroupView) {
 			need -= len(g.PlacedNodes)
 		}
 		sort.Slice(parts, func(i, j int) bool { return bigger(parts[j], parts[i]) })
-		var least podgroup.Resources
+		var least Resources
 		for i := 0; i < need && i < len(parts); i++ {
 			least.Add(parts[i])
 		}
@@ -340,7 +340,7 @@ func (p *planner) placedFirst(g *podgroup.GroupView, ds []*domain) []*domain {
 // (so a domain whose room is split into pieces too small for one pod does not look roomy),
 // the fewest spare slots first, then the least free CPU, then by name. Domains that can hold
 // only part of the group (a composite may need fewer children) come last, roomiest first.
-func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least podgroup.Resources) []*domain {
+func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) []*domain {
 	shape, count := p.shapeOf(g)
 	type scored struct {
 		d     *domain
@@ -349,7 +349,7 @@ func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least podgroup.Re
 	}
 	var ok []scored
 	for _, d := range ds {
-		var total podgroup.Resources
+		var total Resources
 		var slots int64
 		for _, n := range d.nodes {
 			total.Add(p.free[n.idx])
@@ -382,11 +382,11 @@ func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least podgroup.Re
 }
 
 // shapeOf returns the largest request among a group's pending pods, and how many there are.
-func (p *planner) shapeOf(g *podgroup.GroupView) (podgroup.Resources, int64) {
+func (p *planner) shapeOf(g *podgroup.GroupView) (Resources, int64) {
 	if s, ok := p.shapes[g.Key]; ok {
 		return s.need, s.count
 	}
-	var largest podgroup.Resources
+	var largest Resources
 	var count int64
 	g.Walk(func(v *podgroup.GroupView) {
 		for _, pd := range p.pendingOf[v.Key] {
@@ -401,7 +401,7 @@ func (p *planner) shapeOf(g *podgroup.GroupView) (podgroup.Resources, int64) {
 }
 
 type shapeCount struct {
-	need  podgroup.Resources
+	need  Resources
 	count int64
 }
 
@@ -491,7 +491,7 @@ func (p *planner) rollback(mark int) {
 }
 
 // bigger orders requests: more CPU, then more memory, then more extended resources.
-func bigger(a, b podgroup.Resources) bool {
+func bigger(a, b Resources) bool {
 	if a.MilliCPU != b.MilliCPU {
 		return a.MilliCPU > b.MilliCPU
 	}

@@ -230,7 +230,7 @@ func TestPromisedCapacityIsNotPromisedTwice(t *testing.T) {
 	if !out.ok {
 		t.Fatal("first gang not placed")
 	}
-	promised := map[string]podgroup.Resources{}
+	promised := map[string]Resources{}
 	for uid, n := range out.assign {
 		r := promised[n.name]
 		r.Add(out.requests[uid])
@@ -249,7 +249,7 @@ func TestPromisedCapacityIsNotPromisedTwice(t *testing.T) {
 		}
 	}
 	third := gang("third", 1, 4)
-	all := map[string]podgroup.Resources{}
+	all := map[string]Resources{}
 	for k, v := range promised {
 		all[k] = v
 	}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -22,16 +24,21 @@ import (
 type testEnv struct {
 	*podgrouptest.Env
 	plugin *Topology
+	plans  *Plans
 }
 
 func newTestEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *testEnv {
 	t.Helper()
-	env := &testEnv{}
-	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, podgrouptest.Plugin{
+	env := &testEnv{plans: NewPlans()}
+	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, env.plans, podgrouptest.Plugin{
 		Name: Name,
-		Factory: func(ctx context.Context, fh fwk.Handle, m *podgroup.Manager) (fwk.Plugin, error) {
-			env.plugin = newTopology(ctx, defaultArgs(), fh, m)
-			return env.plugin, nil
+		Factory: func(ctx context.Context, fh fwk.Handle, c *podgroup.Components) (fwk.Plugin, error) {
+			pl, err := New(ctx, nil, fh, c.Model, env.plans)
+			if err != nil {
+				return nil, err
+			}
+			env.plugin = pl.(*Topology)
+			return pl, nil
 		},
 		Points: []string{"PreFilter", "PostFilter", "PreScore", "Score"},
 	})
@@ -69,7 +76,7 @@ func TestPreFilterPlansTheTreeOnceAndNarrowsEachMember(t *testing.T) {
 
 	racks := sets.New[string]()
 	used := map[string]int{}
-	var plan *podgroup.Plan
+	var plan *Plan
 	for i, p := range pods {
 		res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), p, nodes)
 		if !s.IsSuccess() {
@@ -81,7 +88,7 @@ func TestPreFilterPlansTheTreeOnceAndNarrowsEachMember(t *testing.T) {
 		n := res.NodeNames.UnsortedList()[0]
 		racks.Insert(rackOf(n))
 		used[n]++
-		got := env.Groups.Plan(podgroup.PodGroupKey("ns", "g"))
+		got := env.plans.Get(podgroup.PodGroupKey("ns", "g"))
 		if i > 0 && got != plan {
 			t.Errorf("%s planned the tree again", p.Name)
 		}
@@ -118,8 +125,8 @@ func TestPreFilterPlansAgainWhenThePlannedNodeIsFull(t *testing.T) {
 	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(rackKey, v1alpha1.TopologyRequired))
 	env := newTestEnv(t, []runtime.Object{group}, append(pods, full), labeledNodes("4"))
 	root := podgroup.PodGroupKey("ns", "g")
-	env.Groups.StorePlan(&podgroup.Plan{Root: root, Created: podgrouptest.Epoch.AddDate(100, 0, 0),
-		Pods: map[types.UID]podgroup.PlannedPod{pods[0].UID: {Node: "z0-r0-h0", Request: podgroup.PodRequests(pods[0])}}})
+	env.plans.Store(&Plan{Root: root, Expires: time.Now().Add(time.Hour),
+		Pods: map[types.UID]PlannedPod{pods[0].UID: {Node: "z0-r0-h0", Request: PodRequests(pods[0])}}})
 	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
 	if !s.IsSuccess() || res == nil || res.NodeNames.Has("z0-r0-h0") {
 		t.Errorf("PreFilter = %v, %v; want a new node, not the full one", res, s)
@@ -134,7 +141,7 @@ func TestPostFilterDropsThePlanOfAFailedMember(t *testing.T) {
 		t.Fatal(s)
 	}
 	env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), pods[0], framework.NewDefaultNodeToStatus())
-	if env.Groups.Plan(podgroup.PodGroupKey("ns", "g")) != nil {
+	if env.plans.Get(podgroup.PodGroupKey("ns", "g")) != nil {
 		t.Error("plan kept after its member failed on its node")
 	}
 }
@@ -143,7 +150,7 @@ func TestUnknownTopologyKeyIsInvalid(t *testing.T) {
 	pods := podgrouptest.Members("g", 1)
 	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 1, ""), constraint("example.com/pdu", v1alpha1.TopologyRequired))
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
-	v := env.Groups.Check(pods[0], false)
+	v := env.Components.Model.Admit(klog.Background(), pods[0])
 	if v.Code != podgroup.Invalid || !strings.Contains(v.Message, `topology key "example.com/pdu" is not a configured level`) {
 		t.Errorf("Check = %v %q, want Invalid naming the key", v.Code, v.Message)
 	}
@@ -200,7 +207,7 @@ func TestNewValidatesArgs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(t.Context(), tc.args, nil)
+			_, err := New(t.Context(), tc.args, nil, nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New error %v, want one containing %q", err, tc.want)
 			}

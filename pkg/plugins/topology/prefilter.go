@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -17,56 +18,69 @@ import (
 // PreFilter narrows a gang member to the node its tree's plan gives it, planning the tree
 // first if it has no live plan, and planning again if that node no longer has room. Members
 // the plan did not place keep to their group's domain; members of groups the plan could not
-// place are refused with the planner's explanation. Members of basic trees keep to the
-// domain their placed siblings chose.
-func (pl *Topology) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	sum, ok := pl.groups.Summary(pod)
+// place are refused with the planner's explanation. Members of basic trees, and replacements
+// in groups already scheduled, keep to the domains their placed siblings chose.
+func (pl *Topology) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	sum, ok := pl.trees.Summary(pod)
 	if !ok || (!sum.Gang && !sum.Topology) || (!sum.Topology && !pl.planGangs) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if !sum.Gang {
-		tree, ok := pl.groups.Tree(pod)
+	if !sum.Gang || sum.Scheduled {
+		if !sum.Topology {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+		tree, ok := pl.trees.Tree(pod)
 		if !ok {
 			return nil, fwk.NewStatus(fwk.Skip)
 		}
-		return pl.keepWithSiblings(tree, sum.Group, nodes)
+		res, s := pl.keepWithSiblings(tree, sum.Group, nodes)
+		if res != nil {
+			logger.V(4).Info("Member kept in its group's domains", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "nodes", res.NodeNames.Len())
+		}
+		return res, s
 	}
-	plan := pl.groups.Plan(sum.Root)
+	plan := pl.plans.Get(sum.Root)
 	if plan != nil {
 		if pp, ok := plan.Pods[pod.UID]; ok && !pl.stillFits(pp) {
 			metrics.replans.WithLabelValues("capacity").Inc()
+			logger.V(4).Info("Planned node is full; planning the tree again", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node)
 			plan = nil
 		} else if !plan.Unplanned {
 			metrics.planReuse.Inc()
 		}
 	}
 	if plan == nil {
-		tree, ok := pl.groups.Tree(pod)
+		tree, ok := pl.trees.Tree(pod)
 		if !ok {
 			return nil, fwk.NewStatus(fwk.Skip)
 		}
 		if !sum.Topology && !plannable(tree) {
-			plan = &podgroup.Plan{Root: sum.Root, Unplanned: true, Created: time.Now()}
+			plan = &Plan{Root: sum.Root, Unplanned: true, Expires: time.Now().Add(pl.planTTL)}
 		} else {
 			var why string
-			if plan, why = pl.planTree(tree, nodes); plan == nil {
-				pl.groups.NoteUnplaceable(pod, why)
+			if plan, why = pl.planTree(logger, tree, nodes); plan == nil {
+				pl.trees.NoteUnplaceable(pod, why)
+				logger.V(4).Info("No placement for the tree", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", why)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the gang: "+why)
 			}
 		}
-		pl.groups.StorePlan(plan)
+		pl.plans.Store(plan)
 	}
 	if plan.Unplanned {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if pp, ok := plan.Pods[pod.UID]; ok {
+		logger.V(4).Info("Member narrowed to its planned node", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node)
 		return &fwk.PreFilterResult{NodeNames: sets.New(pp.Node)}, nil
 	}
 	if why, ok := plan.Refused[sum.Group]; ok {
-		pl.groups.NoteUnplaceable(pod, why)
+		pl.trees.NoteUnplaceable(pod, why)
+		logger.V(4).Info("Member's group has no place in the plan", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the group: "+why)
 	}
 	if dom, ok := plan.Domains[sum.Group]; ok && dom != nil {
+		logger.V(4).Info("Member kept in its group's planned domain", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "domain", plan.Chosen[sum.Group])
 		return &fwk.PreFilterResult{NodeNames: dom}, nil
 	}
 	return nil, nil
@@ -76,19 +90,20 @@ func (pl *Topology) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, 
 func (pl *Topology) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // stillFits reports whether a planned node still has room for the member.
-func (pl *Topology) stillFits(pp podgroup.PlannedPod) bool {
+func (pl *Topology) stillFits(pp PlannedPod) bool {
 	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(pp.Node)
 	if err != nil {
 		return false
 	}
-	return podgroup.FreeOn(ni).Fits(pp.Request)
+	return FreeOn(ni).Fits(pp.Request)
 }
 
 // planTree plans the whole tree; on failure it returns the explanation.
-func (pl *Topology) planTree(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*podgroup.Plan, string) {
+func (pl *Topology) planTree(logger klog.Logger, tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*Plan, string) {
 	start := time.Now()
+	promised := pl.plans.Promised(tree.Key, pl.trees.Pending)
 	if hasTopology, _ := constrained(tree); !hasTopology {
-		plan, why := pl.anywhere.plan(tree, nodes, pl.groups.Promised(tree.Key))
+		plan, why := pl.anywhere.plan(tree, nodes, promised)
 		metrics.planDuration.Observe(time.Since(start).Seconds())
 		if plan == nil {
 			metrics.plans.WithLabelValues("unplaceable").Inc()
@@ -96,9 +111,11 @@ func (pl *Topology) planTree(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*p
 			return nil, why
 		}
 		metrics.plans.WithLabelValues("placed").Inc()
+		plan.Expires = start.Add(pl.planTTL)
+		logger.V(4).Info("Planned gang", "root", tree.Key, "pods", len(plan.Pods))
 		return plan, ""
 	}
-	c := newCluster(pl.topology.get(pl.levels, nodes), nodes, pl.groups.Promised(tree.Key))
+	c := newCluster(pl.topology.get(pl.levels, nodes), nodes, promised)
 	out := newPlanner(c, pl.maxCands).plan(tree)
 	metrics.planDuration.Observe(time.Since(start).Seconds())
 	if !out.ok {
@@ -111,16 +128,16 @@ func (pl *Topology) planTree(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*p
 		return nil, c.explain(tree, out.failures)
 	}
 	metrics.plans.WithLabelValues("placed").Inc()
-	plan := &podgroup.Plan{
+	plan := &Plan{
 		Root:    tree.Key,
-		Pods:    map[types.UID]podgroup.PlannedPod{},
+		Pods:    map[types.UID]PlannedPod{},
 		Domains: map[podgroup.Key]sets.Set[string]{},
 		Refused: map[podgroup.Key]string{},
 		Chosen:  map[podgroup.Key]string{},
-		Created: time.Now(),
+		Expires: start.Add(pl.planTTL),
 	}
 	for uid, n := range out.assign {
-		plan.Pods[uid] = podgroup.PlannedPod{Node: n.name, Request: out.requests[uid]}
+		plan.Pods[uid] = PlannedPod{Node: n.name, Request: out.requests[uid]}
 	}
 	for k, d := range out.domains {
 		if d.level >= 0 {
@@ -137,7 +154,7 @@ func (pl *Topology) planTree(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*p
 	for k, f := range out.refused {
 		plan.Refused[k] = c.describeFailure(f)
 	}
-	pl.logger.V(4).Info("Planned tree", "root", tree.Key, "pods", len(plan.Pods), "domains", plan.Chosen)
+	logger.V(4).Info("Planned tree", "root", tree.Key, "pods", len(plan.Pods), "domains", plan.Chosen)
 	return plan, ""
 }
 

@@ -20,20 +20,15 @@ func (a *anchors) Clone() fwk.StateData { return a }
 // else of the nearest ancestor's subtree that has any. Pods outside constrained trees skip
 // scoring.
 func (pl *Topology) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	if sum, ok := pl.groups.Summary(pod); !ok || !sum.Topology {
+	sum, ok := pl.trees.Summary(pod)
+	if !ok || !sum.Topology {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	tree, ok := pl.groups.Tree(pod)
+	tree, ok := pl.trees.Tree(pod)
 	if !ok {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	key, _ := pl.groups.KeyOf(pod)
-	var group *podgroup.GroupView
-	tree.Walk(func(g *podgroup.GroupView) {
-		if g.Key == key {
-			group = g
-		}
-	})
+	group := tree.Find(sum.Group)
 	a := &anchors{}
 	for g := group; g != nil && len(a.paths) == 0; g = g.Parent {
 		g.Walk(func(v *podgroup.GroupView) {

@@ -16,7 +16,9 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -31,11 +33,26 @@ import (
 // Name is the name of the plugin used in the plugin registry and configurations.
 const Name = "LockstepTopology"
 
+// Trees is what the plugin asks of the group model.
+type Trees interface {
+	// AddProfile registers the plugin's validation of group specs for its profile.
+	AddProfile(p podgroup.Profile)
+	Summary(pod *v1.Pod) (podgroup.Summary, bool)
+	Tree(pod *v1.Pod) (*podgroup.GroupView, bool)
+	// Pending reports whether a member is neither bound nor reserved.
+	Pending(uid types.UID) bool
+	// NoteUnplaceable records why the planner could not place a member's tree, for the
+	// gang's failure message.
+	NoteUnplaceable(pod *v1.Pod, why string)
+}
+
 // Topology is the LockstepTopology plugin.
 type Topology struct {
 	logger   klog.Logger
 	handle   fwk.Handle
-	groups   *podgroup.Manager
+	trees    Trees
+	plans    *Plans
+	planTTL  time.Duration
 	levels   []string
 	maxCands int
 	// planGangs: gangs without topology constraints are planned too (anywhere.go).
@@ -53,8 +70,9 @@ var (
 	_ fwk.EnqueueExtensions = &Topology{}
 )
 
-// New builds the plugin from its (defaulted, internal) args.
-func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+// New builds the plugin from its (defaulted, internal) args, on the group model and the
+// plans shared by every profile (pkg/scheduler builds them once per scheduler).
+func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, trees Trees, plans *Plans) (fwk.Plugin, error) {
 	args, err := getArgs(obj)
 	if err != nil {
 		return nil, err
@@ -62,26 +80,19 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err := validation.ValidateLockstepTopologyArgs(field.NewPath(Name+"Args"), args); err != nil {
 		return nil, err
 	}
-	groups, err := podgroup.For(ctx, handle)
-	if err != nil {
-		return nil, err
-	}
-	return newTopology(ctx, args, handle, groups), nil
-}
-
-func newTopology(ctx context.Context, args *config.LockstepTopologyArgs, handle fwk.Handle, groups *podgroup.Manager) *Topology {
 	registerMetrics()
 	pl := &Topology{
 		logger:    klog.FromContext(ctx).WithName(Name),
 		handle:    handle,
-		groups:    groups,
+		trees:     trees,
+		plans:     plans,
+		planTTL:   time.Duration(args.PlanTTLSeconds) * time.Second,
 		levels:    append([]string(nil), args.Levels...),
 		maxCands:  int(args.MaxDomainCandidates),
 		planGangs: args.PlanUnconstrainedGangs,
 	}
-	groups.SetPlanTTL(time.Duration(args.PlanTTLSeconds) * time.Second)
-	groups.AddValidator(pl.validate)
-	return pl
+	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
+	return pl, nil
 }
 
 func getArgs(obj runtime.Object) (*config.LockstepTopologyArgs, error) {

@@ -6,6 +6,7 @@ package podgrouptest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,25 +48,46 @@ func init() {
 
 // Env is a scheduling framework with plugins under test.
 type Env struct {
-	Ctx       context.Context
-	Framework framework.Framework
-	Groups    *podgroup.Manager
-	Activated *Activator
-	Recorder  *events.FakeRecorder
+	Ctx        context.Context
+	Framework  framework.Framework
+	Components *podgroup.Components
+	Activated  *Activator
+	Recorder   *events.FakeRecorder
 }
 
 // Activator records the pods plugins ask the queue to activate.
-type Activator struct{ Pods []string }
+type Activator struct {
+	mu   sync.Mutex
+	pods []string
+}
 
 // Activate records pods by namespace/name.
 func (a *Activator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for k := range pods {
-		a.Pods = append(a.Pods, k)
+		a.pods = append(a.pods, k)
 	}
 }
 
+// Take returns the pods activated so far, by namespace/name, and forgets them.
+func (a *Activator) Take() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.pods
+	a.pods = nil
+	return out
+}
+
+// Pods returns the pods activated so far, by namespace/name.
+func (a *Activator) Pods() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.pods...)
+}
+
 // PluginFactory builds a plugin on the framework handle and the shared group model.
-type PluginFactory func(ctx context.Context, fh fwk.Handle, groups *podgroup.Manager) (fwk.Plugin, error)
+type PluginFactory func(ctx context.Context, fh fwk.Handle, groups *podgroup.Components) (fwk.Plugin, error)
 
 // Plugin is a plugin under test and the extension points it is enabled at.
 type Plugin struct {
@@ -77,8 +99,9 @@ type Plugin struct {
 }
 
 // NewEnv starts a framework whose group model sees groups (PodGroups, CompositePodGroups),
-// whose pod informer sees pods and whose snapshot holds nodes (and the bound pods).
-func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, plugins ...Plugin) *Env {
+// whose pod informer sees pods and whose snapshot holds nodes (and the bound pods). The model
+// is built as pkg/scheduler builds it, with observer told when attempts end.
+func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, observer podgroup.RoundObserver, plugins ...Plugin) *Env {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -105,14 +128,17 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 	for _, pl := range plugins {
 		pl := pl
 		registry[pl.Name] = func(ctx context.Context, _ runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
-			if env.Groups == nil {
-				m, err := podgroup.NewManager(ctx, fh, lockstepClient)
+			if env.Components == nil {
+				c, err := podgroup.NewComponents(ctx, fh, podgroup.ComponentOptions{
+					Client: lockstepClient, Recorder: env.Recorder, Observer: observer, PermitPlugin: permitPlugin(plugins)})
 				if err != nil {
 					return nil, err
 				}
-				env.Groups = m
+				c.Frameworks.Add(fh)
+				c.Start(ctx)
+				env.Components = c
 			}
-			return pl.Factory(ctx, fh, env.Groups)
+			return pl.Factory(ctx, fh, env.Components)
 		}
 		for _, point := range pl.Points {
 			set := pluginSet(profile.Plugins, point)
@@ -137,11 +163,23 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 	informerFactory.Start(ctx.Done())
 	informerFactory.WaitForCacheSync(ctx.Done())
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return env.Groups.HasSynced(), nil
+		return env.Components.Model.HasSynced(), nil
 	}); err != nil {
 		t.Fatal("pods never synced into the group model")
 	}
 	return env
+}
+
+// permitPlugin is the plugin under test enabled at Permit, whose waits the model ends.
+func permitPlugin(plugins []Plugin) string {
+	for _, pl := range plugins {
+		for _, p := range pl.Points {
+			if p == "Permit" {
+				return pl.Name
+			}
+		}
+	}
+	return ""
 }
 
 func pluginSet(p *schedconfig.Plugins, point string) *schedconfig.PluginSet {

@@ -7,23 +7,24 @@ import (
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/rest"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	_ "github.com/lockstep-sched/lockstep/pkg/apis/config/scheme"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
-	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
-	"github.com/lockstep-sched/lockstep/pkg/plugins/topology"
+	"github.com/lockstep-sched/lockstep/pkg/scheduler"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
-// registry holds lockstep's plugins; the lockstep test cases enable them through
-// manifests/scheduler-config.yaml (their pods use schedulerName lockstep-scheduler).
-var registry = frameworkruntime.Registry{
-	gang.Name:     gang.New,
-	topology.Name: topology.New,
-}
+// lockstep holds lockstep's plugins; the lockstep test cases enable them through
+// manifests/scheduler-config.yaml (their pods use schedulerName lockstep-scheduler). Each
+// workload's scheduler gets its own components; they lead at once (scheduler_perf runs no
+// leader election), so status is written as in a real cluster.
+var lockstep = func() *scheduler.Scheduler {
+	s := scheduler.New(scheduler.Options{})
+	s.Elected().Lead()
+	return s
+}()
 
 // BenchmarkPerfScheduling runs performance-config.yaml. Select workloads with
 // -perf-scheduling-label-filter (short: the small variants; performance: 5000 nodes).
@@ -35,7 +36,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if strings.Contains(perf.PerfSchedulingLabelFilter, "short") {
 		timeout = 3 * time.Minute
 	}
-	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "lockstep", registry,
+	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "lockstep", lockstep.Registry(),
 		perf.WithPrepareFn(installCRDs), perf.WithPodsSchedulingTimeout(timeout))
 }
 

@@ -80,7 +80,8 @@ func (s *Scheduler) Stop() {
 	s.cancel = nil
 }
 
-// StartScheduler starts the lockstep scheduler in-process the way cmd/scheduler does, with
+// StartScheduler starts the lockstep scheduler in-process the way cmd/scheduler does (app.Setup
+// with lockstep's plugins, then Scheduler.Run), with
 // manifests/scheduler-config.yaml (leader election off, pointed at this test's apiserver,
 // plugin args overridden by args). It is stopped when the test ends.
 func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
@@ -116,7 +117,8 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	}
 
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	cc, sched, err := app.Setup(ctx, opts, scheduler.Plugins()...)
+	ls := scheduler.New(scheduler.Options{})
+	cc, sched, err := app.Setup(ctx, opts, ls.Plugins()...)
 	if err != nil {
 		cancel()
 		t.Fatalf("setting up the scheduler: %v", err)
@@ -124,7 +126,7 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	s := &Scheduler{cancel: cancel, done: make(chan struct{}), MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port)}
 	go func() {
 		defer close(s.done)
-		if err := app.Run(ctx, cc, sched); err != nil {
+		if err := ls.Run(ctx, cc, sched); err != nil {
 			t.Logf("scheduler exited: %v", err)
 		}
 	}()

@@ -20,6 +20,10 @@ const (
 	// ReasonInvalid: the group can never be scheduled as written (cycle, missing parent, tree too
 	// deep, unknown topology key...); the message says what to change.
 	ReasonInvalid = "Invalid"
+	// ReasonPartiallyBound: the gang was allowed to bind but a bind failed (e.g. a webhook
+	// refused it); the message says how many pods are bound. The failed pods are retried
+	// one by one.
+	ReasonPartiallyBound = "PartiallyBound"
 
 	// JobGangAnnotation on a batch/v1 Job opts it in ("true") or out ("false") of a gang,
 	// overriding the rule (parallelism > 1, Indexed, completions == parallelism).
@@ -93,7 +97,8 @@ type PodGroupSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schedulingConstraints is immutable"
 	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
 
-	// priorityClassName of the group. Informational for now; pods carry their own priority.
+	// priorityClassName of the group: the priority of its tree in lockstep's queue (on the
+	// root group; otherwise its pods' priority is used).
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
@@ -257,7 +262,8 @@ type CompositePodGroupSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schedulingConstraints is immutable"
 	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
 
-	// priorityClassName of the group. Informational for now.
+	// priorityClassName of the group: the priority of its tree in lockstep's queue (on the root
+	// group; otherwise its pods' priority is used).
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 }

@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 )
 
 func TestHierarchyProblem(t *testing.T) {
@@ -78,15 +81,18 @@ func TestHierarchyProblem(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, _, _ := testManager(t)
+			ix := NewIndex()
 			for _, o := range tc.pgs {
-				m.onGroup(o)
+				ix.Revalidate(ix.Upsert(o)[1], nil)
 			}
-			if diff := cmp.Diff(tc.want, m.groups[tc.target].problem); diff != "" {
+			for _, k := range ix.Keys() {
+				ix.Revalidate(ix.TopOf(k), nil)
+			}
+			if diff := cmp.Diff(tc.want, ix.Get(tc.target).Problem()); diff != "" {
 				t.Errorf("problem (-want +got):\n%s", diff)
 			}
-			if _, ok := m.groups.rootOf(tc.target); ok != (tc.want == "") {
-				t.Errorf("rootOf ok = %v, want %v", ok, tc.want == "")
+			if _, ok := ix.RootOf(tc.target); ok != (tc.want == "") {
+				t.Errorf("RootOf ok = %v, want %v", ok, tc.want == "")
 			}
 		})
 	}
@@ -174,19 +180,19 @@ func TestReadiness(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, _, _ := testManager(t)
+			m, _, _ := testModel(t)
 			for _, o := range tc.objs {
-				m.onGroup(o)
+				m.OnGroup(nil, o)
 			}
 			for g, c := range tc.pods {
 				for i := 0; i < c.pending; i++ {
-					m.onPod(nil, pod(g, i, ""))
+					m.OnPod(nil, pod(g, i, ""))
 				}
 				for i := 0; i < c.bound; i++ {
-					m.onPod(nil, pod(g, 100+i, "node"))
+					m.OnPod(nil, pod(g, 100+i, "node"))
 				}
 			}
-			known := m.groups.readiness(countKnown)
+			known := m.index.readiness(m.members.Known, false)
 			for k, want := range tc.subtree {
 				if got := known.subtree(k); got != want {
 					t.Errorf("subtree(%s) by known pods = %v, want %v", k, got, want)
@@ -197,12 +203,47 @@ func TestReadiness(t *testing.T) {
 					t.Errorf("path(%s) by known pods = %v, want %v", k, got, want)
 				}
 			}
-			sched := m.groups.readiness(countScheduled)
+			sched := m.index.readiness(m.placedCounter(), false)
 			for k, want := range tc.schedPath {
 				if got := sched.path(k); got != want {
 					t.Errorf("path(%s) by scheduled pods = %v, want %v", k, got, want)
 				}
 			}
 		})
+	}
+}
+
+// A group deleted and created again starts over: it is not scheduled any more, and its
+// children and members are linked to the new object.
+func TestIndexDeleteAndRecreate(t *testing.T) {
+	ix := NewIndex()
+	job := cpg("job", 1, "")
+	job.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
+	ix.Upsert(job)
+	ix.Upsert(pg("a", 1, "job"))
+	ix.Revalidate(CompositePodGroupKey("ns", "job"), nil)
+	if !ix.Get(CompositePodGroupKey("ns", "job")).Scheduled() {
+		t.Fatal("a group whose object says it was scheduled (with its current spec) is scheduled")
+	}
+	ix.Delete(job)
+	ix.Revalidate(PodGroupKey("ns", "a"), nil)
+	if got := ix.Get(PodGroupKey("ns", "a")).Problem(); got != `parent CompositePodGroup "job" not found` {
+		t.Errorf("child of a deleted parent: problem %q", got)
+	}
+	ix.Upsert(cpg("job", 1, ""))
+	ix.Revalidate(CompositePodGroupKey("ns", "job"), nil)
+	if ix.Get(CompositePodGroupKey("ns", "job")).Scheduled() {
+		t.Error("a group created again is scheduled")
+	}
+	if root, ok := ix.RootOf(PodGroupKey("ns", "a")); !ok || root != CompositePodGroupKey("ns", "job") {
+		t.Errorf("RootOf = %v %v, want the new parent", root, ok)
+	}
+	// A condition written for an older spec (observedGeneration behind) is not taken.
+	stale := pg("b", 3, "")
+	stale.Generation = 2
+	stale.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, ObservedGeneration: 1}}
+	ix.Upsert(stale)
+	if ix.Get(PodGroupKey("ns", "b")).Scheduled() {
+		t.Error("a condition True for generation 1 taken for generation 2")
 	}
 }

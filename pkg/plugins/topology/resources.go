@@ -1,4 +1,4 @@
-package podgroup
+package topology
 
 import (
 	v1 "k8s.io/api/core/v1"

@@ -1,0 +1,119 @@
+package topology
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// Plan is where the planner decided the pending members of one tree go. Every member of the
+// tree reuses it, and capacity it promises is not promised to another tree while it lives.
+type Plan struct {
+	Root podgroup.Key
+	// Pods maps each planned member to its node and what it requests there.
+	Pods map[types.UID]PlannedPod
+	// Domains are the nodes a group's members must stay on (the group's domain), for
+	// members the plan did not place (created later, or beyond what fit).
+	Domains map[podgroup.Key]sets.Set[string]
+	// Refused are groups the plan could not place (the tree is ready without them), with
+	// the reason; their members are refused until the tree is planned again.
+	Refused map[podgroup.Key]string
+	// Chosen names the domain each group was placed in, e.g. "rack r3", for logs.
+	Chosen map[podgroup.Key]string
+	// Unplanned records that the tree is left to the scheduler's own scoring (its members
+	// have preferences a plan would not honor), so that its members need not look again.
+	Unplanned bool
+	// Expires is when the plan stops promising capacity (planTTLSeconds after it was made).
+	Expires time.Time
+}
+
+// PlannedPod is one member's place in a plan.
+type PlannedPod struct {
+	Node    string
+	Request Resources
+}
+
+// Plans holds the live plans of every tree, for every profile's LockstepTopology: a plan
+// made by one profile's plugin promises capacity to all. A plan is dropped when the
+// attempt it was made for ends (the tree was allowed or rejected), when a member fails on
+// its planned node, or when it expires.
+type Plans struct {
+	mu     sync.Mutex
+	byRoot map[podgroup.Key]*Plan
+	now    func() time.Time
+}
+
+var _ podgroup.RoundObserver = &Plans{}
+
+// NewPlans returns an empty store.
+func NewPlans() *Plans {
+	return &Plans{byRoot: map[podgroup.Key]*Plan{}, now: time.Now}
+}
+
+// Get returns the live plan of root, or nil.
+func (p *Plans) Get(root podgroup.Key) *Plan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.liveLocked(root)
+}
+
+func (p *Plans) liveLocked(root podgroup.Key) *Plan {
+	plan := p.byRoot[root]
+	if plan != nil && p.now().After(plan.Expires) {
+		delete(p.byRoot, root)
+		return nil
+	}
+	return plan
+}
+
+// Store keeps a plan for its root, replacing any earlier one.
+func (p *Plans) Store(plan *Plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.byRoot[plan.Root] = plan
+}
+
+// Drop forgets the plan of root and reports whether there was one; the next member to be
+// scheduled plans the tree again.
+func (p *Plans) Drop(root podgroup.Key) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.byRoot[root]
+	delete(p.byRoot, root)
+	return ok
+}
+
+// AttemptEnded drops the plan of a tree whose attempt ended: whatever was planned is
+// either placed or stale.
+func (p *Plans) AttemptEnded(root podgroup.Key) { p.Drop(root) }
+
+// Promised returns, per node, the capacity that live plans of trees other than except
+// promised to members still pending (members with a reservation are in the scheduler's
+// snapshot already; deleted ones need nothing).
+func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) map[string]Resources {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]Resources{}
+	for root := range p.byRoot {
+		if root == except {
+			continue
+		}
+		plan := p.liveLocked(root)
+		if plan == nil {
+			continue
+		}
+		for uid, pp := range plan.Pods {
+			if !pending(uid) {
+				continue
+			}
+			r := out[pp.Node]
+			r.Add(pp.Request)
+			out[pp.Node] = r
+		}
+	}
+	return out
+}

@@ -1,0 +1,285 @@
+package podgroup
+
+import (
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Attempts records the scheduler's work on trees: which members hold a reservation (and
+// where they are in Reserve → Permit → bind), and, per root, the current attempt and what
+// follows a failed one (backoff, retry). Everything is keyed by pod UID and by the root the
+// member had when it reserved, so that a member is found again whatever happened to its
+// tree since. It is not safe for concurrent use; the Model serializes access.
+type Attempts struct {
+	byPod   map[types.UID]*Attempt
+	byGroup map[Key]int
+	rounds  map[Key]*Round
+	// outcomes remembers, per group, how its last attempt ended, for its condition.
+	outcomes map[Key]*Outcome
+	// waitingRoots counts roots with members waiting at Permit (a metric).
+	waitingRoots int
+}
+
+// AttemptState is where a member with a reservation is.
+type AttemptState int
+
+const (
+	// Reserved: the member passed Reserve on a node.
+	Reserved AttemptState = iota
+	// Waiting: the member waits at Permit for the rest of its tree.
+	Waiting
+	// Allowed: the member was allowed to bind; its bind is in flight.
+	Allowed
+)
+
+func (s AttemptState) String() string {
+	return [...]string{"reserved", "waiting", "allowed"}[s]
+}
+
+// Attempt is one member holding a reservation.
+type Attempt struct {
+	// Pod is the scheduler's copy: it has the node and identifies the waiting pod.
+	Pod       *v1.Pod
+	Group     Key
+	Root      Key
+	Node      string
+	State     AttemptState
+	WaitStart time.Time
+}
+
+// Round is a root's current attempt and the memory of its last failed one.
+type Round struct {
+	root Key
+	// id numbers the attempts of the root; timers act only on the attempt they were set for.
+	id int
+	// active counts the members of the current attempt that are reserved or waiting; the
+	// attempt ends when none is left (members allowed to bind are done with it).
+	active int
+	// failed are members that fit nowhere during the current attempt, by PodGroup.
+	failed map[types.UID]Key
+	// waiting are the members waiting at Permit.
+	waiting map[types.UID]*Attempt
+	// deadline ends the wait of the current attempt (the earliest of its waiters' timeouts).
+	deadline      time.Time
+	deadlineTimer Timer
+	// backoff is the gang policy of the profile whose member first waited.
+	backoff time.Duration
+	// activated: the tree's pending members were activated on the attempt's first wait.
+	activated bool
+	// unplaceable is why a planner found no place for the tree in this attempt.
+	unplaceable string
+
+	// stalled: the last attempt failed for want of room (or time); a cluster event that
+	// may bring room retries it.
+	stalled      bool
+	backoffUntil time.Time
+	lastFailure  time.Time
+	retryTimer   Timer
+	retryAt      time.Time
+
+	// boundRecorded: the whole tree was seen bound (for the end-to-end latency metric).
+	boundRecorded bool
+}
+
+// Outcome is how a group's last attempt ended, for its condition.
+type Outcome struct {
+	// Failure explains the last failed attempt; cleared when the group is scheduled.
+	Failure string
+	// Partial says which allowed members failed to bind; cleared when the group is whole.
+	Partial string
+}
+
+// NewAttempts returns an empty record.
+func NewAttempts() *Attempts {
+	return &Attempts{
+		byPod:    map[types.UID]*Attempt{},
+		byGroup:  map[Key]int{},
+		rounds:   map[Key]*Round{},
+		outcomes: map[Key]*Outcome{},
+	}
+}
+
+// Of returns the attempt of a pod, nil if it holds no reservation.
+func (as *Attempts) Of(uid types.UID) *Attempt { return as.byPod[uid] }
+
+// Placed counts a PodGroup's members that hold a reservation.
+func (as *Attempts) Placed(k Key) int { return as.byGroup[k] }
+
+// Round returns the round of a root, nil if it has none.
+func (as *Attempts) Round(root Key) *Round { return as.rounds[root] }
+
+// RoundOf returns the round of a root, creating it.
+func (as *Attempts) RoundOf(root Key) *Round {
+	r := as.rounds[root]
+	if r == nil {
+		r = &Round{root: root, failed: map[types.UID]Key{}, waiting: map[types.UID]*Attempt{}}
+		as.rounds[root] = r
+	}
+	return r
+}
+
+// Add records a reservation. The first reservation of a tree starts a new attempt: failures
+// of the previous one are forgotten. It returns true when an attempt starts.
+func (as *Attempts) Add(a *Attempt) bool {
+	if old := as.byPod[a.Pod.UID]; old != nil {
+		as.Remove(a.Pod.UID)
+	}
+	r := as.RoundOf(a.Root)
+	started := r.active == 0
+	if started {
+		r.id++
+		clear(r.failed)
+		r.activated, r.unplaceable = false, ""
+		r.deadline = time.Time{}
+		stopTimer(&r.deadlineTimer)
+	}
+	r.active++
+	delete(r.failed, a.Pod.UID)
+	as.byPod[a.Pod.UID] = a
+	as.byGroup[a.Group]++
+	return started
+}
+
+// Remove forgets a reservation and returns it, nil if the pod held none.
+func (as *Attempts) Remove(uid types.UID) *Attempt {
+	a := as.byPod[uid]
+	if a == nil {
+		return nil
+	}
+	delete(as.byPod, uid)
+	if as.byGroup[a.Group]--; as.byGroup[a.Group] <= 0 {
+		delete(as.byGroup, a.Group)
+	}
+	if r := as.rounds[a.Root]; r != nil {
+		as.unwait(r, uid)
+		if a.State != Allowed {
+			as.deactivate(r)
+		}
+	}
+	return a
+}
+
+// Wait records that an attempt waits at Permit.
+func (as *Attempts) Wait(a *Attempt, now time.Time) {
+	r := as.RoundOf(a.Root)
+	if len(r.waiting) == 0 {
+		as.waitingRoots++
+		metrics.waitingGangs.Set(float64(as.waitingRoots))
+	}
+	a.State, a.WaitStart = Waiting, now
+	r.waiting[a.Pod.UID] = a
+}
+
+// Allow records that an attempt may bind.
+func (as *Attempts) Allow(a *Attempt) {
+	if a.State == Allowed {
+		return
+	}
+	if r := as.rounds[a.Root]; r != nil {
+		as.unwait(r, a.Pod.UID)
+		as.deactivate(r)
+	}
+	a.State, a.WaitStart = Allowed, time.Time{}
+}
+
+func (as *Attempts) deactivate(r *Round) {
+	if r.active--; r.active <= 0 {
+		r.active = 0
+		stopTimer(&r.deadlineTimer)
+		r.deadline = time.Time{}
+	}
+}
+
+// Ended reports whether root has no attempt in progress.
+func (as *Attempts) Ended(root Key) bool {
+	r := as.rounds[root]
+	return r == nil || r.active == 0
+}
+
+func (as *Attempts) unwait(r *Round, uid types.UID) {
+	if _, ok := r.waiting[uid]; !ok {
+		return
+	}
+	delete(r.waiting, uid)
+	if len(r.waiting) == 0 {
+		as.waitingRoots--
+		metrics.waitingGangs.Set(float64(as.waitingRoots))
+	}
+}
+
+// Waiting returns the members of a root waiting at Permit, ordered by pod name.
+func (as *Attempts) Waiting(root Key) []*Attempt {
+	r := as.rounds[root]
+	if r == nil {
+		return nil
+	}
+	out := make([]*Attempt, 0, len(r.waiting))
+	for _, a := range r.waiting {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod.Name < out[j].Pod.Name })
+	return out
+}
+
+// WaitingUIDs returns every pod waiting at Permit.
+func (as *Attempts) WaitingUIDs() []types.UID {
+	var out []types.UID
+	for _, r := range as.rounds {
+		for uid := range r.waiting {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
+// InFlight counts a PodGroup's members allowed to bind whose bind was not seen yet.
+func (as *Attempts) InFlight(k Key) int {
+	n := 0
+	for _, a := range as.byPod {
+		if a.Group == k && a.State == Allowed {
+			n++
+		}
+	}
+	return n
+}
+
+// Outcome returns the outcome record of a group, creating it.
+func (as *Attempts) Outcome(k Key) *Outcome {
+	o := as.outcomes[k]
+	if o == nil {
+		o = &Outcome{}
+		as.outcomes[k] = o
+	}
+	return o
+}
+
+// OutcomeOf returns the outcome of a group's last attempt, zero if none.
+func (as *Attempts) OutcomeOf(k Key) Outcome {
+	if o := as.outcomes[k]; o != nil {
+		return *o
+	}
+	return Outcome{}
+}
+
+// ForgetGroup drops what was recorded about a group that no longer exists.
+func (as *Attempts) ForgetGroup(k Key) {
+	delete(as.outcomes, k)
+	if r := as.rounds[k]; r != nil && r.active == 0 {
+		stopTimer(&r.retryTimer)
+		stopTimer(&r.deadlineTimer)
+		delete(as.rounds, k)
+	}
+}
+
+// Timer is a timer of the model's clock.
+type Timer interface{ Stop() bool }
+
+func stopTimer(t *Timer) {
+	if *t != nil {
+		(*t).Stop()
+		*t = nil
+	}
+}

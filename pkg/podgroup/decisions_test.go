@@ -1,0 +1,526 @@
+package podgroup
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+var bg = klog.Background()
+
+func TestAdmit(t *testing.T) {
+	scheduled := pg("done", 3, "")
+	scheduled.Generation = 1
+	scheduled.Status.Conditions = []metav1.Condition{{Type: "PodGroupInitiallyScheduled", Status: metav1.ConditionTrue, ObservedGeneration: 1}}
+	tests := []struct {
+		name     string
+		objs     []any
+		pods     map[string]int
+		pod      *v1.Pod
+		unseen   bool
+		code     VerdictCode
+		contains string
+	}{
+		{name: "pod without group", pod: func() *v1.Pod { p := pod("x", 0, ""); p.Labels = nil; return p }(), code: NotMember},
+		{name: "pod of another scheduler", pod: func() *v1.Pod { p := pod("x", 0, ""); p.Spec.SchedulerName = "default-scheduler"; return p }(), code: NotMember},
+		{name: "member not seen by the model yet", pod: pod("a", 0, ""), unseen: true, code: Unseen, contains: "waiting for lockstep to observe pod a-0"},
+		{name: "group not created yet", pods: map[string]int{"a": 2}, pod: pod("a", 0, ""), code: MissingGroup,
+			contains: `waiting for PodGroup "a" to be created`},
+		{name: "invalid hierarchy", objs: []any{pg("a", 2, "nope")}, pods: map[string]int{"a": 2}, pod: pod("a", 0, ""),
+			code: Invalid, contains: `parent CompositePodGroup "nope" not found`},
+		{name: "too few pods", objs: []any{pg("a", 3, "")}, pods: map[string]int{"a": 2}, pod: pod("a", 0, ""),
+			code: WaitingForPods, contains: "2 of 3 pods exist"},
+		{name: "enough pods", objs: []any{pg("a", 3, "")}, pods: map[string]int{"a": 3}, pod: pod("a", 0, ""), code: Proceed},
+		{name: "sibling short of pods", objs: []any{cpg("job", 2, ""), pg("s0", 1, "job"), pg("s1", 2, "job")},
+			pods: map[string]int{"s0": 1, "s1": 1}, pod: pod("s0", 0, ""),
+			code: WaitingForPods, contains: "parent job: 1 of 2 child groups ready"},
+		{name: "initially scheduled group: a replacement needs no siblings", objs: []any{scheduled},
+			pods: map[string]int{"done": 1}, pod: pod("done", 0, ""), code: Proceed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, _ := testModel(t)
+			for _, o := range tc.objs {
+				m.OnGroup(nil, o)
+			}
+			for g, n := range tc.pods {
+				addPods(m, g, n)
+			}
+			if !tc.unseen {
+				m.OnPod(nil, tc.pod)
+			}
+			v := m.Admit(bg, tc.pod)
+			if v.Code != tc.code || !strings.Contains(v.Message, tc.contains) {
+				t.Errorf("Admit = %v %q, want %v containing %q", v.Code, v.Message, tc.code, tc.contains)
+			}
+			if v.Code != Proceed && v.Code != NotMember && v.Message == "" {
+				t.Error("a held pod without a reason")
+			}
+		})
+	}
+}
+
+// A pod held because the model had not seen it yet is activated when it does.
+func TestUnseenPodIsActivatedWhenSeen(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 1, ""))
+	p := pod("a", 0, "")
+	if v := m.Admit(bg, p); v.Code != Unseen {
+		t.Fatalf("Admit = %v, want Unseen", v.Code)
+	}
+	m.OnPod(nil, p)
+	if activated, _, _ := rec.take(); !contains(activated, "a-0") {
+		t.Errorf("activated %v, want a-0", activated)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestGangOfThreeBindsTogether(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 3, ""))
+	pods := addPods(m, "a", 4) // one pod more than minCount
+	rec.take()
+	if d := reservePermit(m, pods[0]); d.Allow || d.Timeout != time.Minute+permitGrace {
+		t.Fatalf("first member: %+v, want a wait of the permit timeout (and the grace)", d)
+	}
+	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-1", "a-2", "a-3"}) {
+		t.Errorf("the first wait activates the pending members, got %v", activated)
+	}
+	if d := reservePermit(m, pods[1]); d.Allow {
+		t.Fatalf("second member allowed: %+v", d)
+	}
+	if d := reservePermit(m, pods[2]); !d.Allow {
+		t.Fatalf("third member: %+v, want allowed", d)
+	}
+	if _, allowed, _ := rec.take(); !cmp.Equal(allowed, []string{"a-0", "a-1"}) {
+		t.Errorf("waiting members allowed with the third: %v", allowed)
+	}
+	if !m.index.Get(PodGroupKey("ns", "a")).Scheduled() {
+		t.Error("group not marked scheduled")
+	}
+	// A member beyond minCount binds at once.
+	if d := reservePermit(m, pods[3]); !d.Allow {
+		t.Errorf("fourth member: %+v, want allowed", d)
+	}
+}
+
+// Issue #10 item 1: a waiting member that is deleted stops counting; the scheduler's
+// assumed copy (with a node) never brings it back; a replacement does not make a short gang
+// look complete.
+func TestDeletedWaiterIsNoGhost(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 3, ""))
+	pods := addPods(m, "a", 3)
+	reservePermit(m, pods[0])
+	reservePermit(m, pods[1])
+	m.Fail(bg, pods[2], "0/1 nodes are available: 1 Insufficient cpu", testPolicy) // a-2 can never fit
+	rec.take()
+	// a-0 is deleted; the scheduler rejects it and calls Unreserve with its assumed copy, and
+	// the model's own delete event comes after.
+	m.Unreserve(bg, assumed(pods[0], "n1"))
+	m.OnPodDelete(pods[0])
+	replacement := pod("a", 9, "")
+	m.OnPod(nil, replacement)
+	if d := reservePermit(m, replacement); d.Allow {
+		t.Fatalf("replacement allowed: two live pods for minCount 3")
+	}
+	if _, allowed, _ := rec.take(); len(allowed) != 0 {
+		t.Errorf("allowed %v with two live pods for minCount 3", allowed)
+	}
+	if got := m.members.Known(PodGroupKey("ns", "a")); got != 3 {
+		t.Errorf("known members %d, want 3 (a-1, a-2, a-9)", got)
+	}
+}
+
+// Issue #10 item 2: a CompositePodGroup deleted while a member waits, then created again with
+// new pods: no stale waiter, no panic; the waiter is released with a reason.
+func TestTreeRecreatedUnderAWaiter(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, cpg("job", 1, ""))
+	m.OnGroup(nil, pg("s0", 2, "job"))
+	pods := addPods(m, "s0", 2)
+	reservePermit(m, pods[0])
+	rec.take()
+	m.OnGroupDelete(cpg("job", 1, ""))
+	if _, _, rejected := rec.take(); !strings.Contains(rejected["s0-0"], "tree of PodGroup s0 changed") {
+		t.Errorf("waiter not released when its tree lost its root: %v", rejected)
+	}
+	m.Unreserve(bg, assumed(pods[0], "n1")) // the framework's Unreserve after the rejection
+	if len(m.Waiters()) != 0 {
+		t.Fatalf("stale waiters %v", m.Waiters())
+	}
+	m.OnGroup(nil, cpg("job", 1, ""))
+	more := []*v1.Pod{pod("s0", 5, ""), pod("s0", 6, "")}
+	for _, p := range more {
+		m.OnPod(nil, p)
+	}
+	reservePermit(m, pods[0])
+	if d := reservePermit(m, pods[1]); !d.Allow {
+		t.Errorf("tree recreated: %+v, want allowed", d)
+	}
+}
+
+// Issue #10 item 5: a waiter the framework already let go (its pod deleted, the model's
+// delete event not seen yet) is not counted by a concurrent Permit.
+func TestRejectedWaiterIsNotCounted(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 3, ""))
+	pods := addPods(m, "a", 3)
+	reservePermit(m, pods[0])
+	reservePermit(m, pods[1])
+	rec.take()
+	rec.gone.Insert(pods[0].UID) // deleted: gone from the scheduler's cache
+	if d := reservePermit(m, pods[2]); d.Allow {
+		t.Fatalf("allowed with a deleted waiter counted")
+	}
+	if _, allowed, _ := rec.take(); len(allowed) != 0 {
+		t.Errorf("allowed %v", allowed)
+	}
+	// Bound members are checked too.
+	m2, _, rec2 := testModel(t)
+	m2.OnGroup(nil, pg("b", 2, ""))
+	bound := pod("b", 0, "n1")
+	m2.OnPod(nil, bound)
+	p := pod("b", 1, "")
+	m2.OnPod(nil, p)
+	rec2.gone.Insert(bound.UID)
+	if d := reservePermit(m2, p); d.Allow {
+		t.Error("allowed counting a bound member the scheduler's cache shows deleted")
+	}
+}
+
+// Issue #10 item 3: once a group was initially scheduled, retried and replacement members
+// bind one by one; the group's minimum raised asks for the gang again.
+func TestScheduledGroupSchedulesReplacementsAlone(t *testing.T) {
+	m, _, _ := testModel(t)
+	g := pg("a", 4, "")
+	m.OnGroup(nil, g)
+	pods := addPods(m, "a", 4)
+	for _, p := range pods {
+		reservePermit(m, p)
+	}
+	for _, p := range pods {
+		m.OnPod(p, assumed(p, "n1"))
+	}
+	// Three completed (gone from the informer), one failed and was replaced.
+	for _, p := range pods {
+		m.OnPodDelete(assumed(p, "n1"))
+	}
+	retry := pod("a", 7, "")
+	m.OnPod(nil, retry)
+	if v := m.Admit(bg, retry); v.Code != Proceed {
+		t.Fatalf("Admit of a retry = %v %q, want Proceed", v.Code, v.Message)
+	}
+	if d := reservePermit(m, retry); !d.Allow {
+		t.Fatalf("Permit of a retry = %+v, want allowed alone", d)
+	}
+	// minCount raised (an elastic scale-up): no further binding until it is met.
+	raised := g.DeepCopy()
+	raised.Spec.SchedulingPolicy.Gang.MinCount = 6
+	raised.Generation = 2
+	m.OnGroup(g, raised)
+	extra := pod("a", 8, "")
+	m.OnPod(nil, extra)
+	if v := m.Admit(bg, extra); v.Code != WaitingForPods {
+		t.Errorf("Admit after minCount raised = %v, want WaitingForPods", v.Code)
+	}
+}
+
+// minCount lowered while members wait: they are allowed at once.
+func TestMinCountLoweredAllowsWaiters(t *testing.T) {
+	m, _, rec := testModel(t)
+	g := pg("a", 3, "")
+	m.OnGroup(nil, g)
+	pods := addPods(m, "a", 3)
+	reservePermit(m, pods[0])
+	reservePermit(m, pods[1])
+	rec.take()
+	lowered := g.DeepCopy()
+	lowered.Spec.SchedulingPolicy.Gang.MinCount = 2
+	m.OnGroup(g, lowered)
+	if _, allowed, _ := rec.take(); !cmp.Equal(allowed, []string{"a-0", "a-1"}) {
+		t.Errorf("allowed %v, want both waiters", allowed)
+	}
+}
+
+// A member deleted while its siblings wait: if the tree can no longer be ready with the pods
+// that exist, the waiters are released at once (no backoff); if a replacement already
+// exists, they keep waiting and the replacement joins the attempt.
+func TestDeletedMemberReleasesWaitersOnlyWhenHopeless(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 3, ""))
+	pods := addPods(m, "a", 3)
+	reservePermit(m, pods[0])
+	reservePermit(m, pods[1])
+	spare := pod("a", 9, "")
+	m.OnPod(nil, spare)
+	rec.take()
+	m.OnPodDelete(pods[2])
+	if _, _, rejected := rec.take(); len(rejected) != 0 {
+		t.Fatalf("released %v though a replacement exists", rejected)
+	}
+	if d := reservePermit(m, spare); !d.Allow {
+		t.Fatalf("the replacement joins the attempt: %+v", d)
+	}
+
+	m2, _, rec2 := testModel(t)
+	m2.OnGroup(nil, pg("b", 3, ""))
+	pods = addPods(m2, "b", 3)
+	reservePermit(m2, pods[0])
+	reservePermit(m2, pods[1])
+	rec2.take()
+	m2.OnPodDelete(pods[2])
+	_, _, rejected := rec2.take()
+	if len(rejected) != 2 || !strings.Contains(rejected["b-0"], "2 of 3 pods exist") {
+		t.Fatalf("waiters released %v, want both, saying what the gang lacks", rejected)
+	}
+	if v := m2.Check(bg, pods[0]); v.Code == BackingOff {
+		t.Error("a tree short of pods backs off: no backoff is due")
+	}
+}
+
+// The model ends a wait itself at the deadline, under its lock, before the framework's own
+// timeout: every waiter is rejected together and the tree backs off.
+func TestDeadlineRejectsTheTree(t *testing.T) {
+	m, clk, rec := testModel(t)
+	g := pg("a", 3, "")
+	g.Spec.ScheduleTimeoutSeconds = ptr.To[int32](7)
+	m.OnGroup(nil, g)
+	pods := addPods(m, "a", 3)
+	d := reservePermit(m, pods[0])
+	if d.Timeout != 7*time.Second+permitGrace {
+		t.Errorf("framework timeout %s, want 7s and the grace", d.Timeout)
+	}
+	clk.Step(3 * time.Second)
+	reservePermit(m, pods[1])
+	rec.take()
+	clk.Step(4 * time.Second)
+	_, _, rejected := rec.take()
+	if len(rejected) != 2 || !strings.Contains(rejected["a-1"], "timed out after 7s waiting for the gang: 2 of 3 pods placed") {
+		t.Fatalf("rejected %v, want both waiters at the first one's deadline", rejected)
+	}
+	if len(m.Waiters()) != 0 {
+		t.Errorf("waiters left: %v", m.Waiters())
+	}
+	if v := m.Check(bg, pods[2]); v.Code != BackingOff {
+		t.Errorf("Check after a timeout = %v, want BackingOff", v.Code)
+	}
+	if c, _ := m.Condition(PodGroupKey("ns", "a")); !strings.Contains(c.Message, "timed out") {
+		t.Errorf("condition %q, want the timeout", c.Message)
+	}
+}
+
+func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 3, ""))
+	pods := addPods(m, "a", 3)
+	reservePermit(m, pods[0])
+	reservePermit(m, pods[1])
+	rec.take()
+	msg := m.Fail(bg, pods[2], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	want := "cannot fit: 2 of 3 pods placed; pod a-2: 0/1 nodes are available: 1 Insufficient cpu"
+	if msg != want {
+		t.Errorf("message %q, want %q", msg, want)
+	}
+	if _, _, rejected := rec.take(); len(rejected) != 2 || rejected["a-0"] != want {
+		t.Errorf("rejected %v", rejected)
+	}
+	for _, p := range pods[:2] {
+		m.Unreserve(bg, assumed(p, "n1"))
+	}
+	if v := m.Check(bg, pods[0]); v.Code != BackingOff {
+		t.Errorf("Check during backoff = %v, want BackingOff", v.Code)
+	}
+	// With no news, the tree is retried when the backoff ends.
+	clk.Step(10 * time.Second)
+	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-0", "a-1", "a-2"}) {
+		t.Errorf("retry after backoff activates %v, want all 3 members", activated)
+	}
+	if v := m.Check(bg, pods[0]); v.Code != Proceed {
+		t.Errorf("Check after backoff = %v, want Proceed", v.Code)
+	}
+	if c, _ := m.Condition(PodGroupKey("ns", "a")); c.Message != want {
+		t.Errorf("condition %q, want the failure", c.Message)
+	}
+}
+
+// Backoff stops hot loops, not news: an event that may let a failed tree fit retries it
+// at once (no sooner than the retry floor after its failure).
+func TestNewsRetriesAFailedTreeNow(t *testing.T) {
+	news := map[string]func(m *Model){
+		"node added":           func(m *Model) { m.OnCapacity("node added") },
+		"bound pod deleted":    func(m *Model) { m.OnPodDelete(pod("other", 0, "n1")) },
+		"member created":       func(m *Model) { m.OnPod(nil, pod("a", 9, "")) },
+		"group edited":         func(m *Model) { m.OnGroup(pg("a", 3, ""), pg("a", 2, "")) },
+		"another group edited": nil,
+	}
+	for name, event := range news {
+		t.Run(name, func(t *testing.T) {
+			m, clk, rec := testModel(t)
+			m.OnGroup(nil, pg("a", 3, ""))
+			pods := addPods(m, "a", 3)
+			m.Fail(bg, pods[0], "no room", testPolicy)
+			rec.take()
+			clk.Step(2 * time.Second) // past the retry floor, well within the backoff
+			if event == nil {
+				m.OnGroup(nil, pg("unrelated", 1, ""))
+				if activated, _, _ := rec.take(); len(activated) != 0 {
+					t.Errorf("an unrelated change retried the tree: %v", activated)
+				}
+				return
+			}
+			event(m)
+			activated, _, _ := rec.take()
+			if !contains(activated, "a-0") || !contains(activated, "a-1") {
+				t.Errorf("activated %v, want the tree's members", activated)
+			}
+			if v := m.Check(bg, pods[0]); v.Code != Proceed {
+				t.Errorf("Check after news = %v %q, want Proceed", v.Code, v.Message)
+			}
+		})
+	}
+	// Within the retry floor, the retry waits for the floor.
+	m, clk, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 3, ""))
+	pods := addPods(m, "a", 3)
+	m.Fail(bg, pods[0], "no room", testPolicy)
+	rec.take()
+	m.OnCapacity("node added")
+	if activated, _, _ := rec.take(); len(activated) != 0 {
+		t.Errorf("retried within the floor: %v", activated)
+	}
+	clk.Step(DefaultRetryFloor)
+	if activated, _, _ := rec.take(); len(activated) != 3 {
+		t.Errorf("retry at the floor activated %v, want the 3 members", activated)
+	}
+}
+
+func TestFailKeepsGangThatCanStillBeReady(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 2, ""))
+	pods := addPods(m, "a", 3)
+	reservePermit(m, pods[0])
+	rec.take()
+	if msg := m.Fail(bg, pods[1], "no room", testPolicy); msg != "" {
+		t.Errorf("failure %q, want none: a-0 and a-2 can still make minCount 2", msg)
+	}
+	m.Fail(bg, pods[2], "no room", testPolicy)
+	if _, _, rejected := rec.take(); len(rejected) != 1 {
+		t.Errorf("rejected %v, want a-0 once two of three failed", rejected)
+	}
+}
+
+func TestFailInOneShardReleasesOnlyThatShard(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, cpg("job", 2, ""))
+	for _, s := range []string{"s0", "s1", "s2"} {
+		m.OnGroup(nil, pg(s, 2, "job"))
+	}
+	s0, s1, s2 := addPods(m, "s0", 2), addPods(m, "s1", 2), addPods(m, "s2", 2)
+	for _, p := range []*v1.Pod{s0[0], s1[0], s2[0]} {
+		if d := reservePermit(m, p); d.Allow {
+			t.Fatalf("%s allowed early", p.Name)
+		}
+	}
+	rec.take()
+	m.Fail(bg, s1[1], "no room", testPolicy)
+	if _, _, rejected := rec.take(); len(rejected) != 1 || rejected["s1-0"] == "" {
+		t.Fatalf("rejected %v, want only s1-0", rejected)
+	}
+	if v := m.Check(bg, s0[1]); v.Code != Proceed {
+		t.Errorf("a shard failing backs the tree off: %v", v.Code)
+	}
+	if d := reservePermit(m, s0[1]); d.Allow {
+		t.Fatalf("one ready shard must not be enough for minGroupCount 2")
+	}
+	if d := reservePermit(m, s2[1]); !d.Allow {
+		t.Fatalf("two ready shards: %+v, want allowed", d)
+	}
+	if _, allowed, _ := rec.take(); !cmp.Equal(allowed, []string{"s0-0", "s0-1", "s2-0"}) {
+		t.Errorf("allowed %v", allowed)
+	}
+}
+
+// A member allowed to bind whose bind fails leaves its gang partially bound: the condition
+// says so (never True while a bind is in flight), and the member is retried alone.
+func TestPartialBindIsReported(t *testing.T) {
+	m, _, _ := testModel(t)
+	m.OnGroup(nil, pg("a", 3, ""))
+	pods := addPods(m, "a", 3)
+	for _, p := range pods {
+		reservePermit(m, p)
+	}
+	if _, ok := m.Condition(PodGroupKey("ns", "a")); ok {
+		t.Error("a condition while binds are in flight")
+	}
+	m.OnPod(pods[0], assumed(pods[0], "n1"))
+	m.OnPod(pods[1], assumed(pods[1], "n1"))
+	m.Unreserve(bg, assumed(pods[2], "n1")) // a webhook refused the binding
+	c, _ := m.Condition(PodGroupKey("ns", "a"))
+	if c.Reason != "PartiallyBound" || !strings.Contains(c.Message, "partially bound: 2 of 3 pods bound") {
+		t.Fatalf("condition %+v, want PartiallyBound", c)
+	}
+	if d := reservePermit(m, pods[2]); !d.Allow {
+		t.Fatalf("retry of the member that failed to bind: %+v, want allowed alone", d)
+	}
+	m.OnPod(pods[2], assumed(pods[2], "n1"))
+	if c, _ := m.Condition(PodGroupKey("ns", "a")); c.Reason != "Scheduled" {
+		t.Errorf("condition %+v once all bound, want Scheduled", c)
+	}
+}
+
+// A restarted scheduler finds the group scheduled from its condition, and counts bound pods.
+func TestRestartRebuildsFromTheCluster(t *testing.T) {
+	m, _, _ := testModel(t)
+	g := pg("a", 2, "")
+	m.OnGroup(nil, g)
+	m.OnPod(nil, pod("a", 0, "n1"))
+	m.OnPod(nil, pod("a", 1, "n2"))
+	if !m.index.Get(PodGroupKey("ns", "a")).Scheduled() {
+		t.Error("a group whose minimum is bound is scheduled")
+	}
+	if c, _ := m.Condition(PodGroupKey("ns", "a")); c.Reason != "Scheduled" {
+		t.Errorf("condition %+v, want Scheduled", c)
+	}
+}
+
+// QueueSort orders a tree by its root's priorityClassName, else its pods' priority.
+func TestSortKeyUsesTheGroupsPriority(t *testing.T) {
+	m, _, _ := testModel(t)
+	client := kubefake.NewClientset(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Value: 1000})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	pcs := factory.Scheduling().V1().PriorityClasses()
+	_ = pcs.Informer().GetStore().Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Value: 1000})
+	m.priorityLister = pcs.Lister()
+	prod := pg("prod", 1, "")
+	prod.Spec.PriorityClassName = "prod"
+	m.OnGroup(nil, prod)
+	m.OnGroup(nil, pg("plain", 1, ""))
+	p1, p2 := pod("prod", 0, ""), pod("plain", 0, "")
+	p2.Spec.Priority = ptr.To[int32](5)
+	m.OnPod(nil, p1)
+	m.OnPod(nil, p2)
+	if prio, _, _, ok := m.SortKey(p1); !ok || prio != 1000 {
+		t.Errorf("priority %d, want the group's 1000", prio)
+	}
+	if prio, _, _, ok := m.SortKey(p2); !ok || prio != 5 {
+		t.Errorf("priority %d, want the pod's 5", prio)
+	}
+}

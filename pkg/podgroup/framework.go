@@ -1,0 +1,107 @@
+package podgroup
+
+import (
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Frameworks is the Scheduler of a kube-scheduler: the frameworks of the profiles the model
+// serves (one queue for all of them, a map of waiting pods per profile) and the scheduler's
+// pod cache.
+type Frameworks struct {
+	mu      sync.Mutex
+	handles map[string]fwk.Handle
+	// plugin is the Permit plugin whose waits the model ends.
+	plugin string
+	pods   corelisters.PodLister
+}
+
+var _ Scheduler = &Frameworks{}
+
+// NewFrameworks returns a Scheduler that allows and rejects pods waiting on plugin.
+func NewFrameworks(plugin string, pods corelisters.PodLister) *Frameworks {
+	return &Frameworks{handles: map[string]fwk.Handle{}, plugin: plugin, pods: pods}
+}
+
+// Add registers the framework of a profile.
+func (f *Frameworks) Add(h fwk.Handle) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handles[h.ProfileName()] = h
+}
+
+func (f *Frameworks) handle(profile string) fwk.Handle {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h, ok := f.handles[profile]; ok {
+		return h
+	}
+	for _, h := range f.handles {
+		return h // the scheduling queue is shared by every profile
+	}
+	return nil
+}
+
+// Activate moves pods to the active queue.
+func (f *Frameworks) Activate(logger klog.Logger, pods []*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	h := f.handle(pods[0].Spec.SchedulerName)
+	if h == nil {
+		return
+	}
+	byKey := make(map[string]*v1.Pod, len(pods))
+	for _, p := range pods {
+		byKey[p.Namespace+"/"+p.Name] = p
+	}
+	h.Activate(logger, byKey)
+}
+
+// Allow lets a waiting pod bind.
+func (f *Frameworks) Allow(pod *v1.Pod) {
+	f.onWaiting(pod, func(wp fwk.WaitingPod) { wp.Allow(f.plugin) })
+}
+
+// Reject refuses a waiting pod.
+func (f *Frameworks) Reject(pod *v1.Pod, msg string) {
+	f.onWaiting(pod, func(wp fwk.WaitingPod) { wp.Reject(f.plugin, msg) })
+}
+
+// onWaiting applies fn to the pod's entry in its profile's waiting pods. The framework
+// registers a pod as waiting just after Permit returns: a decision made in between (by
+// another event) finds no entry yet, so it is retried briefly.
+func (f *Frameworks) onWaiting(pod *v1.Pod, fn func(fwk.WaitingPod)) {
+	h := f.handle(pod.Spec.SchedulerName)
+	if h == nil {
+		return
+	}
+	if wp := h.GetWaitingPod(pod.UID); wp != nil {
+		fn(wp)
+		return
+	}
+	go func() {
+		for range 100 {
+			time.Sleep(10 * time.Millisecond)
+			if wp := h.GetWaitingPod(pod.UID); wp != nil {
+				fn(wp)
+				return
+			}
+		}
+	}()
+}
+
+// Live reports whether a pod exists and is not being deleted, from the scheduler's pod cache
+// (updated before any event handler runs, so ahead of the model).
+func (f *Frameworks) Live(pod *v1.Pod) bool {
+	if f.pods == nil {
+		return true
+	}
+	cur, err := f.pods.Pods(pod.Namespace).Get(pod.Name)
+	return err == nil && cur.UID == pod.UID && !terminated(cur)
+}

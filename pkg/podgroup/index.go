@@ -1,0 +1,470 @@
+package podgroup
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+)
+
+// Index holds the PodGroups and CompositePodGroups the model has observed and the trees they
+// form. Children are found from their parent pointers, as upstream does: an entry exists
+// while its object exists or while children name it as their parent, so that children
+// created before their parent are linked the moment it appears. The Index knows nothing of
+// pods. It is not safe for concurrent use; the Model serializes access.
+type Index struct {
+	entries map[Key]*Group
+}
+
+// Group is the Index's entry for one PodGroup or CompositePodGroup.
+type Group struct {
+	key Key
+	pg  *v1alpha1.PodGroup          // set while a PodGroup of this key exists
+	cpg *v1alpha1.CompositePodGroup // set while a CompositePodGroup of this key exists
+	// children are the groups whose parentCompositePodGroupName names this group.
+	children sets.Set[Key]
+	// problem is why the group's hierarchy or spec cannot be scheduled ("" when valid).
+	problem string
+	// scheduled: the group's requirement was met once and its pods were allowed to bind
+	// (PodGroupInitiallyScheduled True, restored from the object after a restart);
+	// scheduledMin is the minimum it met then.
+	scheduled    bool
+	scheduledMin int
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index { return &Index{entries: map[Key]*Group{}} }
+
+// Key returns the group's key.
+func (g *Group) Key() Key { return g.key }
+
+// Exists reports whether the group's object has been observed.
+func (g *Group) Exists() bool { return g != nil && (g.pg != nil || g.cpg != nil) }
+
+// Problem is why the group cannot be scheduled as written, or "".
+func (g *Group) Problem() string { return g.problem }
+
+// Scheduled reports whether the group was initially scheduled and still covers its current
+// minimum: its members then schedule one by one. A minimum raised since asks for the gang
+// again.
+func (g *Group) Scheduled() bool { return g.scheduled && g.Minimum() <= g.scheduledMin }
+
+// ParentKey returns the key of the CompositePodGroup the group names as its parent.
+func (g *Group) ParentKey() (Key, bool) {
+	var p *string
+	switch {
+	case g.pg != nil:
+		p = g.pg.Spec.ParentCompositePodGroupName
+	case g.cpg != nil:
+		p = g.cpg.Spec.ParentCompositePodGroupName
+	}
+	if p == nil || *p == "" {
+		return Key{}, false
+	}
+	return CompositePodGroupKey(g.key.Namespace, *p), true
+}
+
+// Minimum is minCount for a PodGroup, minGroupCount for a CompositePodGroup; 1 for basic.
+func (g *Group) Minimum() int {
+	switch {
+	case g.pg != nil && g.pg.Spec.SchedulingPolicy.Gang != nil:
+		return int(g.pg.Spec.SchedulingPolicy.Gang.MinCount)
+	case g.cpg != nil && g.cpg.Spec.SchedulingPolicy.Gang != nil:
+		return int(g.cpg.Spec.SchedulingPolicy.Gang.MinGroupCount)
+	}
+	return 1
+}
+
+// IsGang reports whether the group has the gang policy.
+func (g *Group) IsGang() bool {
+	return (g.pg != nil && g.pg.Spec.SchedulingPolicy.Gang != nil) ||
+		(g.cpg != nil && g.cpg.Spec.SchedulingPolicy.Gang != nil)
+}
+
+// CreationTime of the group object; zero if not observed.
+func (g *Group) CreationTime() time.Time {
+	switch {
+	case g.pg != nil:
+		return g.pg.CreationTimestamp.Time
+	case g.cpg != nil:
+		return g.cpg.CreationTimestamp.Time
+	}
+	return time.Time{}
+}
+
+// Topology returns the group's topology constraints.
+func (g *Group) Topology() []v1alpha1.TopologyConstraint {
+	var c *v1alpha1.SchedulingConstraints
+	switch {
+	case g.pg != nil:
+		c = g.pg.Spec.SchedulingConstraints
+	case g.cpg != nil:
+		c = g.cpg.Spec.SchedulingConstraints
+	}
+	if c == nil {
+		return nil
+	}
+	return c.Topology
+}
+
+// ScheduleTimeout is a PodGroup's spec.scheduleTimeoutSeconds, if set.
+func (g *Group) ScheduleTimeout() (time.Duration, bool) {
+	if g.pg == nil || g.pg.Spec.ScheduleTimeoutSeconds == nil {
+		return 0, false
+	}
+	return time.Duration(*g.pg.Spec.ScheduleTimeoutSeconds) * time.Second, true
+}
+
+// PriorityClassName is the group's spec.priorityClassName.
+func (g *Group) PriorityClassName() string {
+	switch {
+	case g.pg != nil:
+		return g.pg.Spec.PriorityClassName
+	case g.cpg != nil:
+		return g.cpg.Spec.PriorityClassName
+	}
+	return ""
+}
+
+// UID is the UID of the group's object, "" while it does not exist.
+func (g *Group) UID() types.UID {
+	switch {
+	case g.pg != nil:
+		return g.pg.UID
+	case g.cpg != nil:
+		return g.cpg.UID
+	}
+	return ""
+}
+
+// Generation is the generation of the group's object.
+func (g *Group) Generation() int64 {
+	switch {
+	case g.pg != nil:
+		return g.pg.Generation
+	case g.cpg != nil:
+		return g.cpg.Generation
+	}
+	return 0
+}
+
+// Object returns the group's object, nil while it does not exist.
+func (g *Group) Object() runtime.Object {
+	switch {
+	case g.pg != nil:
+		return g.pg
+	case g.cpg != nil:
+		return g.cpg
+	}
+	return nil
+}
+
+// scheduledAsWritten reports whether an object says it was initially scheduled with the spec
+// it has now (the condition is True and observed the current generation). A group scheduled
+// under an older spec (its minimum changed since) is judged by its pods instead.
+func scheduledAsWritten(conditions []metav1.Condition, generation int64) bool {
+	c := meta.FindStatusCondition(conditions, v1alpha1.PodGroupInitiallyScheduled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
+}
+
+// KeyOfObject returns the key of a PodGroup or CompositePodGroup object.
+func KeyOfObject(obj any) (Key, bool) {
+	switch o := obj.(type) {
+	case *v1alpha1.PodGroup:
+		return PodGroupKey(o.Namespace, o.Name), true
+	case *v1alpha1.CompositePodGroup:
+		return CompositePodGroupKey(o.Namespace, o.Name), true
+	}
+	return Key{}, false
+}
+
+// Get returns the entry of k, nil if there is none.
+func (ix *Index) Get(k Key) *Group { return ix.entries[k] }
+
+// Keys returns every key of the index.
+func (ix *Index) Keys() []Key {
+	out := make([]Key, 0, len(ix.entries))
+	for k := range ix.entries {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (ix *Index) getOrCreate(k Key) *Group {
+	g := ix.entries[k]
+	if g == nil {
+		g = &Group{key: k, children: sets.New[Key]()}
+		ix.entries[k] = g
+	}
+	return g
+}
+
+// Upsert records a group object; it returns the tops whose subtrees the change can affect
+// (see TopOf), for the caller to refresh. A group whose object says it was initially
+// scheduled is scheduled here too: a restarted scheduler does not gate its replacements.
+func (ix *Index) Upsert(obj any) []Key {
+	k, ok := KeyOfObject(obj)
+	if !ok {
+		return nil
+	}
+	g := ix.getOrCreate(k)
+	affected := []Key{ix.TopOf(k)}
+	ix.unlinkParent(g)
+	var conditions []metav1.Condition
+	switch o := obj.(type) {
+	case *v1alpha1.PodGroup:
+		g.pg = o
+		conditions = o.Status.Conditions
+	case *v1alpha1.CompositePodGroup:
+		g.cpg = o
+		conditions = o.Status.Conditions
+	}
+	ix.entries[k] = g // unlinkParent may have dropped a self-parented entry
+	ix.linkParent(g)
+	if !g.scheduled && scheduledAsWritten(conditions, g.Generation()) {
+		g.scheduled, g.scheduledMin = true, g.Minimum()
+	}
+	return append(affected, ix.TopOf(k))
+}
+
+// Delete forgets a group object; it returns the tops to refresh. The group's children keep
+// their entry (they now name a missing parent) and the group forgets that it was scheduled:
+// a group created again under the same name starts over.
+func (ix *Index) Delete(obj any) []Key {
+	k, ok := KeyOfObject(obj)
+	if !ok {
+		return nil
+	}
+	g := ix.entries[k]
+	if g == nil {
+		return nil
+	}
+	affected := []Key{ix.TopOf(k)}
+	ix.unlinkParent(g)
+	g.pg, g.cpg = nil, nil
+	g.scheduled, g.scheduledMin, g.problem = false, 0, ""
+	affected = append(affected, k)
+	ix.dropIfUnused(k)
+	return affected
+}
+
+func (ix *Index) linkParent(g *Group) {
+	if pk, ok := g.ParentKey(); ok {
+		ix.getOrCreate(pk).children.Insert(g.key)
+	}
+}
+
+func (ix *Index) unlinkParent(g *Group) {
+	if pk, ok := g.ParentKey(); ok {
+		if p := ix.entries[pk]; p != nil {
+			p.children.Delete(g.key)
+			ix.dropIfUnused(pk)
+		}
+	}
+}
+
+// dropIfUnused forgets an entry nothing refers to any more.
+func (ix *Index) dropIfUnused(k Key) {
+	if g := ix.entries[k]; g != nil && !g.Exists() && len(g.children) == 0 {
+		delete(ix.entries, k)
+	}
+}
+
+// MarkScheduled records that the group's requirement was met with the pods it has now.
+func (ix *Index) MarkScheduled(k Key) bool {
+	g := ix.entries[k]
+	if g == nil || !g.Exists() || g.Scheduled() {
+		return false
+	}
+	g.scheduled, g.scheduledMin = true, g.Minimum()
+	return true
+}
+
+// Validator returns why a group's topology constraints cannot be honored, or "".
+type Validator func(k Key, topology []v1alpha1.TopologyConstraint) string
+
+// Revalidate recomputes the problems of the subtree of top (hierarchy first, then every
+// validator) and returns the groups whose problem changed.
+func (ix *Index) Revalidate(top Key, validators []Validator) []Key {
+	var changed []Key
+	for _, k := range ix.Subtree(top) {
+		g := ix.entries[k]
+		problem := ""
+		if g.Exists() {
+			problem = ix.hierarchyProblem(k)
+			for _, v := range validators {
+				if problem != "" {
+					break
+				}
+				problem = v(k, g.Topology())
+			}
+		}
+		if problem != g.problem {
+			g.problem = problem
+			changed = append(changed, k)
+		}
+	}
+	return changed
+}
+
+// hierarchyProblem returns why the group's chain of parents is invalid, or "" if it is valid.
+// It walks up from k: a parent that does not exist, a parent that is a PodGroup, a cycle or
+// a chain deeper than v1alpha1.MaxTreeDepth make every group below them invalid.
+func (ix *Index) hierarchyProblem(k Key) string {
+	path := []Key{k}
+	cur := ix.entries[k]
+	for cur != nil {
+		pk, ok := cur.ParentKey()
+		if !ok {
+			break
+		}
+		for i, seen := range path {
+			if seen == pk {
+				return "cycle: " + joinNames(append(path[i:], pk))
+			}
+		}
+		path = append(path, pk)
+		parent := ix.entries[pk]
+		if !parent.Exists() {
+			if ix.entries[PodGroupKey(pk.Namespace, pk.Name)].Exists() {
+				return fmt.Sprintf("parent %q is a PodGroup; parentCompositePodGroupName must name a CompositePodGroup", pk.Name)
+			}
+			return fmt.Sprintf("parent CompositePodGroup %q not found", pk.Name)
+		}
+		if len(path) > v1alpha1.MaxTreeDepth {
+			return fmt.Sprintf("tree too deep: %s has more than %d levels", joinNames(reverse(path)), v1alpha1.MaxTreeDepth)
+		}
+		cur = parent
+	}
+	return ""
+}
+
+// RootOf returns the root of k's tree; false while k or an ancestor is missing or invalid.
+func (ix *Index) RootOf(k Key) (Key, bool) {
+	for i := 0; i <= v1alpha1.MaxTreeDepth; i++ {
+		g := ix.entries[k]
+		if !g.Exists() || g.problem != "" {
+			return Key{}, false
+		}
+		pk, ok := g.ParentKey()
+		if !ok {
+			return k, true
+		}
+		k = pk
+	}
+	return Key{}, false
+}
+
+// Path returns k and its ancestors up to the root (k first); false while k's hierarchy is
+// invalid.
+func (ix *Index) Path(k Key) ([]Key, bool) {
+	var out []Key
+	for i := 0; i <= v1alpha1.MaxTreeDepth; i++ {
+		g := ix.entries[k]
+		if !g.Exists() || g.problem != "" {
+			return nil, false
+		}
+		out = append(out, k)
+		pk, ok := g.ParentKey()
+		if !ok {
+			return out, true
+		}
+		k = pk
+	}
+	return nil, false
+}
+
+// TopOf returns the highest group reachable from k by following parents, stopping at a root,
+// a missing parent or a repetition. Refreshing the subtree of TopOf(k) covers every group
+// whose validity or readiness a change at k can affect.
+func (ix *Index) TopOf(k Key) Key {
+	seen := map[Key]bool{k: true}
+	for {
+		g := ix.entries[k]
+		if g == nil {
+			return k
+		}
+		pk, ok := g.ParentKey()
+		if !ok || seen[pk] || ix.entries[pk] == nil {
+			return k
+		}
+		seen[pk] = true
+		k = pk
+	}
+}
+
+// Subtree returns k and every group below it, parents before children, children in key
+// order.
+func (ix *Index) Subtree(k Key) []Key {
+	var out []Key
+	seen := map[Key]bool{}
+	var walk func(Key)
+	walk = func(k Key) {
+		if seen[k] || ix.entries[k] == nil {
+			return
+		}
+		seen[k] = true
+		out = append(out, k)
+		for _, c := range sortedKeys(ix.entries[k].children) {
+			walk(c)
+		}
+	}
+	walk(k)
+	return out
+}
+
+// PodGroupsOf returns the PodGroups of the subtree of k.
+func (ix *Index) PodGroupsOf(k Key) []Key {
+	var out []Key
+	for _, key := range ix.Subtree(k) {
+		if key.Kind == KindPodGroup {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// Children returns the valid, existing children of k in key order.
+func (ix *Index) Children(k Key) []Key {
+	g := ix.entries[k]
+	if g == nil {
+		return nil
+	}
+	var out []Key
+	for _, c := range sortedKeys(g.children) {
+		if cg := ix.entries[c]; cg.Exists() && cg.problem == "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func sortedKeys(s sets.Set[Key]) []Key {
+	out := s.UnsortedList()
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+func joinNames(keys []Key) string {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name
+	}
+	return strings.Join(names, " → ")
+}
+
+func reverse(keys []Key) []Key {
+	out := make([]Key, len(keys))
+	for i, k := range keys {
+		out[len(keys)-1-i] = k
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+package podgroup
+
+import (
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Members is the one record of which pods belong to which PodGroup, keyed by pod UID. It is
+// fed by informer events only: the copy of a pod the scheduler works on (assumed, with a
+// node) never adds a member or brings a deleted one back. Pods that are terminating or
+// terminated are not members. It is not safe for concurrent use; the Model serializes
+// access.
+type Members struct {
+	byUID   map[types.UID]*Member
+	byGroup map[Key]map[types.UID]*Member
+	bound   map[Key]int
+	// ran counts members that completed (a Job's succeeded pods): they are gone from the
+	// scheduler's pod informer, but they ran.
+	ran map[Key]int
+}
+
+// Member is one pod of a PodGroup, as the informer last showed it.
+type Member struct {
+	Pod   *v1.Pod
+	Group Key
+}
+
+// Bound reports whether the member has a node.
+func (m *Member) Bound() bool { return m.Pod.Spec.NodeName != "" }
+
+// NewMembers returns an empty record.
+func NewMembers() *Members {
+	return &Members{
+		byUID:   map[types.UID]*Member{},
+		byGroup: map[Key]map[types.UID]*Member{},
+		bound:   map[Key]int{},
+		ran:     map[Key]int{},
+	}
+}
+
+// Of returns the member with a UID, nil if the pod is not one.
+func (ms *Members) Of(uid types.UID) *Member { return ms.byUID[uid] }
+
+// Put records pod as a member of k (moving it if it belonged to another group) and returns
+// its previous record, nil if it was not a member.
+func (ms *Members) Put(pod *v1.Pod, k Key) *Member {
+	prev := ms.byUID[pod.UID]
+	if prev != nil {
+		ms.remove(prev)
+		prev = &Member{Pod: prev.Pod, Group: prev.Group}
+	}
+	m := &Member{Pod: pod, Group: k}
+	ms.byUID[pod.UID] = m
+	g := ms.byGroup[k]
+	if g == nil {
+		g = map[types.UID]*Member{}
+		ms.byGroup[k] = g
+	}
+	g[pod.UID] = m
+	if m.Bound() {
+		ms.bound[k]++
+	}
+	return prev
+}
+
+// Remove forgets a member and returns its last record, nil if the pod was not one.
+func (ms *Members) Remove(uid types.UID) *Member {
+	m := ms.byUID[uid]
+	if m == nil {
+		return nil
+	}
+	ms.remove(m)
+	return m
+}
+
+func (ms *Members) remove(m *Member) {
+	delete(ms.byUID, m.Pod.UID)
+	if g := ms.byGroup[m.Group]; g != nil {
+		delete(g, m.Pod.UID)
+		if len(g) == 0 {
+			delete(ms.byGroup, m.Group)
+		}
+	}
+	if m.Bound() {
+		if ms.bound[m.Group]--; ms.bound[m.Group] == 0 {
+			delete(ms.bound, m.Group)
+		}
+	}
+}
+
+// InGroup returns the members of a PodGroup, ordered by pod name.
+func (ms *Members) InGroup(k Key) []*Member {
+	out := make([]*Member, 0, len(ms.byGroup[k]))
+	for _, m := range ms.byGroup[k] {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod.Name < out[j].Pod.Name })
+	return out
+}
+
+// Known counts a PodGroup's pods that exist or ran.
+func (ms *Members) Known(k Key) int { return len(ms.byGroup[k]) + ms.ran[k] }
+
+// BoundOrRan counts a PodGroup's pods that have a node or completed.
+func (ms *Members) BoundOrRan(k Key) int { return ms.bound[k] + ms.ran[k] }
+
+// Pending counts a PodGroup's members without a node.
+func (ms *Members) Pending(k Key) int { return len(ms.byGroup[k]) - ms.bound[k] }
+
+// SetRan records how many of a PodGroup's pods completed.
+func (ms *Members) SetRan(k Key, n int) {
+	if n <= 0 {
+		delete(ms.ran, k)
+		return
+	}
+	ms.ran[k] = n
+}
+
+// Groups returns the PodGroups that have members.
+func (ms *Members) Groups() []Key {
+	out := make([]Key, 0, len(ms.byGroup))
+	for k := range ms.byGroup {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,570 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
+)
+
+// Model is the group model of one scheduler, shared by its profiles: the Index of groups,
+// the Members of each PodGroup and the Attempts the scheduler makes, kept consistent under
+// one lock. Informer events change it; the plugins ask it questions and report what the
+// scheduler did (decisions.go); it tells the scheduler what follows (activate, allow or
+// reject pods) through Scheduler, never while holding its lock.
+type Model struct {
+	mu       sync.Mutex
+	index    *Index
+	members  *Members
+	attempts *Attempts
+	jobs     *jobFiling
+
+	sched    Scheduler
+	status   StatusQueue
+	recorder events.EventRecorder
+	clock    Clock
+	logger   klog.Logger
+	observer RoundObserver
+
+	// profiles are the scheduler names served, with what each profile's plugins set.
+	profiles map[string]*Profile
+	// synced reports whether the caches and handlers have seen every object that existed
+	// at start; until then members are held and remembered in held.
+	synced func() bool
+	// held are pods turned away before the model could answer for them (not synced yet, or
+	// not seen by the model's own pod handler yet); they are activated once it can.
+	held map[types.UID]*v1.Pod
+	// noticed dedups per-pod events ("waiting for PodGroup").
+	noticed sets.Set[types.UID]
+	// knownReady remembers, per PodGroup, whether its path was ready by the pods that exist
+	// at the last refresh: a flip to ready activates its gated members.
+	knownReady map[Key]bool
+
+	jobLister      batchlisters.JobLister
+	priorityLister schedulinglisters.PriorityClassLister
+	// retryFloor is the least time between two attempts of a tree: news retries a failed
+	// tree at once, but no faster than this, so that a stream of events is no hot loop.
+	retryFloor time.Duration
+}
+
+// Profile is one scheduling profile the model serves.
+type Profile struct {
+	// Name is the profile's schedulerName.
+	Name string
+	// JobGroupTimeout is how long pods of a Job that gets a gang wait for its PodGroup.
+	JobGroupTimeout time.Duration
+	// Validators check group specs against the profile's configuration (e.g. topology
+	// levels); a group that fails one is Invalid.
+	Validators []Validator
+}
+
+// Scheduler is what the model asks of the scheduler it serves. The model never calls it with
+// its lock held.
+type Scheduler interface {
+	// Activate moves pods to the active queue, whatever held them back.
+	Activate(logger klog.Logger, pods []*v1.Pod)
+	// Allow lets a pod waiting at Permit bind; Reject refuses it.
+	Allow(pod *v1.Pod)
+	Reject(pod *v1.Pod, msg string)
+	// Live reports whether a pod exists and is not being deleted, from the scheduler's pod
+	// cache, which is updated before any event handler runs.
+	Live(pod *v1.Pod) bool
+}
+
+// StatusQueue is told which groups' conditions may have changed.
+type StatusQueue interface {
+	Enqueue(k Key)
+	EnqueueAfter(k Key, d time.Duration)
+}
+
+// RoundObserver hears when a tree's attempt ends (its plan, if any, is stale then).
+type RoundObserver interface {
+	AttemptEnded(root Key)
+}
+
+// Clock is the model's time and timers.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns the current time.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// AfterFunc runs f in its own goroutine after d.
+func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// Options configure a Model.
+type Options struct {
+	Scheduler Scheduler
+	Status    StatusQueue
+	Recorder  events.EventRecorder
+	Clock     Clock
+	Observer  RoundObserver
+	Logger    klog.Logger
+}
+
+// DefaultRetryFloor is the least time between two attempts of a tree that news retries.
+const DefaultRetryFloor = time.Second
+
+// New returns a model that is fed by calling its handlers; Watch connects it to informers.
+func New(opts Options) *Model {
+	m := &Model{
+		index:      NewIndex(),
+		members:    NewMembers(),
+		attempts:   NewAttempts(),
+		jobs:       newJobFiling(),
+		sched:      opts.Scheduler,
+		status:     opts.Status,
+		recorder:   opts.Recorder,
+		clock:      opts.Clock,
+		observer:   opts.Observer,
+		logger:     opts.Logger,
+		profiles:   map[string]*Profile{},
+		synced:     func() bool { return true },
+		held:       map[types.UID]*v1.Pod{},
+		noticed:    sets.New[types.UID](),
+		knownReady: map[Key]bool{},
+		retryFloor: DefaultRetryFloor,
+	}
+	if m.clock == nil {
+		m.clock = RealClock{}
+	}
+	if m.status == nil {
+		m.status = nopStatus{}
+	}
+	return m
+}
+
+type nopStatus struct{}
+
+func (nopStatus) Enqueue(Key)                     {}
+func (nopStatus) EnqueueAfter(Key, time.Duration) {}
+
+// Watch connects the model to the scheduler's informers (pods, nodes, Jobs, PriorityClasses)
+// and to lockstep's (groups). It only registers handlers; the caller starts the factories.
+// Until the caches have synced, members are held (a restarted scheduler must count the
+// members already bound first), then activated.
+func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory, lockstep externalversions.SharedInformerFactory) error {
+	var synced []cache.InformerSynced
+	add := func(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			return err
+		}
+		synced = append(synced, reg.HasSynced)
+		return nil
+	}
+	groupHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.OnGroup(nil, obj) },
+		UpdateFunc: m.OnGroup,
+		DeleteFunc: m.OnGroupDelete,
+	}
+	if err := add(lockstep.Scheduling().V1alpha1().PodGroups().Informer(), groupHandler); err != nil {
+		return err
+	}
+	if err := add(lockstep.Scheduling().V1alpha1().CompositePodGroups().Informer(), groupHandler); err != nil {
+		return err
+	}
+	jobs := kube.Batch().V1().Jobs()
+	m.jobLister = jobs.Lister()
+	if err := add(jobs.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.OnJob,
+		UpdateFunc: func(_, obj any) { m.OnJob(obj) },
+		DeleteFunc: m.OnJob,
+	}); err != nil {
+		return err
+	}
+	m.priorityLister = kube.Scheduling().V1().PriorityClasses().Lister()
+	// The scheduler's own pod informer: the same stream the scheduling queue sees.
+	if err := add(kube.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.OnPod(nil, obj) },
+		UpdateFunc: m.OnPod,
+		DeleteFunc: m.OnPodDelete,
+	}); err != nil {
+		return err
+	}
+	if _, err := kube.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.OnCapacity("node added") },
+		UpdateFunc: m.onNodeUpdate,
+	}); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.synced = func() bool {
+		for _, s := range synced {
+			if !s() {
+				return false
+			}
+		}
+		return true
+	}
+	m.mu.Unlock()
+	go func() {
+		if cache.WaitForNamedCacheSync("lockstep", ctx.Done(), m.HasSynced) {
+			m.mu.Lock()
+			held := m.takeHeldLocked()
+			m.mu.Unlock()
+			m.activate(m.logger, held)
+		}
+	}()
+	return nil
+}
+
+// HasSynced reports whether the model has seen every group and pod that existed when it
+// started.
+func (m *Model) HasSynced() bool {
+	m.mu.Lock()
+	s := m.synced
+	m.mu.Unlock()
+	return s()
+}
+
+// AddProfile registers a profile the model serves (its plugins call it as they are built),
+// or adds to the registration: validators accumulate, a timeout replaces the default.
+func (m *Model) AddProfile(p Profile) {
+	m.mu.Lock()
+	prof := m.profiles[p.Name]
+	if prof == nil {
+		prof = &Profile{Name: p.Name, JobGroupTimeout: 2 * time.Minute}
+		m.profiles[p.Name] = prof
+	}
+	if p.JobGroupTimeout > 0 {
+		prof.JobGroupTimeout = p.JobGroupTimeout
+	}
+	prof.Validators = append(prof.Validators, p.Validators...)
+	var eff effects
+	if len(p.Validators) > 0 {
+		tops := sets.New[Key]()
+		for _, k := range m.index.Keys() {
+			tops.Insert(m.index.TopOf(k))
+		}
+		m.refreshLocked(&eff, tops.UnsortedList()...)
+	}
+	m.mu.Unlock()
+	m.apply(eff)
+}
+
+func (m *Model) servesLocked(pod *v1.Pod) bool {
+	_, ok := m.profiles[pod.Spec.SchedulerName]
+	return ok
+}
+
+func (m *Model) validatorsLocked() []Validator {
+	var out []Validator
+	for _, p := range m.profiles {
+		out = append(out, p.Validators...)
+	}
+	return out
+}
+
+// effects are what the model asks of the scheduler after a change, applied once its lock
+// is released.
+type effects struct {
+	logger   klog.Logger
+	activate []*v1.Pod
+	allow    []*v1.Pod
+	reject   []rejection
+	ended    []Key
+}
+
+type rejection struct {
+	pod *v1.Pod
+	msg string
+}
+
+func (e *effects) rejectPod(p *v1.Pod, msg string) {
+	e.reject = append(e.reject, rejection{pod: p, msg: msg})
+}
+
+// apply carries out effects. Never called with m.mu held.
+func (m *Model) apply(e effects) {
+	if m.sched != nil {
+		for _, p := range e.allow {
+			m.sched.Allow(p)
+		}
+		for _, r := range e.reject {
+			m.sched.Reject(r.pod, r.msg)
+		}
+	}
+	if m.observer != nil {
+		for _, root := range e.ended {
+			m.observer.AttemptEnded(root)
+		}
+	}
+	logger := e.logger
+	if logger.GetSink() == nil {
+		logger = m.logger
+	}
+	m.activate(logger, e.activate)
+}
+
+func (m *Model) activate(logger klog.Logger, pods []*v1.Pod) {
+	if len(pods) == 0 || m.sched == nil {
+		return
+	}
+	m.sched.Activate(logger, pods)
+}
+
+func (m *Model) takeHeldLocked() []*v1.Pod {
+	out := make([]*v1.Pod, 0, len(m.held))
+	for _, p := range m.held {
+		out = append(out, p)
+	}
+	clear(m.held)
+	return out
+}
+
+// --- groups ---
+
+// OnGroup records a PodGroup or CompositePodGroup that was added (old nil) or updated. A
+// change of spec is news for the tree: if it was held back after a failed attempt, it is
+// retried now (a lowered minimum, for one, may let it fit).
+func (m *Model) OnGroup(old, obj any) {
+	k, ok := KeyOfObject(obj)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	var eff effects
+	tops := m.index.Upsert(obj)
+	m.refreshLocked(&eff, tops...)
+	m.refileJobGroupLocked(&eff, k)
+	if old != nil && specChanged(old, obj) {
+		if root, ok := m.index.RootOf(k); ok {
+			m.pokeLocked(&eff, root, fmt.Sprintf("%s changed", k))
+		}
+	}
+	m.mu.Unlock()
+	m.apply(eff)
+}
+
+func specChanged(old, cur any) bool {
+	switch o := old.(type) {
+	case *v1alpha1.PodGroup:
+		c, ok := cur.(*v1alpha1.PodGroup)
+		return !ok || !reflect.DeepEqual(o.Spec, c.Spec)
+	case *v1alpha1.CompositePodGroup:
+		c, ok := cur.(*v1alpha1.CompositePodGroup)
+		return !ok || !reflect.DeepEqual(o.Spec, c.Spec)
+	}
+	return true
+}
+
+// OnGroupDelete forgets a group. Its members stay members (of a missing group, which holds
+// them); members of its tree waiting at Permit are released when their tree can no longer be
+// ready.
+func (m *Model) OnGroupDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	k, ok := KeyOfObject(obj)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	var eff effects
+	tops := m.index.Delete(obj)
+	m.attempts.ForgetGroup(k)
+	m.refreshLocked(&eff, tops...)
+	m.refileJobGroupLocked(&eff, k)
+	m.mu.Unlock()
+	m.apply(eff)
+}
+
+// --- pods ---
+
+// OnPod records a pod that was added (old nil) or updated.
+func (m *Model) OnPod(_, obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	var eff effects
+	m.jobs.remember(pod, m.servesLocked(pod))
+	m.filePodLocked(&eff, pod)
+	m.mu.Unlock()
+	m.apply(eff)
+}
+
+// OnPodDelete forgets a pod. A pod that had a node leaves room: trees that failed for want
+// of room are retried.
+func (m *Model) OnPodDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	var eff effects
+	m.jobs.forget(pod)
+	m.removeMemberLocked(&eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
+	delete(m.held, pod.UID)
+	m.noticed.Delete(pod.UID)
+	if pod.Spec.NodeName != "" {
+		m.pokeStalledLocked(&eff, fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
+	}
+	m.mu.Unlock()
+	m.apply(eff)
+}
+
+// filePodLocked puts a pod in the group the filing rules give it, or out of every group.
+func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
+	k, member := m.fileLocked(pod)
+	if terminated(pod) {
+		member = false
+	}
+	prev := m.members.Of(pod.UID)
+	if !member {
+		if prev != nil {
+			m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s left PodGroup %s", pod.Name, prev.Group.Name))
+		}
+		return
+	}
+	if prev != nil && prev.Group != k {
+		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s moved to PodGroup %s", pod.Name, k.Name))
+		prev = nil
+	}
+	wasBound := prev != nil && prev.Bound()
+	m.members.Put(pod, k)
+	if held, ok := m.held[pod.UID]; ok && m.synced() {
+		delete(m.held, pod.UID)
+		eff.activate = append(eff.activate, held)
+	}
+	switch {
+	case prev == nil:
+		// A new member may complete its tree (activations in refresh), and is news for a
+		// tree held back after a failed attempt.
+		m.refreshLocked(eff, m.index.TopOf(k))
+		if root, ok := m.index.RootOf(k); ok {
+			m.pokeLocked(eff, root, fmt.Sprintf("pod %s joined PodGroup %s", pod.Name, k.Name))
+		}
+	case !wasBound && pod.Spec.NodeName != "":
+		m.boundLocked(eff, pod, k)
+	}
+}
+
+// terminated reports whether a pod no longer counts: it finished or is being deleted.
+func terminated(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}
+
+// boundLocked records that the informer shows a member bound: its reservation is over.
+func (m *Model) boundLocked(eff *effects, pod *v1.Pod, k Key) {
+	if a := m.attempts.Remove(pod.UID); a != nil {
+		m.logger.V(5).Info("Member bound", "pod", klog.KObj(pod), "group", k, "node", pod.Spec.NodeName)
+	}
+	if g := m.index.Get(k); g.Exists() && m.members.BoundOrRan(k) >= g.Minimum() {
+		m.attempts.Outcome(k).Partial = ""
+	}
+	m.status.Enqueue(k)
+	m.refreshLocked(eff, m.index.TopOf(k))
+	if root, ok := m.index.RootOf(k); ok {
+		m.observeBoundLocked(root)
+	}
+}
+
+// removeMemberLocked forgets a member: it stops counting at once. If it held a reservation
+// it is released (a pod still waiting at Permit that merely left its group is rejected; a
+// deleted one the scheduler rejects itself), and if its tree can no longer be ready with the
+// pods that exist, every member of the tree waiting at Permit is released.
+func (m *Model) removeMemberLocked(eff *effects, uid types.UID, why string) {
+	mem := m.members.Remove(uid)
+	if mem == nil {
+		return
+	}
+	root, hasRoot := m.index.RootOf(mem.Group)
+	if a := m.attempts.Remove(uid); a != nil {
+		root, hasRoot = a.Root, true
+		if a.State == Waiting {
+			eff.rejectPod(a.Pod, why)
+		}
+		if m.attempts.Ended(a.Root) {
+			eff.ended = append(eff.ended, a.Root)
+		}
+	}
+	if hasRoot {
+		if r := m.attempts.Round(root); r != nil {
+			delete(r.failed, uid)
+		}
+		m.releaseHopelessLocked(eff, m.logger, root, why)
+	}
+	m.refreshLocked(eff, m.index.TopOf(mem.Group))
+}
+
+// --- capacity ---
+
+func (m *Model) onNodeUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1.Node)
+	n, ok2 := newObj.(*v1.Node)
+	if !ok1 || !ok2 {
+		return
+	}
+	if why := nodeNews(o, n); why != "" {
+		m.OnCapacity(fmt.Sprintf("node %s %s", n.Name, why))
+	}
+}
+
+// nodeNews says how a node changed in a way that may let a pod fit, or "".
+func nodeNews(o, n *v1.Node) string {
+	switch {
+	case o.Spec.Unschedulable && !n.Spec.Unschedulable:
+		return "became schedulable"
+	case !reflect.DeepEqual(o.Labels, n.Labels):
+		return "was relabeled"
+	case !reflect.DeepEqual(o.Spec.Taints, n.Spec.Taints):
+		return "changed taints"
+	}
+	for name, q := range n.Status.Allocatable {
+		if oq, ok := o.Status.Allocatable[name]; !ok || q.Cmp(oq) > 0 {
+			return "grew"
+		}
+	}
+	return ""
+}
+
+// OnCapacity tells the model that room may have appeared (a node added or grown, a pod
+// gone): trees that failed for want of room are retried now.
+func (m *Model) OnCapacity(why string) {
+	m.mu.Lock()
+	var eff effects
+	m.pokeStalledLocked(&eff, why)
+	m.mu.Unlock()
+	m.apply(eff)
+}
+
+// --- priority ---
+
+// priorityLocked is the priority of a member's tree: its root's priorityClassName, else
+// the pod's own.
+func (m *Model) priorityLocked(pod *v1.Pod, root Key) int32 {
+	if g := m.index.Get(root); g.Exists() && g.PriorityClassName() != "" && m.priorityLister != nil {
+		if pc, err := m.priorityLister.Get(g.PriorityClassName()); err == nil {
+			return pc.Value
+		}
+	}
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
+}

@@ -1,0 +1,119 @@
+package podgroup
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+)
+
+// GroupView is a read-only snapshot of one group of a tree, for placement planning.
+type GroupView struct {
+	Key      Key
+	Gang     bool
+	Min      int
+	Topology []v1alpha1.TopologyConstraint
+	// Scheduled: the group was initially scheduled; its new members are replacements.
+	Scheduled bool
+	Parent    *GroupView
+	Children  []*GroupView
+	// Pending are the members of a PodGroup that are neither bound nor reserved.
+	Pending []*v1.Pod
+	// PlacedNodes are the nodes of members that are bound or reserved.
+	PlacedNodes []string
+}
+
+// Walk calls fn for v and every group below it, parents first.
+func (v *GroupView) Walk(fn func(*GroupView)) {
+	fn(v)
+	for _, c := range v.Children {
+		c.Walk(fn)
+	}
+}
+
+// Find returns the group of the tree with key k, nil if there is none.
+func (v *GroupView) Find(k Key) *GroupView {
+	var out *GroupView
+	v.Walk(func(g *GroupView) {
+		if g.Key == k {
+			out = g
+		}
+	})
+	return out
+}
+
+// Summary describes a pod's tree without its members: cheap enough for every member's
+// scheduling cycle, where Tree is for the one that plans.
+type Summary struct {
+	Root, Group Key
+	// Topology: some group of the tree has topology constraints; Gang: some has the gang
+	// policy.
+	Topology, Gang bool
+	// Scheduled: the pod's group was initially scheduled; the pod is a replacement.
+	Scheduled bool
+}
+
+// Summary returns the summary of the tree a pod belongs to, or false while it has no valid
+// root.
+func (m *Model) Summary(pod *v1.Pod) (Summary, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem := m.members.Of(pod.UID)
+	if mem == nil {
+		return Summary{}, false
+	}
+	root, ok := m.index.RootOf(mem.Group)
+	if !ok {
+		return Summary{}, false
+	}
+	s := Summary{Root: root, Group: mem.Group, Scheduled: m.index.Get(mem.Group).Scheduled()}
+	for _, key := range m.index.Subtree(root) {
+		g := m.index.Get(key)
+		s.Topology = s.Topology || len(g.Topology()) > 0
+		s.Gang = s.Gang || g.IsGang()
+	}
+	return s, true
+}
+
+// Tree returns a snapshot of the tree a pod belongs to, or false while it has no valid root.
+func (m *Model) Tree(pod *v1.Pod) (*GroupView, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem := m.members.Of(pod.UID)
+	if mem == nil {
+		return nil, false
+	}
+	root, ok := m.index.RootOf(mem.Group)
+	if !ok {
+		return nil, false
+	}
+	return m.viewLocked(root, nil), true
+}
+
+func (m *Model) viewLocked(k Key, parent *GroupView) *GroupView {
+	g := m.index.Get(k)
+	v := &GroupView{Key: k, Gang: g.IsGang(), Min: g.Minimum(), Topology: g.Topology(), Scheduled: g.Scheduled(), Parent: parent}
+	for _, c := range m.index.Children(k) {
+		v.Children = append(v.Children, m.viewLocked(c, v))
+	}
+	for _, mem := range m.members.InGroup(k) {
+		switch a := m.attempts.Of(mem.Pod.UID); {
+		case mem.Bound():
+			v.PlacedNodes = append(v.PlacedNodes, mem.Pod.Spec.NodeName)
+		case a != nil:
+			v.PlacedNodes = append(v.PlacedNodes, a.Node)
+		default:
+			v.Pending = append(v.Pending, mem.Pod)
+		}
+	}
+	return v
+}
+
+// Pending reports whether a pod is a member that is neither bound nor reserved: capacity a
+// plan promised it is still promised.
+func (m *Model) Pending(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem := m.members.Of(uid)
+	return mem != nil && !mem.Bound() && m.attempts.Of(uid) == nil
+}

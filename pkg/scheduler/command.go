@@ -1,0 +1,104 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/tools/cache"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+)
+
+// NewCommand returns the lockstep-scheduler command: every kube-scheduler flag, plus
+// lockstep's. It runs the scheduler as kube-scheduler's command does (logging set up first,
+// then app.Setup and app.Run), through Scheduler.Run, so that lockstep's leader-only parts
+// follow kube-scheduler's lease.
+func NewCommand() *cobra.Command {
+	opts := options.NewOptions()
+	var lsOpts Options
+	cmd := &cobra.Command{
+		Use:   "lockstep-scheduler",
+		Short: "lockstep-scheduler: kube-scheduler with gang, composite-gang and topology plugins",
+		Long: `lockstep-scheduler is the Kubernetes scheduler with lockstep's plugins compiled in:
+gang scheduling (PodGroups bind all together or not at all), composite gangs
+(CompositePodGroups) and hierarchical topology. Pods opt in with
+spec.schedulerName: lockstep-scheduler; run it with a KubeSchedulerConfiguration whose
+profile enables LockstepGang and LockstepTopology, as manifests/ does.`,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return opts.ComponentGlobalsRegistry.Set()
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd, opts, lsOpts)
+		},
+		Args: func(cmd *cobra.Command, args []string) error {
+			for _, arg := range args {
+				if len(arg) > 0 {
+					return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
+				}
+			}
+			return nil
+		},
+	}
+	nfs := opts.Flags
+	verflag.AddFlags(nfs.FlagSet("global"))
+	globalflag.AddGlobalFlags(nfs.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	lockstepFlags(nfs.FlagSet("lockstep"), &lsOpts)
+	for _, f := range nfs.FlagSets {
+		cmd.Flags().AddFlagSet(f)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, *nfs, cols)
+	return cmd
+}
+
+func lockstepFlags(fs *pflag.FlagSet, o *Options) {
+	fs.BoolVar(&o.JobController, "job-controller", false, "Also run lockstep's Job controller: it creates a Workload and a PodGroup for every Job of the configured profiles that gets a gang. It runs only while this scheduler leads (it follows the scheduler's leader election).")
+	fs.IntVar(&o.JobControllerWorkers, "job-controller-workers", 2, "Jobs the Job controller syncs in parallel.")
+}
+
+// run is kube-scheduler's runCommand with lockstep's Scheduler in the middle.
+func run(cmd *cobra.Command, opts *options.Options, lsOpts Options) error {
+	verflag.PrintAndExitIfRequested()
+	fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+	// Logging is set up before anything starts that logs (the Job controller among them).
+	if err := logsapi.ValidateAndApply(opts.Logs, fg); err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		os.Exit(1)
+	}
+	cliflag.PrintFlags(cmd.Flags())
+	if opts.InformerName == nil {
+		name, err := cache.NewInformerName("kube-scheduler")
+		if err != nil {
+			return err
+		}
+		opts.InformerName = name
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-server.SetupSignalHandler()
+		cancel()
+	}()
+	ctx = klog.NewContext(ctx, klog.Background())
+	ls := New(lsOpts)
+	cc, sched, err := app.Setup(ctx, opts, ls.Plugins()...)
+	if err != nil {
+		return err
+	}
+	fg.(featuregate.MutableFeatureGate).AddMetrics()
+	opts.ComponentGlobalsRegistry.AddMetrics()
+	return ls.Run(ctx, cc, sched)
+}
