@@ -34,9 +34,9 @@ type Condition struct {
 	// Generation is the generation of the spec the model judged (observedGeneration).
 	Generation int64
 	Status     metav1.ConditionStatus
-	Reason  string
-	Message string
-	Note    string
+	Reason     string
+	Message    string
+	Note       string
 }
 
 // sameAs compares what a condition says; the event note is not part of it.

@@ -11,7 +11,6 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-
 )
 
 // node is one node as the planner sees it: its place in the topology.
