@@ -16,7 +16,9 @@ import (
 type Attempts struct {
 	byPod   map[types.UID]*Attempt
 	byGroup map[Key]int
-	rounds  map[Key]*Round
+	// inFlight counts, per PodGroup, members allowed to bind whose bind was not seen yet.
+	inFlight map[Key]int
+	rounds   map[Key]*Round
 	// outcomes remembers, per group, how its last attempt ended, for its condition.
 	outcomes map[Key]*Outcome
 	// waitingRoots counts roots with members waiting at Permit (a metric).
@@ -97,6 +99,7 @@ func NewAttempts() *Attempts {
 	return &Attempts{
 		byPod:    map[types.UID]*Attempt{},
 		byGroup:  map[Key]int{},
+		inFlight: map[Key]int{},
 		rounds:   map[Key]*Round{},
 		outcomes: map[Key]*Outcome{},
 	}
@@ -153,6 +156,11 @@ func (as *Attempts) Remove(uid types.UID) *Attempt {
 	if as.byGroup[a.Group]--; as.byGroup[a.Group] <= 0 {
 		delete(as.byGroup, a.Group)
 	}
+	if a.State == Allowed {
+		if as.inFlight[a.Group]--; as.inFlight[a.Group] <= 0 {
+			delete(as.inFlight, a.Group)
+		}
+	}
 	if r := as.rounds[a.Root]; r != nil {
 		as.unwait(r, uid)
 		if a.State != Allowed {
@@ -183,6 +191,7 @@ func (as *Attempts) Allow(a *Attempt) {
 		as.deactivate(r)
 	}
 	a.State, a.WaitStart = Allowed, time.Time{}
+	as.inFlight[a.Group]++
 }
 
 func (as *Attempts) deactivate(r *Round) {
@@ -236,15 +245,7 @@ func (as *Attempts) WaitingUIDs() []types.UID {
 }
 
 // InFlight counts a PodGroup's members allowed to bind whose bind was not seen yet.
-func (as *Attempts) InFlight(k Key) int {
-	n := 0
-	for _, a := range as.byPod {
-		if a.Group == k && a.State == Allowed {
-			n++
-		}
-	}
-	return n
-}
+func (as *Attempts) InFlight(k Key) int { return as.inFlight[k] }
 
 // Outcome returns the outcome record of a group, creating it.
 func (as *Attempts) Outcome(k Key) *Outcome {

@@ -312,7 +312,11 @@ func (m *Model) allowReadyLocked(eff *effects, logger klog.Logger, root Key, sel
 	for {
 		placed := m.index.readiness(m.placedCounter(), true)
 		var ready []*Attempt
-		if self != nil && placed.path(self.Group) {
+		if self != nil {
+			// A member that does not complete its own path completes no one else's either.
+			if !placed.path(self.Group) {
+				return false
+			}
 			ready = append(ready, self)
 		}
 		for _, w := range m.attempts.Waiting(root) {

@@ -524,3 +524,27 @@ func TestSortKeyUsesTheGroupsPriority(t *testing.T) {
 		t.Errorf("priority %d, want the pod's 5", prio)
 	}
 }
+
+// A node deleted under members waiting at Permit releases them (they would bind to a node that
+// is gone); their tree keeps waiting for them.
+func TestNodeDeletedReleasesItsWaiters(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, pg("a", 3, ""))
+	pods := addPods(m, "a", 3)
+	reservePermit(m, pods[0])
+	a := assumed(pods[1], "n2")
+	m.Reserve(bg, a, "n2")
+	m.Permit(bg, a, testPolicy)
+	rec.take()
+	m.OnNodeDelete(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}})
+	activated, _, rejected := rec.take()
+	if len(rejected) != 1 || !strings.Contains(rejected["a-1"], "node n2 was deleted") {
+		t.Fatalf("rejected %v, want a-1 only", rejected)
+	}
+	if !contains(activated, "a-1") {
+		t.Errorf("a-1 not retried: %v", activated)
+	}
+	if got := m.Waiters(); len(got) != 1 || got[0] != pods[0].UID {
+		t.Errorf("waiters %v, want a-0 still waiting", got)
+	}
+}

@@ -42,6 +42,7 @@ type sut interface {
 	podEvent(old, cur *v1.Pod) // add: old nil; delete: cur nil
 	groupEvent(old, cur runtime.Object)
 	nodeEvent()
+	nodeDeleted(name string)
 	preEnqueue(p *v1.Pod) (bool, string)
 	preFilter(p *v1.Pod) (bool, string)
 	reserve(p *v1.Pod, node string)
@@ -792,9 +793,13 @@ func (w *world) step() {
 		w.bindOne()
 	case r < 94:
 		w.changeGroup()
-	case r < 96:
+	case r < 95:
 		w.logf("node event")
 		w.model.nodeEvent()
+	case r < 96:
+		name := fmt.Sprintf("n%d", w.rng.Intn(3))
+		w.logf("node %s deleted", name)
+		w.model.nodeDeleted(name)
 	case r < 99:
 		w.syncStatus()
 	default:

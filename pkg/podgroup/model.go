@@ -204,6 +204,7 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 	if _, err := kube.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { m.OnCapacity("node added") },
 		UpdateFunc: m.onNodeUpdate,
+		DeleteFunc: m.OnNodeDelete,
 	}); err != nil {
 		return err
 	}
@@ -256,7 +257,7 @@ func (m *Model) AddProfile(p Profile) {
 		for _, k := range m.index.Keys() {
 			tops.Insert(m.index.TopOf(k))
 		}
-		m.refreshLocked(&eff, tops.UnsortedList()...)
+		m.refreshShapeLocked(&eff, tops.UnsortedList()...)
 	}
 	m.mu.Unlock()
 	m.apply(eff)
@@ -345,7 +346,7 @@ func (m *Model) OnGroup(old, obj any) {
 	m.mu.Lock()
 	var eff effects
 	tops := m.index.Upsert(obj)
-	m.refreshLocked(&eff, tops...)
+	m.refreshShapeLocked(&eff, tops...)
 	m.refileJobGroupLocked(&eff, k)
 	if old != nil && specChanged(old, obj) {
 		if root, ok := m.index.RootOf(k); ok {
@@ -383,7 +384,7 @@ func (m *Model) OnGroupDelete(obj any) {
 	var eff effects
 	tops := m.index.Delete(obj)
 	m.attempts.ForgetGroup(k)
-	m.refreshLocked(&eff, tops...)
+	m.refreshShapeLocked(&eff, tops...)
 	m.refileJobGroupLocked(&eff, k)
 	m.mu.Unlock()
 	m.apply(eff)
@@ -541,6 +542,40 @@ func nodeNews(o, n *v1.Node) string {
 		}
 	}
 	return ""
+}
+
+// OnNodeDelete releases the members waiting at Permit with a reservation on a node that is
+// gone: allowed, they would bind to it. They are scheduled again; their trees keep waiting
+// for them if they can still be ready.
+func (m *Model) OnNodeDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	eff := effects{logger: m.logger}
+	why := fmt.Sprintf("node %s was deleted", node.Name)
+	roots := sets.New[Key]()
+	for _, uid := range m.attempts.WaitingUIDs() {
+		a := m.attempts.Of(uid)
+		if a == nil || a.Node != node.Name {
+			continue
+		}
+		m.attempts.Remove(uid)
+		eff.rejectPod(a.Pod, why)
+		eff.activate = append(eff.activate, a.Pod)
+		roots.Insert(a.Root)
+		m.logger.V(4).Info("Waiting member released: its node is gone", "pod", klog.KObj(a.Pod), "group", a.Group, "root", a.Root, "node", node.Name)
+	}
+	for root := range roots {
+		eff.ended = append(eff.ended, root) // its plan placed members on the node
+		m.releaseHopelessLocked(&eff, m.logger, root, why)
+	}
+	m.mu.Unlock()
+	m.apply(eff)
 }
 
 // OnCapacity tells the model that room may have appeared (a node added or grown, a pod

@@ -14,6 +14,16 @@ import (
 // (what a restarted scheduler finds); allows waiters whose tree is ready now (a minimum
 // lowered); and queues status checks.
 func (m *Model) refreshLocked(eff *effects, tops ...Key) {
+	m.refresh(eff, false, tops)
+}
+
+// refreshShapeLocked is refreshLocked after a change of groups: trees may have changed
+// shape, and reservations are reconciled with them.
+func (m *Model) refreshShapeLocked(eff *effects, tops ...Key) {
+	m.refresh(eff, true, tops)
+}
+
+func (m *Model) refresh(eff *effects, shape bool, tops []Key) {
 	seen := sets.New[Key]()
 	for _, top := range tops {
 		top = m.index.TopOf(top)
@@ -21,11 +31,11 @@ func (m *Model) refreshLocked(eff *effects, tops ...Key) {
 			continue
 		}
 		seen.Insert(top)
-		m.refreshTreeLocked(eff, top)
+		m.refreshTreeLocked(eff, top, shape)
 	}
 }
 
-func (m *Model) refreshTreeLocked(eff *effects, top Key) {
+func (m *Model) refreshTreeLocked(eff *effects, top Key, shape bool) {
 	for _, k := range m.index.Revalidate(top, m.validatorsLocked()) {
 		m.status.Enqueue(k)
 		if p := m.index.Get(k).problem; p != "" {
@@ -36,7 +46,9 @@ func (m *Model) refreshTreeLocked(eff *effects, top Key) {
 	if len(keys) == 0 {
 		keys = []Key{top} // a PodGroup that does not exist, with members waiting for it
 	}
-	m.reconcileAttemptsLocked(eff, keys)
+	if shape {
+		m.reconcileAttemptsLocked(eff, keys)
+	}
 
 	known := m.index.readiness(m.members.Known, true)
 	bound := m.index.readiness(m.members.BoundOrRan, false)

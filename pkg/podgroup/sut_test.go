@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -58,6 +59,10 @@ func (s *modelSUT) groupEvent(old, cur runtime.Object) {
 }
 
 func (s *modelSUT) nodeEvent() { s.m.OnCapacity("node added") }
+
+func (s *modelSUT) nodeDeleted(name string) {
+	s.m.OnNodeDelete(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
 
 func (s *modelSUT) preEnqueue(p *v1.Pod) (bool, string) {
 	v := s.m.Admit(klog.Background(), p)

@@ -346,3 +346,102 @@ func topologyOf(constraints []string) []v1alpha1.TopologyConstraint {
 	}
 	return out
 }
+
+// Gated holds a pod back with a scheduling gate nobody but the test lifts (Ungate).
+func Gated(p *v1.Pod) *v1.Pod {
+	p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "lockstep.test/hold"}}
+	return p
+}
+
+// Ungate lifts the scheduling gates of a pod.
+func (e *Env) Ungate(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := e.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.SchedulingGates = nil
+	if _, err := e.Client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// DeletePods deletes pods at once (no grace period).
+func (e *Env) DeletePods(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if err := e.Client.CoreV1().Pods(ns).Delete(context.Background(), n, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// DeleteNode deletes a node.
+func (e *Env) DeleteNode(t *testing.T, name string) {
+	t.Helper()
+	if err := e.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SetMinCount changes a gang PodGroup's minCount.
+func (e *Env) SetMinCount(t *testing.T, ns, name string, minCount int32) {
+	t.Helper()
+	ctx := context.Background()
+	pg, err := e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Spec.SchedulingPolicy.Gang.MinCount = minCount
+	if _, err := e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Update(ctx, pg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WaitWaiting waits until every named pod waits at Permit for its gang: it holds a node
+// (the scheduler writes it as nominatedNodeName before the wait) and is not bound. It
+// returns the node of each.
+func (e *Env) WaitWaiting(t *testing.T, ns string, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	Eventually(t, 60*time.Second, fmt.Sprintf("pods %v waiting at Permit", names), func() (bool, string) {
+		for _, n := range names {
+			p, err := e.Client.CoreV1().Pods(ns).Get(context.Background(), n, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			if p.Spec.NodeName != "" || p.Status.NominatedNodeName == "" {
+				return false, fmt.Sprintf("%s: node %q, nominated %q", n, p.Spec.NodeName, p.Status.NominatedNodeName)
+			}
+			out[n] = p.Status.NominatedNodeName
+		}
+		return true, ""
+	})
+	return out
+}
+
+// Consistently fails the test if cond stops holding within d; it polls as Eventually does.
+func Consistently(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if ok, state := cond(); !ok {
+			t.Fatalf("%s stopped holding: %s", what, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// BoundCount returns how many of the named pods of ns are bound.
+func (e *Env) BoundCount(t *testing.T, ns string, names ...string) int {
+	t.Helper()
+	placed := e.Placement(t, ns)
+	n := 0
+	for _, name := range names {
+		if placed[name] != "" {
+			n++
+		}
+	}
+	return n
+}
