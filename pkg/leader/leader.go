@@ -11,7 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	k8smetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 )
+
+// leading is 1 while this process leads: which replica of a Deployment leads is visible on
+// /metrics.
+var leading = k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+	Subsystem:      "lockstep",
+	Name:           "leader",
+	Help:           "1 when this scheduler holds its leader election lease (or runs without leader election) and schedules; 0 on a standby.",
+	StabilityLevel: k8smetrics.ALPHA,
+})
+
+var registerOnce sync.Once
 
 // Elected is closed once this process leads. It never reopens: a kube-scheduler that loses
 // its lease exits.
@@ -21,10 +34,18 @@ type Elected struct {
 }
 
 // New returns a signal that is not leading yet.
-func New() *Elected { return &Elected{ch: make(chan struct{})} }
+func New() *Elected {
+	registerOnce.Do(func() { legacyregistry.MustRegister(leading) })
+	return &Elected{ch: make(chan struct{})}
+}
 
 // Lead marks this process the leader; later calls do nothing.
-func (e *Elected) Lead() { e.once.Do(func() { close(e.ch) }) }
+func (e *Elected) Lead() {
+	e.once.Do(func() {
+		leading.Set(1)
+		close(e.ch)
+	})
+}
 
 // Leading reports whether this process leads.
 func (e *Elected) Leading() bool {
