@@ -81,6 +81,10 @@ type Round struct {
 	lastFailure  time.Time
 	retryTimer   Timer
 	retryAt      time.Time
+	// news is what prompted the retry armed now, if anything did; newsAt is when a retry
+	// news prompted last ran.
+	news   string
+	newsAt time.Time
 
 	// boundRecorded: the whole tree was seen bound (for the end-to-end latency metric).
 	boundRecorded bool

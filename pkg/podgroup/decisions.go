@@ -557,6 +557,12 @@ func (m *Model) rejectLocked(eff *effects, logger klog.Logger, root Key, msg str
 	}
 	r := m.attempts.RoundOf(root)
 	if whole {
+		if !r.newsAt.IsZero() && now.Sub(r.newsAt) < 2*m.retryFloor {
+			// The attempt news prompted failed at once: the scheduler's cache may not have had
+			// the news yet. One more look soon; the full backoff after that.
+			backoff = min(backoff, m.retryFloor)
+			r.newsAt = time.Time{}
+		}
 		r.stalled, r.lastFailure = true, now
 		r.backoffUntil = now.Add(backoff)
 		m.armRetryLocked(root, r, r.backoffUntil)
@@ -607,17 +613,26 @@ func (m *Model) anyWaiterGroupLocked(r *Round) Key {
 
 // pokeLocked retries a tree held back after a failed attempt, now that something happened
 // that may let it fit; no sooner than retryFloor after its last failure.
-func (m *Model) pokeLocked(eff *effects, root Key, why string) {
+//
+// The retry comes newsDelay after the news: the model hears of an event through its own
+// handler, and the scheduler's cache through another; an attempt made before the cache has
+// the new node (or has lost the deleted pod) would fail for nothing. An attempt that fails
+// anyway shortly after news backs off for the retry floor only (see rejectLocked).
+func (m *Model) pokeLocked(_ *effects, root Key, why string) {
 	r := m.attempts.Round(root)
 	if r == nil || (!r.stalled && len(r.failed) == 0) {
 		return
 	}
-	if earliest := r.lastFailure.Add(m.retryFloor); m.clock.Now().Before(earliest) {
-		m.armRetryLocked(root, r, earliest)
-		return
+	at := m.clock.Now().Add(newsDelay)
+	if earliest := r.lastFailure.Add(m.retryFloor); at.Before(earliest) {
+		at = earliest
 	}
-	m.retryLocked(eff, root, why)
+	r.news = why
+	m.armRetryLocked(root, r, at)
 }
+
+// newsDelay is how long after news a failed tree is retried (see pokeLocked).
+const newsDelay = 50 * time.Millisecond
 
 // pokeStalledLocked retries every tree held back after a failed attempt.
 func (m *Model) pokeStalledLocked(eff *effects, why string) {
@@ -634,6 +649,9 @@ func (m *Model) retryLocked(eff *effects, root Key, why string) {
 	r.stalled, r.backoffUntil = false, time.Time{}
 	stopTimer(&r.retryTimer)
 	r.retryAt = time.Time{}
+	if r.news != "" {
+		why, r.news, r.newsAt = r.news, "", m.clock.Now()
+	}
 	pending := m.pendingLocked(root)
 	eff.activate = append(eff.activate, pending...)
 	if len(pending) > 0 {

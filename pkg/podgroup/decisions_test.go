@@ -387,6 +387,7 @@ func TestNewsRetriesAFailedTreeNow(t *testing.T) {
 				return
 			}
 			event(m)
+			clk.Step(newsDelay)
 			activated, _, _ := rec.take()
 			if !contains(activated, "a-0") || !contains(activated, "a-1") {
 				t.Errorf("activated %v, want the tree's members", activated)
@@ -403,12 +404,25 @@ func TestNewsRetriesAFailedTreeNow(t *testing.T) {
 	m.Fail(bg, pods[0], "no room", testPolicy)
 	rec.take()
 	m.OnCapacity("node added")
+	clk.Step(newsDelay)
 	if activated, _, _ := rec.take(); len(activated) != 0 {
 		t.Errorf("retried within the floor: %v", activated)
 	}
 	clk.Step(DefaultRetryFloor)
 	if activated, _, _ := rec.take(); len(activated) != 3 {
 		t.Errorf("retry at the floor activated %v, want the 3 members", activated)
+	}
+	// The attempt news prompted fails at once (the scheduler's cache had not caught up): it
+	// backs off for the floor only, then the full backoff.
+	m.Fail(bg, pods[0], "no room", testPolicy)
+	if r := m.attempts.Round(PodGroupKey("ns", "a")); r.backoffUntil.Sub(clk.Now()) != DefaultRetryFloor {
+		t.Errorf("backoff after a failed retry prompted by news: %s, want the floor", r.backoffUntil.Sub(clk.Now()))
+	}
+	clk.Step(DefaultRetryFloor)
+	rec.take()
+	m.Fail(bg, pods[0], "no room", testPolicy)
+	if r := m.attempts.Round(PodGroupKey("ns", "a")); r.backoffUntil.Sub(clk.Now()) != testPolicy.Backoff {
+		t.Errorf("backoff after the next failure: %s, want the full backoff", r.backoffUntil.Sub(clk.Now()))
 	}
 }
 

@@ -21,8 +21,11 @@ type Key struct {
 	Name      string
 }
 
-// String renders "PodGroup ns/name".
+// String renders "PodGroup ns/name"; "" for the zero key.
 func (k Key) String() string {
+	if k == (Key{}) {
+		return ""
+	}
 	return fmt.Sprintf("%s %s/%s", k.Kind, k.Namespace, k.Name)
 }
 
