@@ -78,7 +78,8 @@ const (
 // Admit answers PreEnqueue: a pod waits out of the queue until its PodGroup and every
 // ancestor exist, its tree is valid and enough pods exist for its path to be ready (or its
 // group was initially scheduled). Pods held because the model has not seen them yet are
-// activated when it has.
+// activated when it has. A pod whose PodGroup does not exist gets one event saying so (events
+// are recorded while the scheduler leads; becoming leader announces again).
 func (m *Model) Admit(logger klog.Logger, pod *v1.Pod) Verdict {
 	return m.check(logger, pod, modeEnqueue)
 }
@@ -113,10 +114,16 @@ func (m *Model) check(logger klog.Logger, pod *v1.Pod, mode checkMode) Verdict {
 	k := mem.Group
 	g := m.index.Get(k)
 	if !g.Exists() {
-		if mode != modePeek {
+		msg := missingGroupMessage(pod, k)
+		if mode == modeEnqueue {
 			m.awaitJobGroupLocked(pod)
+			// No group object to carry a condition: tell the pod, once.
+			if !m.noticed.Has(pod.UID) && m.recorder != nil {
+				m.noticed.Insert(pod.UID)
+				m.recorder.Eventf(pod, nil, v1.EventTypeWarning, "PodGroupNotFound", "Scheduling", "%s", msg)
+			}
 		}
-		return Verdict{Code: MissingGroup, Group: k, Message: missingGroupMessage(pod, k)}
+		return Verdict{Code: MissingGroup, Group: k, Message: msg}
 	}
 	if g.problem != "" {
 		return Verdict{Code: Invalid, Group: k, Message: fmt.Sprintf("PodGroup %q is invalid: %s", k.Name, g.problem)}
@@ -140,19 +147,6 @@ func (m *Model) check(logger klog.Logger, pod *v1.Pod, mode checkMode) Verdict {
 		}
 	}
 	return Verdict{Code: Proceed, Group: k, Root: root}
-}
-
-// Notice reports whether this is the first time the caller asks about uid, so that a pod
-// gets one event per reason, not one per queue pass. Forgotten when the pod is deleted, and
-// when the scheduler becomes leader (a standby records no events).
-func (m *Model) Notice(uid types.UID) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.noticed.Has(uid) {
-		return false
-	}
-	m.noticed.Insert(uid)
-	return true
 }
 
 // SortKey returns what QueueSort orders a gang member by: its tree's priority (the root's

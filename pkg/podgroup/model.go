@@ -48,7 +48,7 @@ type Model struct {
 	// held are pods turned away before the model could answer for them (not synced yet, or
 	// not seen by the model's own pod handler yet); they are activated once it can.
 	held map[types.UID]*v1.Pod
-	// noticed dedups per-pod events ("waiting for PodGroup").
+	// noticed are the pods told, by an event, that their PodGroup does not exist: once each.
 	noticed sets.Set[types.UID]
 	// knownReady remembers, per PodGroup, whether its path was ready by the pods that exist
 	// at the last refresh: a flip to ready activates its gated members.

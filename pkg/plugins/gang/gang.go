@@ -17,7 +17,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -38,7 +37,6 @@ type Groups interface {
 	Admit(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
 	Check(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
 	Peek(pod *v1.Pod) podgroup.Verdict
-	Notice(uid types.UID) bool
 	SortKey(pod *v1.Pod) (int32, time.Time, string, bool)
 	Reserve(logger klog.Logger, pod *v1.Pod, node string)
 	Permit(logger klog.Logger, pod *v1.Pod, p podgroup.Policy) podgroup.PermitDecision

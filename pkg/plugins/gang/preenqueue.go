@@ -14,7 +14,8 @@ import (
 // ancestor exist, the hierarchy is valid, and enough pods exist for its path to the root to
 // be ready (or its group was initially scheduled: replacements go one by one). Held pods come
 // back through the queueing hints and, since the model and the queue watch through different
-// handlers, through the model activating them when their tree becomes ready.
+// handlers, through the model activating them when their tree becomes ready. A pod whose
+// PodGroup does not exist gets an event from the model, once.
 func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	v := pl.groups.Admit(logger, pod)
@@ -24,11 +25,6 @@ func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	case podgroup.Proceed:
 		logger.V(5).Info("Member may be scheduled", "pod", klog.KObj(pod), "group", v.Group, "root", v.Root)
 		return nil
-	case podgroup.MissingGroup:
-		// No group object to carry a condition: tell the pod, once.
-		if pl.groups.Notice(pod.UID) {
-			pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "PodGroupNotFound", "Scheduling", "%s", v.Message)
-		}
 	}
 	logger.V(4).Info("Member held", "pod", klog.KObj(pod), "group", v.Group, "root", v.Root, "reason", v.Code, "why", v.Message)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)

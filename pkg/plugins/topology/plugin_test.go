@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -212,5 +213,22 @@ func TestNewValidatesArgs(t *testing.T) {
 				t.Errorf("New error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A replacement in a gang that was initially scheduled binds alone, inside the rack its
+// group's placed members occupy: no plan, no gang.
+func TestReplacementStaysInItsGroupsDomain(t *testing.T) {
+	pods := podgrouptest.Members("train", 3)
+	pods[0].Spec.NodeName, pods[1].Spec.NodeName = "z1-r0-h0", "z1-r0-h1"
+	group := podgrouptest.WithTopology(podgrouptest.Gang("train", 3, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	group.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[2], env.NodeInfos(t))
+	if !s.IsSuccess() || res == nil || !res.NodeNames.Equal(sets.New("z1-r0-h0", "z1-r0-h1")) {
+		t.Errorf("PreFilter = %v, %v; want rack z1-r0", res, s)
+	}
+	if env.plans.Get(podgroup.PodGroupKey("ns", "train")) != nil {
+		t.Error("a replacement planned its whole tree")
 	}
 }
