@@ -606,35 +606,67 @@ func (m *Model) anyWaiterGroupLocked(r *Round) Key {
 // --- news ---
 
 // pokeLocked retries a tree held back after a failed attempt, now that something happened
-// that may let it fit; no sooner than retryFloor after its last failure.
-//
-// The retry comes newsDelay after the news: the model hears of an event through its own
-// handler, and the scheduler's cache through another; an attempt made before the cache has
-// the new node (or has lost the deleted pod) would fail for nothing. An attempt that fails
-// anyway shortly after news backs off for the retry floor only (see rejectLocked).
-func (m *Model) pokeLocked(_ *effects, root Key, why string) {
-	r := m.attempts.Round(root)
-	if r == nil || (!r.stalled && len(r.failed) == 0) {
-		return
-	}
-	at := m.clock.Now().Add(newsDelay)
-	if earliest := r.lastFailure.Add(m.retryFloor); at.Before(earliest) {
-		at = earliest
-	}
-	r.news = why
-	m.armRetryLocked(root, r, at)
-}
+// that may let it fit (see newsLocked).
+func (m *Model) pokeLocked(root Key, why string) { m.newsLocked([]Key{root}, why) }
 
-// newsDelay is how long after news a failed tree is retried (see pokeLocked).
-const newsDelay = 50 * time.Millisecond
-
-// pokeStalledLocked retries every tree held back after a failed attempt.
-func (m *Model) pokeStalledLocked(eff *effects, why string) {
+// pokeStalledLocked retries every tree held back after a failed attempt (see newsLocked).
+func (m *Model) pokeStalledLocked(why string) {
+	var roots []Key
 	for root, r := range m.attempts.rounds {
 		if r.stalled || len(r.failed) > 0 {
-			m.pokeLocked(eff, root, why)
+			roots = append(roots, root)
 		}
 	}
+	m.newsLocked(roots, why)
+}
+
+// newsDelay is how long after news failed trees are retried (see newsLocked).
+const newsDelay = 50 * time.Millisecond
+
+// newsLocked retries failed trees together, newsDelay from now and no sooner than retryFloor
+// after the latest of their failures. Together: their members reach the queue at once, and
+// leave it in the order of their trees' priority, so that when room appears for one of several
+// trees the higher-priority one gets it, whichever was tried last.
+//
+// The delay: the model hears of an event through its own handler, and the scheduler's cache
+// through another; an attempt made before the cache has the new node (or has lost the deleted
+// pod) would fail for nothing. An attempt that fails anyway shortly after news backs off for
+// the retry floor only (see rejectLocked).
+func (m *Model) newsLocked(roots []Key, why string) {
+	at := m.clock.Now().Add(newsDelay)
+	var due []Key
+	for _, root := range roots {
+		r := m.attempts.Round(root)
+		if r == nil || (!r.stalled && len(r.failed) == 0) {
+			continue
+		}
+		if earliest := r.lastFailure.Add(m.retryFloor); earliest.After(at) {
+			at = earliest
+		}
+		r.news = why
+		due = append(due, root)
+	}
+	if len(due) == 0 {
+		return
+	}
+	m.clock.AfterFunc(at.Sub(m.clock.Now()), func() {
+		m.mu.Lock()
+		eff := effects{logger: m.logger}
+		now := m.clock.Now()
+		for _, root := range due {
+			r := m.attempts.Round(root)
+			if r == nil || (!r.stalled && len(r.failed) == 0) {
+				continue
+			}
+			if earliest := r.lastFailure.Add(m.retryFloor); now.Before(earliest) {
+				m.armRetryLocked(root, r, earliest) // it failed again meanwhile
+				continue
+			}
+			m.retryLocked(&eff, root, why)
+		}
+		m.mu.Unlock()
+		m.apply(eff)
+	})
 }
 
 // retryLocked ends a tree's backoff and activates its pending members.

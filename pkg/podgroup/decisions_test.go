@@ -562,3 +562,31 @@ func TestNodeDeletedReleasesItsWaiters(t *testing.T) {
 		t.Errorf("waiters %v, want a-0 still waiting", got)
 	}
 }
+
+// News retries every failed tree together, once the latest failure is a retry floor old: their
+// members reach the queue in one batch and leave it by priority, so a tree tried last does not
+// lose the room to one tried earlier.
+func TestNewsRetriesFailedTreesTogether(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.OnGroup(nil, pg("early", 2, ""))
+	m.OnGroup(nil, pg("late", 2, ""))
+	early, late := addPods(m, "early", 2), addPods(m, "late", 2)
+	m.Fail(bg, early[0], "no room", testPolicy)
+	clk.Step(800 * time.Millisecond)
+	m.Fail(bg, late[0], "no room", testPolicy)
+	rec.take()
+	clk.Step(400 * time.Millisecond) // early failed 1.2s ago, late 0.4s ago
+	m.OnCapacity("node added")
+	clk.Step(newsDelay)
+	if activated, _, _ := rec.take(); len(activated) != 0 {
+		t.Fatalf("early retried before late's floor: %v", activated)
+	}
+	clk.Step(DefaultRetryFloor)
+	rec.mu.Lock()
+	batches := rec.batches
+	rec.mu.Unlock()
+	activated, _, _ := rec.take()
+	if !cmp.Equal(activated, []string{"early-0", "early-1", "late-0", "late-1"}) || batches != 1 {
+		t.Errorf("activated %v in %d batches, want both trees in one", activated, batches)
+	}
+}

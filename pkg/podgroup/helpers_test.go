@@ -25,6 +25,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // recorder is a Scheduler that records what the model asks of it; pods in gone are not live.
 type recorder struct {
 	mu        sync.Mutex
+	batches   int // Activate calls
 	activated []string
 	allowed   []string
 	rejected  map[string]string
@@ -34,6 +35,7 @@ type recorder struct {
 func (r *recorder) Activate(_ klog.Logger, pods []*v1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.batches++
 	for _, p := range pods {
 		r.activated = append(r.activated, p.Name)
 	}
@@ -64,8 +66,8 @@ func (r *recorder) take() (activated, allowed []string, rejected map[string]stri
 	activated, allowed, rejected = r.activated, r.allowed, r.rejected
 	sort.Strings(activated)
 	sort.Strings(allowed)
-	r.activated, r.allowed, r.rejected = nil, nil, map[string]string{}
-	return
+	r.activated, r.allowed, r.rejected, r.batches = nil, nil, map[string]string{}, 0
+	return activated, allowed, rejected
 }
 
 // testModel returns a Model fed directly through its handlers, on a manual clock.

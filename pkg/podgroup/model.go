@@ -350,7 +350,7 @@ func (m *Model) OnGroup(old, obj any) {
 	m.refileJobGroupLocked(&eff, k)
 	if old != nil && specChanged(old, obj) {
 		if root, ok := m.index.RootOf(k); ok {
-			m.pokeLocked(&eff, root, fmt.Sprintf("%s changed", k))
+			m.pokeLocked(root, fmt.Sprintf("%s changed", k))
 		}
 	}
 	m.mu.Unlock()
@@ -423,7 +423,7 @@ func (m *Model) OnPodDelete(obj any) {
 	delete(m.held, pod.UID)
 	m.noticed.Delete(pod.UID)
 	if pod.Spec.NodeName != "" {
-		m.pokeStalledLocked(&eff, fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
+		m.pokeStalledLocked(fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
 	}
 	m.mu.Unlock()
 	m.apply(eff)
@@ -458,7 +458,7 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		// tree held back after a failed attempt.
 		m.refreshLocked(eff, m.index.TopOf(k))
 		if root, ok := m.index.RootOf(k); ok {
-			m.pokeLocked(eff, root, fmt.Sprintf("pod %s joined PodGroup %s", pod.Name, k.Name))
+			m.pokeLocked(root, fmt.Sprintf("pod %s joined PodGroup %s", pod.Name, k.Name))
 		}
 	case !wasBound && pod.Spec.NodeName != "":
 		m.boundLocked(eff, pod, k)
@@ -583,7 +583,7 @@ func (m *Model) OnNodeDelete(obj any) {
 func (m *Model) OnCapacity(why string) {
 	m.mu.Lock()
 	var eff effects
-	m.pokeStalledLocked(&eff, why)
+	m.pokeStalledLocked(why)
 	m.mu.Unlock()
 	m.apply(eff)
 }

@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -225,4 +226,29 @@ func TestPartialBindIsReported(t *testing.T) {
 	}
 	env.WaitBound(t, ns, "g-2")
 	env.WaitCondition(t, "PodGroup", ns, "g", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "3 pods placed together")
+}
+
+// When room appears for one of two gangs that failed for want of it, the one with the higher
+// priority (its PodGroup's priorityClassName) gets it, though it was tried last.
+func TestRoomGoesToTheHigherPriorityGang(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "prio")
+	env.CreateNodes(t, testenv.Node("small", "500m", nil))
+	env.StartScheduler(t, nil) // backoffSeconds 10: news, not the backoff, retries them
+	if _, err := env.Client.SchedulingV1().PriorityClasses().Create(context.Background(),
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "training-high"}, Value: 1000}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.CreatePodGroups(t, testenv.Gang(ns, "low", 4, ""))
+	env.CreatePods(t, testenv.GangPods(ns, "low", 4, "1")...)
+	env.WaitCondition(t, "PodGroup", ns, "low", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
+	high := testenv.Gang(ns, "high", 4, "")
+	high.Spec.PriorityClassName = "training-high"
+	env.CreatePodGroups(t, high)
+	env.CreatePods(t, testenv.GangPods(ns, "high", 4, "1")...)
+	env.WaitCondition(t, "PodGroup", ns, "high", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
+
+	env.CreateNodes(t, testenv.Node("n1", "4", nil)) // room for one gang
+	env.WaitBound(t, ns, names(4, "high")...)
+	env.AssertUnbound(t, ns, names(4, "low")...)
 }
