@@ -35,9 +35,10 @@ type LockstepTopologyArgs struct {
 	// PlanTTLSeconds is how long a placement plan keeps capacity promised to a tree whose
 	// members have not all been placed, before another tree may use it.
 	PlanTTLSeconds int64
-	// MaxDomainCandidates bounds the backtracking: how many domains of a level are tried for
-	// a group before the planner gives up on the parent's domain.
-	MaxDomainCandidates int32
+	// PlanTimeLimitMilliseconds bounds the time of one plan: within it every candidate
+	// domain of every level is considered (best fit first, backtracking to the parent's next
+	// domain); a tree not placed by then is refused, saying so.
+	PlanTimeLimitMilliseconds int32
 	// PlanUnconstrainedGangs plans gangs without topology constraints too: their members are
 	// packed onto nodes chosen once per gang instead of scored one by one.
 	PlanUnconstrainedGangs bool

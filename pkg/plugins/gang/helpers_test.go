@@ -23,7 +23,7 @@ type testEnv struct {
 func newTestEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *testEnv {
 	t.Helper()
 	env := &testEnv{}
-	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, nil, podgrouptest.Plugin{
+	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, podgrouptest.Options{}, podgrouptest.Plugin{
 		Name: Name,
 		Factory: func(ctx context.Context, fh fwk.Handle, c *podgroup.Components) (fwk.Plugin, error) {
 			pl, err := New(ctx, nil, fh, c.Model)

@@ -23,6 +23,9 @@ func (refused) Clone() fwk.StateData { return refused{} }
 // a failed attempt; the model retries the tree when the backoff ends, or sooner when the
 // cluster changes in a way that may let it fit.
 func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if podgroup.Planning(state) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	logger := klog.FromContext(ctx)
 	v := pl.groups.Check(logger, pod)
 	switch v.Code {

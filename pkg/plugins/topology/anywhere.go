@@ -57,13 +57,14 @@ type anywhere struct {
 	start atomic.Uint64
 }
 
-// plan places the pending members of root on nodes; it returns the explanation on failure.
-func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised map[string]Resources) (*Plan, string) {
+// plan places the pending members of root on nodes the fitter allows; it returns the
+// explanation on failure.
+func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.NodeInfo, promised map[string]Resources, fit fitter) (*Plan, string) {
 	var pods []*pending
 	groupOf := map[types.UID]*podgroup.GroupView{}
 	root.Walk(func(g *podgroup.GroupView) {
 		for _, p := range g.Pending {
-			pods = append(pods, &pending{pod: p, need: PodRequests(p)})
+			pods = append(pods, &pending{pod: p, need: PodRequests(p), shape: fit.shapeOf(p)})
 			groupOf[p.UID] = g
 		}
 	})
@@ -84,21 +85,24 @@ func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised
 		}
 		return r
 	}
-	eligible := map[string]func(int) bool{}
 	start := int(a.start.Add(1) % uint64(n))
 	plan := &Plan{Root: root.Key, Pods: map[types.UID]PlannedPod{}, Domains: map[podgroup.Key]sets.Set[string]{},
 		Refused: map[podgroup.Key]string{}, Chosen: map[podgroup.Key]string{}}
 	placed := map[podgroup.Key]int{}
+	reasons := map[string]int{}
 	for _, pd := range pods {
-		ok := eligible[eligibilityKey(pd.pod)]
-		if ok == nil {
-			ok = eligibleFunc(pd.pod, infos)
-			eligible[eligibilityKey(pd.pod)] = ok
-		}
 		best, seen := -1, 0
 		for k := 0; k < n && seen < anywhereSample; k++ {
 			i := (start + k) % n
-			if !ok(i) || !freeOf(i).Fits(pd.need) {
+			nd := topo.nodes[i]
+			if !freeOf(i).Fits(pd.need) {
+				continue
+			}
+			if !fit.allows(pd.shape, nd) {
+				reasons[fit.why(pd.shape, nd)]++
+				continue
+			}
+			if !fit.admits(pd.shape, nd) {
 				continue
 			}
 			seen++
@@ -112,14 +116,30 @@ func (a *anywhere) plan(root *podgroup.GroupView, infos []fwk.NodeInfo, promised
 		r := free[best]
 		r.Sub(pd.need)
 		free[best] = r
+		fit.planned(pd.pod, topo.nodes[best])
 		plan.Pods[pd.pod.UID] = PlannedPod{Node: infos[best].Node().Name, Request: pd.need}
 		placed[groupOf[pd.pod.UID].Key]++
 	}
 	if !readyWith(root, placed) {
-		return nil, fmt.Sprintf("%s %s: not enough free capacity for %s; the nodes could take %d",
-			root.Key.Kind, root.Key.Name, shape(pods), len(plan.Pods))
+		msg := fmt.Sprintf("%s %s: not enough free capacity for %s on the nodes the pods may use; they could take %d",
+			root.Key.Kind, root.Key.Name, describePods(pods), len(plan.Pods))
+		if why := commonest(reasons); why != "" {
+			msg += "; nodes with room refused them: " + why
+		}
+		return nil, msg
 	}
 	return plan, ""
+}
+
+// commonest returns the reason given most often, "" if none.
+func commonest(reasons map[string]int) string {
+	best, n := "", 0
+	for r, c := range reasons {
+		if r != "" && (c > n || (c == n && r < best)) {
+			best, n = r, c
+		}
+	}
+	return best
 }
 
 // readyWith reports whether a tree is ready with the planned members added to the placed ones.
@@ -134,18 +154,4 @@ func readyWith(g *podgroup.GroupView, planned map[podgroup.Key]int) bool {
 		}
 	}
 	return ready >= g.Min
-}
-
-// eligibleFunc returns whether a pod may use each node, evaluated lazily per node.
-func eligibleFunc(pod *v1.Pod, infos []fwk.NodeInfo) func(int) bool {
-	pe := newPodEligibility(pod)
-	cache := make(map[int]bool)
-	return func(i int) bool {
-		v, ok := cache[i]
-		if !ok {
-			v = pe.allows(infos[i].Node())
-			cache[i] = v
-		}
-		return v
-	}
 }

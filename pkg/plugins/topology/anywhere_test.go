@@ -46,14 +46,16 @@ func TestAnywhere(t *testing.T) {
 			name:  "explains a gang that does not fit",
 			nodes: grid(1, 1, 1, 2, 4),
 			tree:  func() *podgroup.GroupView { return gang("big", 3, 4) },
-			fail:  "PodGroup big: not enough free capacity for 3 pods × 4 cpu; the nodes could take 2",
+			fail:  "PodGroup big: not enough free capacity for 3 pods × 4 cpu on the nodes the pods may use; they could take 2",
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := tc.tree()
 			var a anywhere
-			plan, why := a.plan(root, nodeInfos(tc.nodes), nil)
+			infos := nodeInfos(tc.nodes)
+			topo := buildTopology(levels, infos)
+			plan, why := a.plan(root, topo, infos, nil, newSpecFitter(topo.nodes))
 			if tc.fail != "" {
 				if plan != nil || !strings.Contains(why, tc.fail) {
 					t.Fatalf("plan %v, explanation %q; want failure %q", plan, why, tc.fail)

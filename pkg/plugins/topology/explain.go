@@ -32,7 +32,7 @@ func (c *cluster) explain(root *podgroup.GroupView, failures []failure) string {
 // describeFailure renders one failure.
 func (c *cluster) describeFailure(f failure) string {
 	who := fmt.Sprintf("%s %s", f.group.Key.Kind, f.group.Key.Name)
-	what := shape(f.pods)
+	what := describePods(f.pods)
 	if f.level < 0 {
 		return fmt.Sprintf("%s: not enough free capacity for %s; the nodes it may use could take %d", who, what, f.best)
 	}
@@ -44,13 +44,19 @@ func (c *cluster) describeFailure(f failure) string {
 		return fmt.Sprintf("%s: %s, which has no room for %s; it could take %d", who, f.pin, what, f.best)
 	case f.cands == 0:
 		return fmt.Sprintf("%s: no node carries the %s label %s", who, lvl, c.levels[f.level])
+	case f.ineligible == f.cands:
+		return fmt.Sprintf("%s: no %s has a node the pods may use (%s)", who, lvl, f.why)
 	}
-	return fmt.Sprintf("%s: no %s has room for %s; the roomiest %s could take %d", who, lvl, what, lvl, f.best)
+	msg := fmt.Sprintf("%s: no %s has room for %s; the roomiest %s could take %d", who, lvl, what, lvl, f.best)
+	if f.ineligible > 0 {
+		msg += fmt.Sprintf("; %d other %ss have no node the pods may use (%s)", f.ineligible, lvl, f.why)
+	}
+	return msg
 }
 
-// shape renders a set of pods: "16 pods × 8 cpu" when they are alike,
+// describePods renders a set of pods: "16 pods × 8 cpu" when they are alike,
 // "16 pods (96 cpu in all)" when they are not.
-func shape(pods []*pending) string {
+func describePods(pods []*pending) string {
 	if len(pods) == 0 {
 		return "0 pods"
 	}

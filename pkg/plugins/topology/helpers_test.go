@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -132,7 +133,7 @@ func topo(constraints ...string) []v1alpha1.TopologyConstraint {
 func planOn(t *testing.T, nodes []testNode, root *podgroup.GroupView, promised map[string]Resources) (outcome, *cluster) {
 	t.Helper()
 	c := clusterOf(nodeInfos(nodes), promised)
-	return newPlanner(c, 8).plan(root), c
+	return newPlanner(c, newSpecFitter(c.nodes), time.Minute).plan(root), c
 }
 
 // placementOf returns, per pod name, the node it was assigned.

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,18 +30,20 @@ import (
 
 // pending is one member to place.
 type pending struct {
-	pod  *v1.Pod
-	need Resources
-	ok   *eligible // the nodes it may use
+	pod   *v1.Pod
+	need  Resources
+	shape *shape // where it may go, by the fitter
 }
 
 // planner holds the state of one planning run. Every change is logged so that a failed
 // attempt can be rolled back to a mark.
 type planner struct {
-	c        *cluster
-	elig     *eligibility
-	maxCands int
+	c   *cluster
+	fit fitter
+	// budget caps packing attempts, deadline the time of one run: within them every
+	// candidate domain is considered.
 	budget   int
+	deadline time.Time
 
 	free    []Resources
 	assign  map[types.UID]*node
@@ -73,18 +76,23 @@ type failure struct {
 	pods  []*pending
 	best  int // the most of its pods any candidate domain could take
 	cands int
-	pin   string // why candidates were restricted, if they were
+	// ineligible counts the candidates with no node the pods may use; why is the commonest
+	// reason the fitter gave for their nodes.
+	ineligible int
+	why        string
+	pin        string // why candidates were restricted, if they were
 }
 
 // planBudget caps the number of packing attempts of one run, whatever the backtracking.
 const planBudget = 20000
 
-func newPlanner(c *cluster, maxCands int) *planner {
+// newPlanner returns a planner of c whose members go where fit allows, within limit.
+func newPlanner(c *cluster, fit fitter, limit time.Duration) *planner {
 	p := &planner{
 		c:         c,
-		elig:      newEligibility(c.nodes),
-		maxCands:  maxCands,
+		fit:       fit,
 		budget:    planBudget,
+		deadline:  time.Now().Add(limit),
 		free:      make([]Resources, len(c.nodes)),
 		assign:    map[types.UID]*node{},
 		domains:   map[podgroup.Key]*domain{},
@@ -156,7 +164,7 @@ func (p *planner) index(root *podgroup.GroupView) {
 		var placed []*node
 		var parts []Resources // what each pod (PodGroup) or child (composite) needs at least
 		for _, pod := range g.Pending {
-			pd := &pending{pod: pod, need: PodRequests(pod), ok: p.elig.of(pod)}
+			pd := &pending{pod: pod, need: PodRequests(pod), shape: p.fit.shapeOf(pod)}
 			p.pendingOf[g.Key] = append(p.pendingOf[g.Key], pd)
 			demand.Add(pd.need)
 			parts = append(parts, pd.need)
@@ -214,13 +222,13 @@ func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 	demand, least := p.demand[g.Key], p.minDemand[g.Key]
 	all := cands
 	cands = p.bestFit(cands, g, least)
-	for i, d := range cands {
-		if i >= p.maxCands || p.budget <= 0 {
+	for _, d := range cands {
+		if p.exhausted() {
 			break
 		}
 		for l := preferred; l > d.level; l-- {
-			for j, sub := range p.placedFirst(g, p.bestFit(p.c.within(d, l), g, demand)) {
-				if j >= p.maxCands {
+			for _, sub := range p.placedFirst(g, p.bestFit(p.c.within(d, l), g, demand)) {
+				if p.exhausted() {
 					break
 				}
 				if p.placeInOrRollback(g, sub) {
@@ -234,6 +242,11 @@ func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 	}
 	p.fail(g, level, all, pin)
 	return false
+}
+
+// exhausted reports whether the run used its budget of packing attempts or of time.
+func (p *planner) exhausted() bool {
+	return p.budget <= 0 || time.Now().After(p.deadline)
 }
 
 func (p *planner) placeInOrRollback(g *podgroup.GroupView, d *domain) bool {
@@ -279,7 +292,7 @@ func (p *planner) pack(pods []*pending, nodes []*node) int {
 	placed := 0
 	for _, pd := range order {
 		for _, n := range nodes {
-			if p.free[n.idx].Fits(pd.need) && pd.ok.allows(n.idx) {
+			if p.free[n.idx].Fits(pd.need) && p.fit.allows(pd.shape, n) && p.fit.admits(pd.shape, n) {
 				p.take(n, pd)
 				placed++
 				break
@@ -335,13 +348,16 @@ func (p *planner) placedFirst(g *podgroup.GroupView, ds []*domain) []*domain {
 	return ds
 }
 
-// bestFit returns the domains whose free capacity can hold at least least, tightest first
-// for the group: counted in pods of the group's largest shape that fit on the domain's nodes
-// (so a domain whose room is split into pieces too small for one pod does not look roomy),
-// the fewest spare slots first, then the least free CPU, then by name. Domains that can hold
-// only part of the group (a composite may need fewer children) come last, roomiest first.
+// bestFit returns the domains that can hold the group, tightest first. Room is counted in
+// slots of the group's largest shape: how many such pods fit on the domain's nodes, by every
+// resource they request (extended resources included), on the nodes the fitter allows them
+// (taints, selectors, affinity...). A domain whose room is split into pieces too small for one
+// pod, or lies on nodes the pods may not use, does not look roomy. The fewest spare slots
+// come first, then the least free CPU, then by name; domains with fewer slots than pods
+// (a composite may need fewer children) come last, roomiest first; domains whose eligible
+// nodes cannot hold least in sum are left out.
 func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) []*domain {
-	shape, count := p.shapeOf(g)
+	rep, shape, count := p.shapeOf(g)
 	type scored struct {
 		d     *domain
 		spare int64
@@ -352,12 +368,15 @@ func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) 
 		var total Resources
 		var slots int64
 		for _, n := range d.nodes {
+			if rep != nil && !p.fit.allows(rep.shape, n) {
+				continue
+			}
 			total.Add(p.free[n.idx])
 			if count > 0 {
 				slots += p.free[n.idx].Copies(shape)
 			}
 		}
-		if !total.Fits(least) {
+		if !total.Fits(least) || (count > 0 && slots == 0) {
 			continue
 		}
 		ok = append(ok, scored{d, slots - count, total.MilliCPU})
@@ -367,8 +386,10 @@ func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) 
 		switch {
 		case wi != wj:
 			return wi
+		case wi && ok[i].spare != ok[j].spare:
+			return ok[i].spare < ok[j].spare // best fit: the fewest slots to spare
 		case !wi && ok[i].spare != ok[j].spare:
-			return ok[i].spare > ok[j].spare
+			return ok[i].spare > ok[j].spare // part of the group: the roomiest
 		case ok[i].cpu != ok[j].cpu:
 			return ok[i].cpu < ok[j].cpu
 		}
@@ -381,26 +402,29 @@ func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) 
 	return out
 }
 
-// shapeOf returns the largest request among a group's pending pods, and how many there are.
-func (p *planner) shapeOf(g *podgroup.GroupView) (Resources, int64) {
+// shapeOf returns the member with the largest request among a group's pending pods, that
+// request, and how many pending pods there are.
+func (p *planner) shapeOf(g *podgroup.GroupView) (*pending, Resources, int64) {
 	if s, ok := p.shapes[g.Key]; ok {
-		return s.need, s.count
+		return s.rep, s.need, s.count
 	}
+	var rep *pending
 	var largest Resources
 	var count int64
 	g.Walk(func(v *podgroup.GroupView) {
 		for _, pd := range p.pendingOf[v.Key] {
 			if count == 0 || bigger(pd.need, largest) {
-				largest = pd.need
+				rep, largest = pd, pd.need
 			}
 			count++
 		}
 	})
-	p.shapes[g.Key] = shapeCount{largest, count}
-	return largest, count
+	p.shapes[g.Key] = shapeCount{rep, largest, count}
+	return rep, largest, count
 }
 
 type shapeCount struct {
+	rep   *pending
 	need  Resources
 	count int64
 }
@@ -442,18 +466,52 @@ func (p *planner) packOrder(nodes []*node) []*node {
 	return out
 }
 
-// fail records why g found no domain, and how close the roomiest candidate came.
+// fail records why g found no domain, from the same numbers the ranking uses: the candidate
+// domains with no node the pods may use (and the commonest reason), and how many of its pods
+// the roomiest of the others could take.
 func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin string) {
 	var pods []*pending
 	g.Walk(func(v *podgroup.GroupView) { pods = append(pods, p.pendingOf[v.Key]...) })
 	f := failure{group: g, level: level, pods: pods, cands: len(cands), pin: pin}
+	rep, shape, count := p.shapeOf(g)
+	reasons := map[string]int{}
+	type room struct {
+		d     *domain
+		slots int64
+	}
+	var usable []room
+	for _, d := range cands {
+		var slots int64
+		eligible := false
+		why := ""
+		for _, n := range d.nodes {
+			if rep != nil && !p.fit.allows(rep.shape, n) {
+				if why == "" {
+					why = p.fit.why(rep.shape, n)
+				}
+				continue
+			}
+			eligible = true
+			if count > 0 {
+				slots += p.free[n.idx].Copies(shape)
+			}
+		}
+		if !eligible {
+			f.ineligible++
+			reasons[why]++
+			continue
+		}
+		usable = append(usable, room{d, slots})
+	}
+	f.why = commonest(reasons)
+	sort.SliceStable(usable, func(i, j int) bool { return usable[i].slots > usable[j].slots })
 	const maxExplained = 64
-	for i, d := range cands {
+	for i, r := range usable {
 		if i >= maxExplained {
 			break
 		}
 		mark := len(p.undo)
-		if n := p.pack(pods, d.nodes); n > f.best {
+		if n := p.pack(pods, r.d.nodes); n > f.best {
 			f.best = n
 		}
 		p.rollback(mark)
@@ -465,6 +523,7 @@ func (p *planner) take(n *node, pd *pending) {
 	p.free[n.idx].Sub(pd.need)
 	p.assign[pd.pod.UID] = n
 	p.undo = append(p.undo, change{node: n, pod: pd})
+	p.fit.planned(pd.pod, n)
 }
 
 func (p *planner) setDomain(k podgroup.Key, d *domain) {
@@ -486,6 +545,7 @@ func (p *planner) rollback(mark int) {
 		}
 		p.free[c.node.idx].Add(c.pod.need)
 		delete(p.assign, c.pod.pod.UID)
+		p.fit.unplanned(c.pod.pod, c.node)
 	}
 	p.undo = p.undo[:mark]
 }

@@ -3,6 +3,7 @@ package topology
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
@@ -275,7 +276,7 @@ func TestPlannerRespectsNodeSelectorAndTaints(t *testing.T) {
 		p.Spec.NodeSelector = map[string]string{"pool": "a"}
 	}
 	c := clusterOf(infos, nil)
-	out := newPlanner(c, 8).plan(g)
+	out := newPlanner(c, newSpecFitter(c.nodes), time.Minute).plan(g)
 	if !out.ok {
 		t.Fatal(c.explain(g, out.failures))
 	}

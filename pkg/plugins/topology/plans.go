@@ -44,14 +44,26 @@ type PlannedPod struct {
 type Plans struct {
 	mu     sync.Mutex
 	byRoot map[podgroup.Key]*Plan
-	now    func() time.Time
+	// refusals are, per tree, the nodes Filter refused a member planned there: the next plans
+	// of the tree do without them for a while, so that a refused plan is never made twice.
+	refusals map[podgroup.Key][]refusal
+	now      func() time.Time
 }
+
+// refusal is a node Filter refused a planned member, and why.
+type refusal struct {
+	node, why string
+	until     time.Time
+}
+
+// maxRefusals bounds the nodes a tree's plans do without.
+const maxRefusals = 16
 
 var _ podgroup.RoundObserver = &Plans{}
 
 // NewPlans returns an empty store.
 func NewPlans() *Plans {
-	return &Plans{byRoot: map[podgroup.Key]*Plan{}, now: time.Now}
+	return &Plans{byRoot: map[podgroup.Key]*Plan{}, refusals: map[podgroup.Key][]refusal{}, now: time.Now}
 }
 
 // Get returns the live plan of root, or nil.
@@ -116,4 +128,50 @@ func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) map[
 		}
 	}
 	return out
+}
+
+// Refuse records that Filter refused a member of root's plan on node, for why; the tree's
+// plans do without the node for ttl.
+func (p *Plans) Refuse(root podgroup.Key, node, why string, ttl time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.liveRefusalsLocked(root)
+	for i, r := range list {
+		if r.node == node {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	list = append(list, refusal{node: node, why: why, until: p.now().Add(ttl)})
+	if len(list) > maxRefusals {
+		list = list[len(list)-maxRefusals:]
+	}
+	p.refusals[root] = list
+}
+
+// Refusals returns the nodes root's plans do without, and why.
+func (p *Plans) Refusals(root podgroup.Key) map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]string{}
+	for _, r := range p.liveRefusalsLocked(root) {
+		out[r.node] = r.why
+	}
+	return out
+}
+
+func (p *Plans) liveRefusalsLocked(root podgroup.Key) []refusal {
+	var live []refusal
+	now := p.now()
+	for _, r := range p.refusals[root] {
+		if now.Before(r.until) {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		delete(p.refusals, root)
+		return nil
+	}
+	p.refusals[root] = live
+	return live
 }

@@ -29,9 +29,14 @@ type testEnv struct {
 }
 
 func newTestEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *testEnv {
+	return newTestEnvWith(t, groups, pods, nodes, false)
+}
+
+// newTestEnvWith runs the plugin with the upstream Filter plugins too, when filters is set.
+func newTestEnvWith(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, filters bool) *testEnv {
 	t.Helper()
 	env := &testEnv{plans: NewPlans()}
-	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, env.plans, podgrouptest.Plugin{
+	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, podgrouptest.Options{Observer: env.plans, Filters: filters}, podgrouptest.Plugin{
 		Name: Name,
 		Factory: func(ctx context.Context, fh fwk.Handle, c *podgroup.Components) (fwk.Plugin, error) {
 			pl, err := New(ctx, nil, fh, c.Model, env.plans)
@@ -134,16 +139,35 @@ func TestPreFilterPlansAgainWhenThePlannedNodeIsFull(t *testing.T) {
 	}
 }
 
-func TestPostFilterDropsThePlanOfAFailedMember(t *testing.T) {
+// A member refused on its planned node: the plan is dropped and the tree planned again
+// without that node, never the same refused plan twice; when no other node will do, the
+// explanation says which node refused what.
+func TestRefusedPlanIsNotMadeTwice(t *testing.T) {
 	pods := podgrouptest.Requesting("1", podgrouptest.Members("g", 2)...)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(hostKey, v1alpha1.TopologyRequired))
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
-	if _, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t)); !s.IsSuccess() {
-		t.Fatal(s)
+	root := podgroup.PodGroupKey("ns", "g")
+	refused := sets.New[string]()
+	for i := 0; i < 8; i++ { // the 8 nodes, one after the other
+		res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+		if !s.IsSuccess() || res == nil || res.NodeNames.Len() != 1 {
+			t.Fatalf("plan %d: %v %v, want a node", i, res, s)
+		}
+		node := sets.List(res.NodeNames)[0]
+		if refused.Has(node) {
+			t.Fatalf("planned again on %s, refused before", node)
+		}
+		refused.Insert(node)
+		statuses := framework.NewDefaultNodeToStatus()
+		statuses.Set(node, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) had volume node affinity conflict"))
+		env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), pods[0], statuses)
+		if env.plans.Get(root) != nil {
+			t.Fatal("plan kept after its member was refused on its node")
+		}
 	}
-	env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), pods[0], framework.NewDefaultNodeToStatus())
-	if env.plans.Get(podgroup.PodGroupKey("ns", "g")) != nil {
-		t.Error("plan kept after its member failed on its node")
+	_, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+	if s.IsSuccess() || !strings.Contains(s.Message(), "refused a planned member before: node(s) had volume node affinity conflict") {
+		t.Errorf("every node refused: %v, want the refusals explained", s)
 	}
 }
 
@@ -200,11 +224,11 @@ func TestNewValidatesArgs(t *testing.T) {
 		args *config.LockstepTopologyArgs
 		want string
 	}{
-		{"no levels", &config.LockstepTopologyArgs{PlanTTLSeconds: 1, MaxDomainCandidates: 1}, "levels: Required value"},
-		{"duplicate level", &config.LockstepTopologyArgs{Levels: []string{rackKey, rackKey}, PlanTTLSeconds: 1, MaxDomainCandidates: 1}, "levels[1]: Duplicate value"},
-		{"not a label key", &config.LockstepTopologyArgs{Levels: []string{"a b"}, PlanTTLSeconds: 1, MaxDomainCandidates: 1}, "levels[0]: Invalid value"},
-		{"zero ttl", &config.LockstepTopologyArgs{Levels: []string{rackKey}, MaxDomainCandidates: 1}, "planTTLSeconds: Invalid value: 0"},
-		{"zero candidates", &config.LockstepTopologyArgs{Levels: []string{rackKey}, PlanTTLSeconds: 1}, "maxDomainCandidates: Invalid value: 0"},
+		{"no levels", &config.LockstepTopologyArgs{PlanTTLSeconds: 1, PlanTimeLimitMilliseconds: 1}, "levels: Required value"},
+		{"duplicate level", &config.LockstepTopologyArgs{Levels: []string{rackKey, rackKey}, PlanTTLSeconds: 1, PlanTimeLimitMilliseconds: 1}, "levels[1]: Duplicate value"},
+		{"not a label key", &config.LockstepTopologyArgs{Levels: []string{"a b"}, PlanTTLSeconds: 1, PlanTimeLimitMilliseconds: 1}, "levels[0]: Invalid value"},
+		{"zero ttl", &config.LockstepTopologyArgs{Levels: []string{rackKey}, PlanTimeLimitMilliseconds: 1}, "planTTLSeconds: Invalid value: 0"},
+		{"zero time limit", &config.LockstepTopologyArgs{Levels: []string{rackKey}, PlanTTLSeconds: 1}, "planTimeLimitMilliseconds: Invalid value: 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

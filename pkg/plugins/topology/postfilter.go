@@ -2,24 +2,31 @@ package topology
 
 import (
 	"context"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// PostFilter drops the plan of a member that failed on its planned node (a taint, an
-// affinity, a port the planner does not model): the next attempt plans the tree again
-// instead of sending the member back to the same node. It never makes a pod schedulable.
-func (pl *Topology) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+// PostFilter handles a member that failed on its planned node (the cluster changed since the
+// plan, or a filter the plan could not foresee): the plan is dropped and the node recorded as
+// refused, so that the tree is planned again without it, never the same refused plan twice.
+// It never makes a pod schedulable.
+func (pl *Topology) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	sum, ok := pl.trees.Summary(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if plan := pl.plans.Get(sum.Root); plan != nil {
 		if pp, planned := plan.Pods[pod.UID]; planned && pl.plans.Drop(sum.Root) {
+			why := "refused by Filter"
+			if s := statuses.Get(pp.Node); s != nil && !s.IsSuccess() && len(s.Reasons()) > 0 {
+				why = strings.Join(s.Reasons(), ", ")
+			}
+			pl.plans.Refuse(sum.Root, pp.Node, why, pl.planTTL)
 			metrics.replans.WithLabelValues("filter").Inc()
-			klog.FromContext(ctx).V(4).Info("Member failed on its planned node; the tree is planned again", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node)
+			klog.FromContext(ctx).V(4).Info("Member refused on its planned node; the tree is planned again without it", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node, "why", why)
 		}
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)

@@ -20,7 +20,10 @@ import (
 // the plan did not place keep to their group's domain; members of groups the plan could not
 // place are refused with the planner's explanation. Members of basic trees, and replacements
 // in groups already scheduled, keep to the domains their placed siblings chose.
-func (pl *Topology) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if podgroup.Planning(state) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	logger := klog.FromContext(ctx)
 	sum, ok := pl.trees.Summary(pod)
 	if !ok || (!sum.Gang && !sum.Topology) || (!sum.Topology && !pl.planGangs) {
@@ -59,7 +62,7 @@ func (pl *Topology) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod
 			plan = &Plan{Root: sum.Root, Unplanned: true, Expires: time.Now().Add(pl.planTTL)}
 		} else {
 			var why string
-			if plan, why = pl.planTree(logger, tree, nodes); plan == nil {
+			if plan, why = pl.planTree(ctx, tree, nodes); plan == nil {
 				pl.trees.NoteUnplaceable(pod, why)
 				logger.V(4).Info("No placement for the tree", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", why)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the gang: "+why)
@@ -99,11 +102,14 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 }
 
 // planTree plans the whole tree; on failure it returns the explanation.
-func (pl *Topology) planTree(logger klog.Logger, tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*Plan, string) {
+func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*Plan, string) {
+	logger := klog.FromContext(ctx)
 	start := time.Now()
 	promised := pl.plans.Promised(tree.Key, pl.trees.Pending)
+	topo := pl.topology.get(pl.levels, nodes)
+	fit := pl.fitter(ctx, topo, nodes, tree)
 	if hasTopology, _ := constrained(tree); !hasTopology {
-		plan, why := pl.anywhere.plan(tree, nodes, promised)
+		plan, why := pl.anywhere.plan(tree, topo, nodes, promised, fit)
 		metrics.planDuration.Observe(time.Since(start).Seconds())
 		if plan == nil {
 			metrics.plans.WithLabelValues("unplaceable").Inc()
@@ -115,8 +121,8 @@ func (pl *Topology) planTree(logger klog.Logger, tree *podgroup.GroupView, nodes
 		logger.V(4).Info("Planned gang", "root", tree.Key, "pods", len(plan.Pods))
 		return plan, ""
 	}
-	c := newCluster(pl.topology.get(pl.levels, nodes), nodes, promised)
-	out := newPlanner(c, pl.maxCands).plan(tree)
+	c := newCluster(topo, nodes, promised)
+	out := newPlanner(c, fit, pl.planLimit).plan(tree)
 	metrics.planDuration.Observe(time.Since(start).Seconds())
 	if !out.ok {
 		metrics.plans.WithLabelValues("unplaceable").Inc()
@@ -156,6 +162,23 @@ func (pl *Topology) planTree(logger klog.Logger, tree *podgroup.GroupView, nodes
 	}
 	logger.V(4).Info("Planned tree", "root", tree.Key, "pods", len(plan.Pods), "domains", plan.Chosen)
 	return plan, ""
+}
+
+// fitter returns what decides where the tree's members may go: the profile's own Filter
+// plugins, or, where the handle cannot run PreFilter plugins, the pods' node selection.
+func (pl *Topology) fitter(ctx context.Context, topo *topology, nodes []fwk.NodeInfo, tree *podgroup.GroupView) fitter {
+	var fit fitter
+	if pre, ok := pl.handle.(preFilterRunner); ok {
+		var pods []*v1.Pod
+		tree.Walk(func(g *podgroup.GroupView) { pods = append(pods, g.Pending...) })
+		fit = newFrameworkFitter(ctx, pl.handle, pre, nodes, pl.verdicts, pods)
+	} else {
+		fit = newSpecFitter(topo.nodes)
+	}
+	if refused := pl.plans.Refusals(tree.Key); len(refused) > 0 {
+		fit = withoutRefused{fitter: fit, nodes: refused}
+	}
+	return fit
 }
 
 // keepWithSiblings narrows a member of a basic tree to the domains its placed siblings

@@ -48,18 +48,21 @@ type Trees interface {
 
 // Topology is the LockstepTopology plugin.
 type Topology struct {
-	logger   klog.Logger
-	handle   fwk.Handle
-	trees    Trees
-	plans    *Plans
-	planTTL  time.Duration
-	levels   []string
-	maxCands int
+	logger  klog.Logger
+	handle  fwk.Handle
+	trees   Trees
+	plans   *Plans
+	planTTL time.Duration
+	levels  []string
+	// planLimit bounds the time of one plan.
+	planLimit time.Duration
 	// planGangs: gangs without topology constraints are planned too (anywhere.go).
 	planGangs bool
 	anywhere  anywhere
-	// topology caches where the nodes are across plans.
+	// topology caches where the nodes are across plans; verdicts, Filter verdicts of pod
+	// shapes on nodes.
 	topology topologyCache
+	verdicts *verdictCache
 }
 
 var (
@@ -88,8 +91,9 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, trees Trees
 		plans:     plans,
 		planTTL:   time.Duration(args.PlanTTLSeconds) * time.Second,
 		levels:    append([]string(nil), args.Levels...),
-		maxCands:  int(args.MaxDomainCandidates),
+		planLimit: time.Duration(args.PlanTimeLimitMilliseconds) * time.Millisecond,
 		planGangs: args.PlanUnconstrainedGangs,
+		verdicts:  newVerdictCache(),
 	}
 	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
 	return pl, nil
@@ -108,10 +112,10 @@ func getArgs(obj runtime.Object) (*config.LockstepTopologyArgs, error) {
 
 func defaultArgs() *config.LockstepTopologyArgs {
 	return &config.LockstepTopologyArgs{
-		Levels:                 append([]string(nil), configv1.DefaultTopologyLevels...),
-		PlanTTLSeconds:         configv1.DefaultPlanTTLSeconds,
-		MaxDomainCandidates:    configv1.DefaultMaxDomainCandidates,
-		PlanUnconstrainedGangs: true,
+		Levels:                    append([]string(nil), configv1.DefaultTopologyLevels...),
+		PlanTTLSeconds:            configv1.DefaultPlanTTLSeconds,
+		PlanTimeLimitMilliseconds: configv1.DefaultPlanTimeLimitMilliseconds,
+		PlanUnconstrainedGangs:    true,
 	}
 }
 

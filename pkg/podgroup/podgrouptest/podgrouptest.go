@@ -23,9 +23,12 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
@@ -98,10 +101,25 @@ type Plugin struct {
 	Points []string
 }
 
+// Options shape an Env.
+type Options struct {
+	// Observer is told when attempts end.
+	Observer podgroup.RoundObserver
+	// Filters enables the upstream plugins that decide where a pod may run (PreFilter and
+	// Filter of NodeResourcesFit, NodeName, NodeUnschedulable, NodeAffinity, TaintToleration,
+	// NodePorts, InterPodAffinity, PodTopologySpread) with their default args, as the default
+	// profile has them.
+	Filters bool
+}
+
+// filterPlugins are the upstream plugins Options.Filters enables.
+var filterPlugins = []string{names.NodeResourcesFit, names.NodeName, names.NodeUnschedulable, names.NodeAffinity,
+	names.TaintToleration, names.NodePorts, names.InterPodAffinity, names.PodTopologySpread}
+
 // NewEnv starts a framework whose group model sees groups (PodGroups, CompositePodGroups),
 // whose pod informer sees pods and whose snapshot holds nodes (and the bound pods). The model
-// is built as pkg/scheduler builds it, with observer told when attempts end.
-func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, observer podgroup.RoundObserver, plugins ...Plugin) *Env {
+// is built as pkg/scheduler builds it.
+func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, opts Options, plugins ...Plugin) *Env {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -130,7 +148,7 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 		registry[pl.Name] = func(ctx context.Context, _ runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
 			if env.Components == nil {
 				c, err := podgroup.NewComponents(ctx, fh, podgroup.ComponentOptions{
-					Client: lockstepClient, Recorder: env.Recorder, Observer: observer, PermitPlugin: permitPlugin(plugins)})
+					Client: lockstepClient, Recorder: env.Recorder, Observer: opts.Observer, PermitPlugin: permitPlugin(plugins)})
 				if err != nil {
 					return nil, err
 				}
@@ -144,6 +162,19 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 			set := pluginSet(profile.Plugins, point)
 			set.Enabled = append(set.Enabled, schedconfig.Plugin{Name: pl.Name, Weight: 1})
 		}
+	}
+	if opts.Filters {
+		defaults, err := latest.Default()
+		if err != nil {
+			t.Fatal(err)
+		}
+		inTree := intree.NewInTreeRegistry()
+		for _, name := range filterPlugins {
+			registry[name] = inTree[name]
+			profile.Plugins.PreFilter.Enabled = append(profile.Plugins.PreFilter.Enabled, schedconfig.Plugin{Name: name})
+			profile.Plugins.Filter.Enabled = append(profile.Plugins.Filter.Enabled, schedconfig.Plugin{Name: name})
+		}
+		profile.PluginConfig = defaults.Profiles[0].PluginConfig
 	}
 	if len(profile.Plugins.QueueSort.Enabled) == 0 {
 		registry[queuesort.Name] = queuesort.New

@@ -13,8 +13,9 @@ const (
 	// DefaultPlanTTLSeconds matches the default permit timeout: a plan outlives the wait of
 	// its placed members.
 	DefaultPlanTTLSeconds int64 = 60
-	// DefaultMaxDomainCandidates bounds the domains tried per level.
-	DefaultMaxDomainCandidates int32 = 8
+	// DefaultPlanTimeLimitMilliseconds bounds one plan; a plan of 750 gangs' worth of racks
+	// on 5000 nodes takes a few milliseconds.
+	DefaultPlanTimeLimitMilliseconds int32 = 200
 )
 
 // SetDefaults_LockstepTopologyArgs fills unset fields.
@@ -26,9 +27,9 @@ func SetDefaults_LockstepTopologyArgs(obj *LockstepTopologyArgs) {
 		v := DefaultPlanTTLSeconds
 		obj.PlanTTLSeconds = &v
 	}
-	if obj.MaxDomainCandidates == nil {
-		v := DefaultMaxDomainCandidates
-		obj.MaxDomainCandidates = &v
+	if obj.PlanTimeLimitMilliseconds == nil {
+		v := DefaultPlanTimeLimitMilliseconds
+		obj.PlanTimeLimitMilliseconds = &v
 	}
 	if obj.PlanUnconstrainedGangs == nil {
 		v := true

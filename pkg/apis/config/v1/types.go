@@ -40,10 +40,11 @@ type LockstepTopologyArgs struct {
 	// members have not all been placed. Default 60.
 	// +optional
 	PlanTTLSeconds *int64 `json:"planTTLSeconds,omitempty"`
-	// maxDomainCandidates bounds backtracking: how many domains of a level are tried for a
-	// group before giving up on its parent's domain. Default 8.
+	// planTimeLimitMilliseconds bounds the time of one plan: within it every candidate domain
+	// of every level is considered (best fit first, backtracking to the parent's next
+	// domain). Default 200.
 	// +optional
-	MaxDomainCandidates *int32 `json:"maxDomainCandidates,omitempty"`
+	PlanTimeLimitMilliseconds *int32 `json:"planTimeLimitMilliseconds,omitempty"`
 	// planUnconstrainedGangs plans gangs without topology constraints too: each member is
 	// packed onto a node chosen once per gang (the fullest of a sample of nodes with room)
 	// instead of being filtered and scored against the whole cluster. Gangs whose pods carry

@@ -101,7 +101,7 @@ func autoConvert_v1_LockstepTopologyArgs_To_config_LockstepTopologyArgs(in *Lock
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.PlanTTLSeconds, &out.PlanTTLSeconds, s); err != nil {
 		return err
 	}
-	if err := metav1.Convert_Pointer_int32_To_int32(&in.MaxDomainCandidates, &out.MaxDomainCandidates, s); err != nil {
+	if err := metav1.Convert_Pointer_int32_To_int32(&in.PlanTimeLimitMilliseconds, &out.PlanTimeLimitMilliseconds, s); err != nil {
 		return err
 	}
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.PlanUnconstrainedGangs, &out.PlanUnconstrainedGangs, s); err != nil {
@@ -120,7 +120,7 @@ func autoConvert_config_LockstepTopologyArgs_To_v1_LockstepTopologyArgs(in *conf
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.PlanTTLSeconds, &out.PlanTTLSeconds, s); err != nil {
 		return err
 	}
-	if err := metav1.Convert_int32_To_Pointer_int32(&in.MaxDomainCandidates, &out.MaxDomainCandidates, s); err != nil {
+	if err := metav1.Convert_int32_To_Pointer_int32(&in.PlanTimeLimitMilliseconds, &out.PlanTimeLimitMilliseconds, s); err != nil {
 		return err
 	}
 	if err := metav1.Convert_bool_To_Pointer_bool(&in.PlanUnconstrainedGangs, &out.PlanUnconstrainedGangs, s); err != nil {

@@ -79,8 +79,8 @@ func (in *LockstepTopologyArgs) DeepCopyInto(out *LockstepTopologyArgs) {
 		*out = new(int64)
 		**out = **in
 	}
-	if in.MaxDomainCandidates != nil {
-		in, out := &in.MaxDomainCandidates, &out.MaxDomainCandidates
+	if in.PlanTimeLimitMilliseconds != nil {
+		in, out := &in.PlanTimeLimitMilliseconds, &out.PlanTimeLimitMilliseconds
 		*out = new(int32)
 		**out = **in
 	}

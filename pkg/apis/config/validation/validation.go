@@ -43,8 +43,8 @@ func ValidateLockstepTopologyArgs(path *field.Path, args *config.LockstepTopolog
 	if args.PlanTTLSeconds <= 0 {
 		errs = append(errs, field.Invalid(path.Child("planTTLSeconds"), args.PlanTTLSeconds, "must be greater than 0"))
 	}
-	if args.MaxDomainCandidates <= 0 {
-		errs = append(errs, field.Invalid(path.Child("maxDomainCandidates"), args.MaxDomainCandidates, "must be greater than 0"))
+	if args.PlanTimeLimitMilliseconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("planTimeLimitMilliseconds"), args.PlanTimeLimitMilliseconds, "must be greater than 0"))
 	}
 	return errs.ToAggregate()
 }

@@ -1,0 +1,419 @@
+package topology
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// A plan is only worth making if the scheduler will accept it: a node is a candidate for a
+// member only if the profile's own Filter plugins accept the member there (resources,
+// extended resources, taints, affinity, host ports, volumes, DRA claims...), given the
+// members planned before it in the same tree. The fitter asks them, as preemption's dry runs
+// do: each shape of pod (members alike in everything Filter looks at) gets the cycle state of
+// the profile's PreFilter plugins once, Filter runs once per shape and node, and only trees
+// whose members interact (inter-pod affinity, spread constraints, host ports) are checked
+// again against the members planned so far, with those members added to the cycle state and
+// to the node.
+
+// fitter decides where members may go.
+type fitter interface {
+	// shapeOf returns the shape of a pending member.
+	shapeOf(pod *v1.Pod) *shape
+	// allows reports whether a member of shape s may run on node n as the cluster is (no
+	// member of this plan counted); why says what refused it.
+	allows(s *shape, n *node) bool
+	why(s *shape, n *node) string
+	// admits reports whether a member of shape s may run on n given the members planned so
+	// far; asked only after allows said yes and the node has room.
+	admits(s *shape, n *node) bool
+	// planned and unplanned record a member the planner put on a node, or took back.
+	planned(pod *v1.Pod, n *node)
+	unplanned(pod *v1.Pod, n *node)
+}
+
+// shape is a set of alike members.
+type shape struct {
+	key string
+	pod *v1.Pod // a representative member
+	// for the framework fitter: the PreFilter state, and the same with this plan's members
+	state, work fwk.CycleState
+	only        sets.Set[string] // nodes PreFilter allowed; nil for all
+	refused     string           // PreFilter refused the shape everywhere
+	verdicts    []int8           // by node index: 0 unknown, 1 allowed, 2 refused
+	reasons     map[int]string
+	blocked     map[int]bool // nodes admits refused in this plan (monotone trees only)
+	// for the spec fitter
+	elig *eligible
+}
+
+// shapeKey is what Filter plugins look at in a pod: its namespace and labels (other pods'
+// affinity), resources, ports, node selection, tolerations, spread constraints, persistent
+// volumes and resource claims. Per-pod names (hostname, service account token volumes,
+// environment) are left out, so the pods of one template share a shape.
+func shapeKey(pod *v1.Pod) string {
+	type container struct {
+		Resources v1.ResourceRequirements `json:"r"`
+		Ports     []v1.ContainerPort      `json:"p,omitempty"`
+	}
+	var volumes []v1.Volume
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil || vol.CSI != nil || vol.HostPath != nil {
+			volumes = append(volumes, vol)
+		}
+	}
+	containers := func(cs []v1.Container) []container {
+		out := make([]container, len(cs))
+		for i, c := range cs {
+			out[i] = container{Resources: c.Resources, Ports: c.Ports}
+		}
+		return out
+	}
+	data, _ := json.Marshal(struct {
+		NS          string                        `json:"ns"`
+		Labels      map[string]string             `json:"l,omitempty"`
+		Containers  []container                   `json:"c"`
+		Init        []container                   `json:"i,omitempty"`
+		Overhead    v1.ResourceList               `json:"o,omitempty"`
+		Selector    map[string]string             `json:"s,omitempty"`
+		Affinity    *v1.Affinity                  `json:"a,omitempty"`
+		Tolerations []v1.Toleration               `json:"t,omitempty"`
+		Spread      []v1.TopologySpreadConstraint `json:"sp,omitempty"`
+		Volumes     []v1.Volume                   `json:"v,omitempty"`
+		Claims      []v1.PodResourceClaim         `json:"rc,omitempty"`
+		Host        bool                          `json:"h,omitempty"`
+		OS          *v1.PodOS                     `json:"os,omitempty"`
+		Runtime     *string                       `json:"rt,omitempty"`
+		UID         string                        `json:"u,omitempty"`
+	}{pod.Namespace, pod.Labels, containers(pod.Spec.Containers), containers(pod.Spec.InitContainers), pod.Spec.Overhead,
+		pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations, pod.Spec.TopologySpreadConstraints, volumes,
+		pod.Spec.ResourceClaims, pod.Spec.HostNetwork, pod.Spec.OS, pod.Spec.RuntimeClassName, claimsUID(pod)})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
+}
+
+// claimsUID makes pods with resource claims shapes of their own: each has its own claims.
+func claimsUID(pod *v1.Pod) string {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return string(pod.UID)
+	}
+	return ""
+}
+
+// interacts reports whether members of a tree can refuse each other a node: inter-pod
+// affinity or anti-affinity, topology spread constraints, host ports. monotone is false when
+// a member added can also make a node acceptable (affinity, spread), so that a refusal may not
+// be remembered for the rest of the plan.
+func interacts(pods []*v1.Pod) (interacting, monotone bool) {
+	monotone = true
+	for _, p := range pods {
+		if a := p.Spec.Affinity; a != nil {
+			if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+				interacting = true
+			}
+			if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+				interacting, monotone = true, false
+			}
+		}
+		if len(p.Spec.TopologySpreadConstraints) > 0 {
+			interacting, monotone = true, false
+		}
+		for _, c := range p.Spec.Containers {
+			for _, port := range c.Ports {
+				if port.HostPort > 0 {
+					interacting = true
+				}
+			}
+		}
+	}
+	return interacting, monotone
+}
+
+// preFilterRunner is the part of the profile's framework that runs PreFilter plugins; the
+// handle a plugin gets is the framework.
+type preFilterRunner interface {
+	RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string])
+}
+
+// frameworkFitter asks the profile's framework.
+type frameworkFitter struct {
+	ctx         context.Context
+	fh          fwk.Handle
+	pre         preFilterRunner
+	infos       []fwk.NodeInfo
+	shapes      map[string]*shape
+	cache       *verdictCache
+	interacting bool
+	monotone    bool
+	plannedOn   map[int][]*v1.Pod
+}
+
+func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod) *frameworkFitter {
+	interacting, monotone := interacts(tree)
+	return &frameworkFitter{ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
+		interacting: interacting, monotone: monotone, plannedOn: map[int][]*v1.Pod{}}
+}
+
+func (f *frameworkFitter) shapeOf(pod *v1.Pod) *shape {
+	key := shapeKey(pod)
+	if s, ok := f.shapes[key]; ok {
+		return s
+	}
+	s := &shape{key: key, pod: pod, verdicts: make([]int8, len(f.infos)), reasons: map[int]string{}, blocked: map[int]bool{}}
+	state := framework.NewCycleState()
+	podgroup.MarkPlanning(state)
+	res, status, _ := f.pre.RunPreFilterPlugins(f.ctx, state, pod)
+	switch {
+	case status.IsSuccess():
+	case status.Code() == fwk.Unschedulable:
+		// As the scheduler does, Filter still runs: PreFilter only hinted at preemption.
+	default:
+		s.refused = status.Message()
+	}
+	if res != nil && !res.AllNodes() {
+		s.only = res.NodeNames
+	}
+	s.state = state
+	if f.interacting {
+		s.work = state.Clone()
+		// Members planned before this shape was first seen count for it too.
+		for idx, pods := range f.plannedOn {
+			for _, p := range pods {
+				f.addTo(s, p, idx)
+			}
+		}
+	}
+	f.shapes[key] = s
+	return s
+}
+
+func (f *frameworkFitter) allows(s *shape, n *node) bool {
+	if v := s.verdicts[n.idx]; v != 0 {
+		return v == 1
+	}
+	ok, why := f.filter(s, n)
+	s.verdicts[n.idx] = 2
+	if ok {
+		s.verdicts[n.idx] = 1
+	} else {
+		s.reasons[n.idx] = why
+	}
+	return ok
+}
+
+func (f *frameworkFitter) filter(s *shape, n *node) (bool, string) {
+	ni := f.infos[n.idx]
+	if ni.Node() == nil {
+		return false, "node not found"
+	}
+	if s.refused != "" {
+		return false, s.refused
+	}
+	if s.only != nil && !s.only.Has(n.name) {
+		return false, "node not allowed by the pod's PreFilter result"
+	}
+	cacheable := !f.interacting && len(s.pod.Spec.ResourceClaims) == 0
+	if cacheable {
+		if ok, why, hit := f.cache.get(s.key, n.name, ni.GetGeneration()); hit {
+			return ok, why
+		}
+	}
+	status := f.fh.RunFilterPlugins(f.ctx, s.state, s.pod, ni)
+	ok, why := status.IsSuccess(), ""
+	if !ok {
+		why = strings.Join(status.Reasons(), ", ")
+	}
+	if cacheable {
+		f.cache.put(s.key, n.name, ni.GetGeneration(), ok, why)
+	}
+	return ok, why
+}
+
+func (f *frameworkFitter) why(s *shape, n *node) string {
+	if f.allows(s, n) {
+		return ""
+	}
+	return s.reasons[n.idx]
+}
+
+func (f *frameworkFitter) admits(s *shape, n *node) bool {
+	if !f.interacting || len(f.plannedOn) == 0 {
+		return true
+	}
+	if f.monotone && s.blocked[n.idx] {
+		return false
+	}
+	ni := f.infos[n.idx]
+	if pods := f.plannedOn[n.idx]; len(pods) > 0 {
+		ni = ni.Snapshot()
+		for _, p := range pods {
+			if pi, err := framework.NewPodInfo(p); err == nil {
+				ni.AddPodInfo(pi)
+			}
+		}
+	}
+	ok := f.fh.RunFilterPlugins(f.ctx, s.work, s.pod, ni).IsSuccess()
+	if !ok && f.monotone {
+		s.blocked[n.idx] = true
+	}
+	return ok
+}
+
+func (f *frameworkFitter) planned(pod *v1.Pod, n *node) {
+	p := pod.DeepCopy()
+	p.Spec.NodeName = n.name
+	f.plannedOn[n.idx] = append(f.plannedOn[n.idx], p)
+	if !f.interacting {
+		return
+	}
+	for _, s := range f.shapes {
+		f.addTo(s, p, n.idx)
+	}
+}
+
+func (f *frameworkFitter) addTo(s *shape, p *v1.Pod, idx int) {
+	pi, err := framework.NewPodInfo(p)
+	if err != nil {
+		return
+	}
+	if status := f.fh.RunPreFilterExtensionAddPod(f.ctx, s.work, s.pod, pi, f.infos[idx]); !status.IsSuccess() {
+		klog.FromContext(f.ctx).V(5).Info("Planner: AddPod failed", "pod", klog.KObj(p), "err", status.AsError())
+	}
+}
+
+func (f *frameworkFitter) unplanned(pod *v1.Pod, n *node) {
+	pods := f.plannedOn[n.idx]
+	for i := len(pods) - 1; i >= 0; i-- {
+		if pods[i].UID != pod.UID {
+			continue
+		}
+		p := pods[i]
+		f.plannedOn[n.idx] = append(pods[:i:i], pods[i+1:]...)
+		if len(f.plannedOn[n.idx]) == 0 {
+			delete(f.plannedOn, n.idx)
+		}
+		if f.interacting {
+			pi, err := framework.NewPodInfo(p)
+			if err == nil {
+				for _, s := range f.shapes {
+					f.fh.RunPreFilterExtensionRemovePod(f.ctx, s.work, s.pod, pi, f.infos[n.idx])
+					clear(s.blocked) // a node refused may take a member again
+				}
+			}
+		}
+		return
+	}
+}
+
+// verdictCache keeps Filter verdicts of shapes whose verdict depends on the node alone,
+// across plans, until the node changes (its NodeInfo generation). Shapes alike across gangs
+// (gangs of one template) are filtered once per node.
+type verdictCache struct {
+	mu     sync.Mutex
+	shapes map[string]map[string]verdict
+	order  []string
+}
+
+type verdict struct {
+	generation int64
+	ok         bool
+	why        string
+}
+
+// maxCachedShapes bounds the cache; the shape seen least recently goes first.
+const maxCachedShapes = 64
+
+func newVerdictCache() *verdictCache { return &verdictCache{shapes: map[string]map[string]verdict{}} }
+
+func (c *verdictCache) get(shape, node string, generation int64) (bool, string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.shapes[shape][node]
+	if !ok || v.generation != generation {
+		return false, "", false
+	}
+	return v.ok, v.why, true
+}
+
+func (c *verdictCache) put(shape, node string, generation int64, ok bool, why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.shapes[shape]
+	if m == nil {
+		if len(c.order) >= maxCachedShapes {
+			delete(c.shapes, c.order[0])
+			c.order = c.order[1:]
+		}
+		m = map[string]verdict{}
+		c.shapes[shape] = m
+		c.order = append(c.order, shape)
+	}
+	m[node] = verdict{generation: generation, ok: ok, why: why}
+}
+
+// specFitter decides by the parts of a pod's spec that need no other pod: node selector,
+// required node affinity, tolerations. It is what the planner uses where no framework runs
+// the profile's plugins (its own unit tests).
+type specFitter struct {
+	elig   *eligibility
+	shapes map[string]*shape
+}
+
+func newSpecFitter(nodes []*node) *specFitter {
+	return &specFitter{elig: newEligibility(nodes), shapes: map[string]*shape{}}
+}
+
+func (f *specFitter) shapeOf(pod *v1.Pod) *shape {
+	key := eligibilityKey(pod)
+	if s, ok := f.shapes[key]; ok {
+		return s
+	}
+	s := &shape{key: key, pod: pod, elig: f.elig.of(pod)}
+	f.shapes[key] = s
+	return s
+}
+
+func (f *specFitter) allows(s *shape, n *node) bool { return s.elig.allows(n.idx) }
+
+func (f *specFitter) why(s *shape, n *node) string {
+	if s.elig.allows(n.idx) {
+		return ""
+	}
+	return "node(s) didn't match the pod's node selector, affinity or tolerations"
+}
+
+func (f *specFitter) admits(*shape, *node) bool { return true }
+func (f *specFitter) planned(*v1.Pod, *node)    {}
+func (f *specFitter) unplanned(*v1.Pod, *node)  {}
+
+// withoutRefused is a fitter that keeps members off the nodes Filter refused a planned member
+// of the tree before (Plans.Refusals), saying so.
+type withoutRefused struct {
+	fitter
+	nodes map[string]string
+}
+
+func (f withoutRefused) allows(s *shape, n *node) bool {
+	if _, ok := f.nodes[n.name]; ok {
+		return false
+	}
+	return f.fitter.allows(s, n)
+}
+
+func (f withoutRefused) why(s *shape, n *node) string {
+	if why, ok := f.nodes[n.name]; ok {
+		return "refused a planned member before: " + why
+	}
+	return f.fitter.why(s, n)
+}
