@@ -29,7 +29,7 @@ var (
 type testNode struct {
 	zone, block, rack, name string
 	cpu, used               int64 // cores
-	gpus                    int64
+	gpus, gpusUsed          int64
 }
 
 // grid returns zones × blocks × racks × hosts nodes of cpu cores each, named z0-b0-r0-h0.
@@ -74,8 +74,8 @@ func nodeInfos(nodes []testNode) []fwk.NodeInfo {
 		}
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: labels}, Status: v1.NodeStatus{Allocatable: alloc, Capacity: alloc}}
 		var pods []*v1.Pod
-		if n.used > 0 {
-			p := podOf("used-"+n.name, n.used, 0)
+		if n.used > 0 || n.gpusUsed > 0 {
+			p := podOf("used-"+n.name, n.used, n.gpusUsed)
 			p.Spec.NodeName = n.name
 			pods = append(pods, p)
 		}

@@ -288,7 +288,11 @@ func (p *planner) pack(pods []*pending, nodes []*node) int {
 	p.budget--
 	order := append([]*pending(nil), pods...)
 	sort.SliceStable(order, func(i, j int) bool { return bigger(order[i].need, order[j].need) })
-	nodes = p.packOrder(nodes)
+	var need Resources
+	if len(order) > 0 {
+		need = order[0].need
+	}
+	nodes = p.packOrder(nodes, need)
 	placed := 0
 	for _, pd := range order {
 		for _, n := range nodes {
@@ -429,39 +433,60 @@ type shapeCount struct {
 	count int64
 }
 
-// packOrder returns the nodes of a domain fullest sub-domain first: nodes whose rack (and
-// block...) has the least free CPU come first, then the fullest nodes. Packing a gang in
-// this order fills what is already broken into and leaves empty racks whole.
-func (p *planner) packOrder(nodes []*node) []*node {
+// packOrder returns the nodes of a domain fullest sub-domain first: the nodes of the
+// sub-domain (zone, block, rack...) with the fewest free slots of need come first, one
+// sub-domain after the other, and inside it the fullest nodes first. Packing a gang in this
+// order fills what is already broken into, keeps the gang in as few sub-domains as it can,
+// and leaves empty ones whole. Slots count the scarce resource (GPUs for GPU pods); free CPU
+// breaks ties.
+func (p *planner) packOrder(nodes []*node, need Resources) []*node {
 	if len(nodes) == 0 {
 		return nodes
 	}
 	depth := len(p.c.levels)
-	// Free CPU per domain of every level, keyed by "level/path".
-	sums := map[string]int64{}
+	slots := func(n *node) int64 {
+		if need.MilliCPU == 0 && need.Memory == 0 && len(need.Scalar) == 0 {
+			return p.free[n.idx].MilliCPU
+		}
+		return p.free[n.idx].Copies(need)
+	}
+	// Free slots and CPU per domain of every level, keyed by its path.
+	sums := map[string][2]int64{}
 	for _, n := range nodes {
+		s := slots(n)
 		for l := 0; l < len(n.path) && l < depth; l++ {
 			k, _ := n.domainOf(l)
-			sums[k] += p.free[n.idx].MilliCPU
+			v := sums[k]
+			sums[k] = [2]int64{v[0] + s, v[1] + p.free[n.idx].MilliCPU}
 		}
-	}
-	key := func(n *node, l int) int64 {
-		if k, ok := n.domainOf(l); ok && l < len(n.path) {
-			return sums[k]
-		}
-		return 0
 	}
 	out := append([]*node(nil), nodes...)
 	sort.SliceStable(out, func(i, j int) bool {
-		for l := 0; l < depth; l++ {
-			if a, b := key(out[i], l), key(out[j], l); a != b {
-				return a < b
+		a, b := out[i], out[j]
+		for l := 0; l < depth-1; l++ {
+			ka, oka := a.domainOf(l)
+			kb, okb := b.domainOf(l)
+			if !oka || !okb || l >= len(a.path) || l >= len(b.path) {
+				break
 			}
+			if ka == kb {
+				continue
+			}
+			if sa, sb := sums[ka], sums[kb]; sa != sb {
+				if sa[0] != sb[0] {
+					return sa[0] < sb[0]
+				}
+				return sa[1] < sb[1]
+			}
+			return ka < kb // one sub-domain after the other
 		}
-		if a, b := p.free[out[i].idx].MilliCPU, p.free[out[j].idx].MilliCPU; a != b {
-			return a < b
+		if sa, sb := slots(a), slots(b); sa != sb {
+			return sa < sb
 		}
-		return out[i].name < out[j].name
+		if fa, fb := p.free[a.idx].MilliCPU, p.free[b.idx].MilliCPU; fa != fb {
+			return fa < fb
+		}
+		return a.name < b.name
 	})
 	return out
 }
