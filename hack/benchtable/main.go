@@ -127,8 +127,8 @@ func podsOf(shape string) int {
 // family maps a mode to the comparison it belongs to and its role in it.
 func family(mode string) (group, role string) {
 	switch {
-	case mode == "Plain":
-		return "", "plain"
+	case strings.HasPrefix(mode, "Plain"):
+		return "", "plain" // Plain, PlainGPU...: the baseline of the shapes they run
 	case strings.HasPrefix(mode, "Native"):
 		return strings.TrimPrefix(mode, "Native"), "native"
 	case strings.HasPrefix(mode, "Lockstep"):
@@ -182,7 +182,7 @@ func write(w io.Writer, runs []*run) {
 }
 
 func order(group string) int {
-	for i, g := range []string{"Gang", "Topology", "PreferredRack", "Composite", "Mixed"} {
+	for i, g := range []string{"Gang", "Topology", "PreferredRack", "GPU", "AntiAffinity", "Composite", "Mixed"} {
 		if g == group {
 			return i
 		}

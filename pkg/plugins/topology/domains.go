@@ -240,20 +240,35 @@ func newEligibility(nodes []*node) *eligibility {
 
 // eligible answers for one pod spec, node by node.
 type eligible struct {
-	pe    podEligibility
-	nodes []*node
-	state []int8 // 0 unknown, 1 allowed, 2 refused
+	pe      podEligibility
+	nodes   []*node
+	state   []int8 // 0 unknown, 1 allowed, 2 refused
+	reasons map[int]string
 }
 
 // allows reports whether the pod may run on the node of index i.
 func (e *eligible) allows(i int) bool {
 	if e.state[i] == 0 {
 		e.state[i] = 2
-		if n := e.nodes[i].obj; n != nil && e.pe.allows(n) {
+		why := "node not found"
+		if n := e.nodes[i].obj; n != nil {
+			why = e.pe.refusal(n)
+		}
+		if why == "" {
 			e.state[i] = 1
+		} else {
+			e.reasons[i] = why
 		}
 	}
 	return e.state[i] == 1
+}
+
+// why says why the pod may not run on the node of index i, "" if it may.
+func (e *eligible) why(i int) string {
+	if e.allows(i) {
+		return ""
+	}
+	return e.reasons[i]
 }
 
 var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
@@ -269,7 +284,7 @@ func (e *eligibility) of(pod *v1.Pod) *eligible {
 	if el, hit := e.cache[key]; hit {
 		return el
 	}
-	el := &eligible{pe: newPodEligibility(pod), nodes: e.nodes, state: make([]int8, len(e.nodes))}
+	el := &eligible{pe: newPodEligibility(pod), nodes: e.nodes, state: make([]int8, len(e.nodes)), reasons: map[int]string{}}
 	e.cache[key] = el
 	return el
 }
@@ -284,19 +299,24 @@ func newPodEligibility(pod *v1.Pod) podEligibility {
 	return podEligibility{affinity: nodeaffinity.GetRequiredNodeAffinity(pod), tolerations: pod.Spec.Tolerations}
 }
 
-// allows reports whether the pod's selector and required affinity match the node and its
-// tolerations cover the node's NoSchedule and NoExecute taints (and cordoning).
-func (e podEligibility) allows(n *v1.Node) bool {
+// refusal says why the pod may not run on the node, in the words of the upstream Filter
+// plugin that would refuse it ("" if it may): its selector and required affinity must match
+// the node and its tolerations cover the node's NoSchedule and NoExecute taints and
+// cordoning.
+func (e podEligibility) refusal(n *v1.Node) string {
 	if match, err := e.affinity.Match(n); err != nil || !match {
-		return false
+		return "node(s) didn't match Pod's node affinity/selector"
 	}
-	taints := n.Spec.Taints
 	if n.Spec.Unschedulable {
-		taints = append(append([]v1.Taint(nil), taints...), unschedulableTaint)
+		if _, tolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), []v1.Taint{unschedulableTaint}, e.tolerations, nil, true); tolerated {
+			return "node(s) were unschedulable"
+		}
 	}
 	noSchedule := func(t *v1.Taint) bool {
 		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 	}
-	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), taints, e.tolerations, noSchedule, true)
-	return !untolerated
+	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, e.tolerations, noSchedule, true); untolerated {
+		return "node(s) had untolerated taint(s)"
+	}
+	return ""
 }

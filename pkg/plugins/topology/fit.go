@@ -31,8 +31,14 @@ import (
 type fitter interface {
 	// shapeOf returns the shape of a pending member.
 	shapeOf(pod *v1.Pod) *shape
+	// eligible reports whether a member of shape s may use node n by what needs no other pod:
+	// node selector and affinity, taints, cordoning. It is cheap: domains are counted and
+	// ranked with it. ineligible says why not.
+	eligible(s *shape, n *node) bool
+	ineligible(s *shape, n *node) string
 	// allows reports whether a member of shape s may run on node n as the cluster is (no
-	// member of this plan counted); why says what refused it.
+	// member of this plan counted): every Filter plugin accepts it; why says what refused it.
+	// Packing asks it.
 	allows(s *shape, n *node) bool
 	why(s *shape, n *node) string
 	// admits reports whether a member of shape s may run on n given the members planned so
@@ -54,15 +60,21 @@ type shape struct {
 	verdicts    []int8           // by node index: 0 unknown, 1 allowed, 2 refused
 	reasons     map[int]string
 	blocked     map[int]bool // nodes admits refused in this plan (monotone trees only)
-	// for the spec fitter
+	// elig answers eligible, for both fitters
 	elig *eligible
 }
 
-// shapeKey is what Filter plugins look at in a pod: its namespace and labels (other pods'
-// affinity), resources, ports, node selection, tolerations, spread constraints, persistent
-// volumes and resource claims. Per-pod names (hostname, service account token volumes,
-// environment) are left out, so the pods of one template share a shape.
-func shapeKey(pod *v1.Pod) string {
+// shapeKey is what Filter plugins look at in a pod: its namespace, resources, ports, node
+// selection, tolerations, spread constraints, persistent volumes and resource claims, and its
+// labels where they matter (withLabels: running pods' anti-affinity may match them, or the
+// pod's own affinity and spread terms count pods like it). Per-pod names (hostname, service
+// account token volumes, environment) are left out, so the pods of one template share a
+// shape, and so do gangs of one template while no running pod has anti-affinity.
+func shapeKey(pod *v1.Pod, withLabels bool) string {
+	labels := pod.Labels
+	if !withLabels && pod.Spec.Affinity == nil && len(pod.Spec.TopologySpreadConstraints) == 0 {
+		labels = nil
+	}
 	type container struct {
 		Resources v1.ResourceRequirements `json:"r"`
 		Ports     []v1.ContainerPort      `json:"p,omitempty"`
@@ -96,7 +108,7 @@ func shapeKey(pod *v1.Pod) string {
 		OS          *v1.PodOS                     `json:"os,omitempty"`
 		Runtime     *string                       `json:"rt,omitempty"`
 		UID         string                        `json:"u,omitempty"`
-	}{pod.Namespace, pod.Labels, containers(pod.Spec.Containers), containers(pod.Spec.InitContainers), pod.Spec.Overhead,
+	}{pod.Namespace, labels, containers(pod.Spec.Containers), containers(pod.Spec.InitContainers), pod.Spec.Overhead,
 		pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations, pod.Spec.TopologySpreadConstraints, volumes,
 		pod.Spec.ResourceClaims, pod.Spec.HostNetwork, pod.Spec.OS, pod.Spec.RuntimeClassName, claimsUID(pod)})
 	sum := sha256.Sum256(data)
@@ -148,6 +160,7 @@ type preFilterRunner interface {
 
 // frameworkFitter asks the profile's framework.
 type frameworkFitter struct {
+	elig        *eligibility
 	ctx         context.Context
 	fh          fwk.Handle
 	pre         preFilterRunner
@@ -156,21 +169,33 @@ type frameworkFitter struct {
 	cache       *verdictCache
 	interacting bool
 	monotone    bool
-	plannedOn   map[int][]*v1.Pod
+	// labelsMatter: some running pod has required anti-affinity, which a member's labels may
+	// match.
+	labelsMatter bool
+	plannedOn    map[int][]*v1.Pod
 }
 
-func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod) *frameworkFitter {
+func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, nodes []*node, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod) *frameworkFitter {
 	interacting, monotone := interacts(tree)
-	return &frameworkFitter{ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
-		interacting: interacting, monotone: monotone, plannedOn: map[int][]*v1.Pod{}}
+	labelsMatter := true
+	if lister := fh.SnapshotSharedLister(); lister != nil {
+		if withAnti, err := lister.NodeInfos().HavePodsWithRequiredAntiAffinityList(); err == nil {
+			labelsMatter = len(withAnti) > 0
+		}
+	}
+	return &frameworkFitter{elig: newEligibility(nodes), ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
+		interacting: interacting, monotone: monotone, labelsMatter: labelsMatter, plannedOn: map[int][]*v1.Pod{}}
 }
+
+func (f *frameworkFitter) eligible(s *shape, n *node) bool     { return s.elig.allows(n.idx) }
+func (f *frameworkFitter) ineligible(s *shape, n *node) string { return s.elig.why(n.idx) }
 
 func (f *frameworkFitter) shapeOf(pod *v1.Pod) *shape {
-	key := shapeKey(pod)
+	key := shapeKey(pod, f.labelsMatter)
 	if s, ok := f.shapes[key]; ok {
 		return s
 	}
-	s := &shape{key: key, pod: pod, verdicts: make([]int8, len(f.infos)), reasons: map[int]string{}, blocked: map[int]bool{}}
+	s := &shape{key: key, pod: pod, verdicts: make([]int8, len(f.infos)), reasons: map[int]string{}, blocked: map[int]bool{}, elig: f.elig.of(pod)}
 	state := framework.NewCycleState()
 	podgroup.MarkPlanning(state)
 	res, status, _ := f.pre.RunPreFilterPlugins(f.ctx, state, pod)
@@ -202,7 +227,10 @@ func (f *frameworkFitter) allows(s *shape, n *node) bool {
 	if v := s.verdicts[n.idx]; v != 0 {
 		return v == 1
 	}
-	ok, why := f.filter(s, n)
+	ok, why := false, s.elig.why(n.idx)
+	if why == "" {
+		ok, why = f.filter(s, n)
+	}
 	s.verdicts[n.idx] = 2
 	if ok {
 		s.verdicts[n.idx] = 1
@@ -384,14 +412,10 @@ func (f *specFitter) shapeOf(pod *v1.Pod) *shape {
 	return s
 }
 
-func (f *specFitter) allows(s *shape, n *node) bool { return s.elig.allows(n.idx) }
-
-func (f *specFitter) why(s *shape, n *node) string {
-	if s.elig.allows(n.idx) {
-		return ""
-	}
-	return "node(s) didn't match the pod's node selector, affinity or tolerations"
-}
+func (f *specFitter) eligible(s *shape, n *node) bool     { return s.elig.allows(n.idx) }
+func (f *specFitter) ineligible(s *shape, n *node) string { return s.elig.why(n.idx) }
+func (f *specFitter) allows(s *shape, n *node) bool       { return s.elig.allows(n.idx) }
+func (f *specFitter) why(s *shape, n *node) string        { return s.elig.why(n.idx) }
 
 func (f *specFitter) admits(*shape, *node) bool { return true }
 func (f *specFitter) planned(*v1.Pod, *node)    {}
@@ -402,6 +426,20 @@ func (f *specFitter) unplanned(*v1.Pod, *node)  {}
 type withoutRefused struct {
 	fitter
 	nodes map[string]string
+}
+
+func (f withoutRefused) eligible(s *shape, n *node) bool {
+	if _, ok := f.nodes[n.name]; ok {
+		return false
+	}
+	return f.fitter.eligible(s, n)
+}
+
+func (f withoutRefused) ineligible(s *shape, n *node) string {
+	if why, ok := f.nodes[n.name]; ok {
+		return "refused a planned member before: " + why
+	}
+	return f.fitter.ineligible(s, n)
 }
 
 func (f withoutRefused) allows(s *shape, n *node) bool {

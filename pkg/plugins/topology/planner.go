@@ -372,7 +372,7 @@ func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) 
 		var total Resources
 		var slots int64
 		for _, n := range d.nodes {
-			if rep != nil && !p.fit.allows(rep.shape, n) {
+			if rep != nil && !p.fit.eligible(rep.shape, n) {
 				continue
 			}
 			total.Add(p.free[n.idx])
@@ -510,9 +510,9 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 		eligible := false
 		why := ""
 		for _, n := range d.nodes {
-			if rep != nil && !p.fit.allows(rep.shape, n) {
+			if rep != nil && !p.fit.eligible(rep.shape, n) {
 				if why == "" {
-					why = p.fit.why(rep.shape, n)
+					why = p.fit.ineligible(rep.shape, n)
 				}
 				continue
 			}

@@ -171,7 +171,7 @@ func (pl *Topology) fitter(ctx context.Context, topo *topology, nodes []fwk.Node
 	if pre, ok := pl.handle.(preFilterRunner); ok {
 		var pods []*v1.Pod
 		tree.Walk(func(g *podgroup.GroupView) { pods = append(pods, g.Pending...) })
-		fit = newFrameworkFitter(ctx, pl.handle, pre, nodes, pl.verdicts, pods)
+		fit = newFrameworkFitter(ctx, pl.handle, pre, topo.nodes, nodes, pl.verdicts, pods)
 	} else {
 		fit = newSpecFitter(topo.nodes)
 	}
