@@ -47,6 +47,9 @@ type fitter interface {
 	// planned and unplanned record a member the planner put on a node, or took back.
 	planned(pod *v1.Pod, n *node)
 	unplanned(pod *v1.Pod, n *node)
+	// release gives back what the fitter holds for planned members (their devices); called
+	// once the plan is made or refused.
+	release()
 }
 
 // shape is a set of alike members.
@@ -141,6 +144,9 @@ func interacts(pods []*v1.Pod) (interacting, monotone bool) {
 		if len(p.Spec.TopologySpreadConstraints) > 0 {
 			interacting, monotone = true, false
 		}
+		if len(p.Spec.ResourceClaims) > 0 {
+			interacting = true // members' claims compete for the same devices
+		}
 		for _, c := range p.Spec.Containers {
 			for _, port := range c.Ports {
 				if port.HostPort > 0 {
@@ -173,6 +179,16 @@ type frameworkFitter struct {
 	// match.
 	labelsMatter bool
 	plannedOn    map[int][]*v1.Pod
+	// reserved are the members with resource claims planned so far: their devices are held in
+	// the scheduler's DRA state (by the profile's Reserve plugins, as upstream's pod-group
+	// cycle does) so that later members see them taken, until release.
+	reserved []reservation
+}
+
+type reservation struct {
+	pod   *v1.Pod
+	shape *shape
+	node  string
 }
 
 func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, nodes []*node, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod) *frameworkFitter {
@@ -276,7 +292,8 @@ func (f *frameworkFitter) why(s *shape, n *node) string {
 }
 
 func (f *frameworkFitter) admits(s *shape, n *node) bool {
-	if !f.interacting || len(f.plannedOn) == 0 {
+	claims := len(s.pod.Spec.ResourceClaims) > 0
+	if !f.interacting || (len(f.plannedOn) == 0 && !claims) {
 		return true
 	}
 	if f.monotone && s.blocked[n.idx] {
@@ -308,6 +325,24 @@ func (f *frameworkFitter) planned(pod *v1.Pod, n *node) {
 	for _, s := range f.shapes {
 		f.addTo(s, p, n.idx)
 	}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		s := f.shapes[shapeKey(pod, f.labelsMatter)]
+		if status := f.fh.RunReservePluginsReserve(f.ctx, s.work, pod, n.name); !status.IsSuccess() {
+			klog.FromContext(f.ctx).V(4).Info("Planner: holding a member's devices failed", "pod", klog.KObj(pod), "node", n.name, "err", status.AsError())
+			return
+		}
+		f.reserved = append(f.reserved, reservation{pod: pod, shape: s, node: n.name})
+	}
+}
+
+// release gives back the devices held for planned members; the planner calls it when the
+// plan is made (or refused).
+func (f *frameworkFitter) release() {
+	for i := len(f.reserved) - 1; i >= 0; i-- {
+		r := f.reserved[i]
+		f.fh.RunReservePluginsUnreserve(f.ctx, r.shape.work, r.pod, r.node)
+	}
+	f.reserved = nil
 }
 
 func (f *frameworkFitter) addTo(s *shape, p *v1.Pod, idx int) {
@@ -332,6 +367,13 @@ func (f *frameworkFitter) unplanned(pod *v1.Pod, n *node) {
 			delete(f.plannedOn, n.idx)
 		}
 		if f.interacting {
+			for j := len(f.reserved) - 1; j >= 0; j-- {
+				if r := f.reserved[j]; r.pod.UID == pod.UID {
+					f.fh.RunReservePluginsUnreserve(f.ctx, r.shape.work, r.pod, r.node)
+					f.reserved = append(f.reserved[:j:j], f.reserved[j+1:]...)
+					break
+				}
+			}
 			pi, err := framework.NewPodInfo(p)
 			if err == nil {
 				for _, s := range f.shapes {
@@ -420,6 +462,7 @@ func (f *specFitter) why(s *shape, n *node) string        { return s.elig.why(n.
 func (f *specFitter) admits(*shape, *node) bool { return true }
 func (f *specFitter) planned(*v1.Pod, *node)    {}
 func (f *specFitter) unplanned(*v1.Pod, *node)  {}
+func (f *specFitter) release()                  {}
 
 // withoutRefused is a fitter that keeps members off the nodes Filter refused a planned member
 // of the tree before (Plans.Refusals), saying so.

@@ -108,6 +108,7 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 	promised := pl.plans.Promised(tree.Key, pl.trees.Pending)
 	topo := pl.topology.get(pl.levels, nodes)
 	fit := pl.fitter(ctx, topo, nodes, tree)
+	defer fit.release()
 	if hasTopology, _ := constrained(tree); !hasTopology {
 		plan, why := pl.anywhere.plan(tree, topo, nodes, promised, fit)
 		metrics.planDuration.Observe(time.Since(start).Seconds())
