@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // PostFilter runs when a member fits on no node. If its tree can no longer be ready without
@@ -17,7 +19,7 @@ import (
 // can no longer be ready releases its own. The pod stays unschedulable, so other PostFilter
 // plugins (preemption) still run.
 func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if _, err := state.Read(refusedKey); err == nil {
+	if podgroup.Held(state) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	msg := pl.groups.Fail(klog.FromContext(ctx), pod, pl.describe(statuses), pl.policy)

@@ -10,14 +10,6 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
-// refusedKey marks in the cycle state that PreFilter refused the pod, so that PostFilter does
-// not count the refusal as a placement failure of the gang.
-const refusedKey fwk.StateKey = Name + "/refused"
-
-type refused struct{}
-
-func (refused) Clone() fwk.StateData { return refused{} }
-
 // PreFilter refuses a member early when its tree cannot be ready any more (pods were
 // deleted or the hierarchy changed since PreEnqueue) or when the tree is backing off after
 // a failed attempt; the model retries the tree when the backoff ends, or sooner when the
@@ -34,10 +26,10 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	case podgroup.Proceed:
 		return nil, nil
 	case podgroup.BackingOff:
-		state.Write(refusedKey, refused{})
+		podgroup.MarkHeld(state)
 		return nil, fwk.NewStatus(fwk.Unschedulable, v.Message)
 	}
-	state.Write(refusedKey, refused{})
+	podgroup.MarkHeld(state)
 	logger.V(4).Info("Member refused", "pod", klog.KObj(pod), "group", v.Group, "root", v.Root, "reason", v.Code, "why", v.Message)
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)
 }

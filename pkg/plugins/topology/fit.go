@@ -65,6 +65,10 @@ type shape struct {
 	blocked     map[int]bool // nodes admits refused in this plan (monotone trees only)
 	// elig answers eligible, for both fitters
 	elig *eligible
+	// held is the fitter's count of device reservations when the state was made: the DRA
+	// plugin takes the devices in use at PreFilter, so a member with claims is prepared again
+	// after an earlier member's devices were held or given back.
+	held int
 }
 
 // shapeKey is what Filter plugins look at in a pod: its namespace, resources, ports, node
@@ -183,12 +187,16 @@ type frameworkFitter struct {
 	// the scheduler's DRA state (by the profile's Reserve plugins, as upstream's pod-group
 	// cycle does) so that later members see them taken, until release.
 	reserved []reservation
+	// held counts changes to reserved.
+	held int
 }
 
+// reservation is a member whose devices are held, with the cycle state its Reserve ran with
+// (which Unreserve needs).
 type reservation struct {
-	pod   *v1.Pod
-	shape *shape
-	node  string
+	pod  *v1.Pod
+	work fwk.CycleState
+	node string
 }
 
 func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, nodes []*node, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod) *frameworkFitter {
@@ -211,7 +219,17 @@ func (f *frameworkFitter) shapeOf(pod *v1.Pod) *shape {
 	if s, ok := f.shapes[key]; ok {
 		return s
 	}
-	s := &shape{key: key, pod: pod, verdicts: make([]int8, len(f.infos)), reasons: map[int]string{}, blocked: map[int]bool{}, elig: f.elig.of(pod)}
+	s := &shape{key: key, pod: pod, elig: f.elig.of(pod)}
+	f.prepare(s)
+	f.shapes[key] = s
+	return s
+}
+
+// prepare runs the profile's PreFilter plugins for the shape and forgets its verdicts.
+func (f *frameworkFitter) prepare(s *shape) {
+	s.verdicts, s.reasons, s.blocked = make([]int8, len(f.infos)), map[int]string{}, map[int]bool{}
+	s.refused, s.only, s.held = "", nil, f.held
+	pod := s.pod
 	state := framework.NewCycleState()
 	podgroup.MarkPlanning(state)
 	res, status, _ := f.pre.RunPreFilterPlugins(f.ctx, state, pod)
@@ -235,11 +253,18 @@ func (f *frameworkFitter) shapeOf(pod *v1.Pod) *shape {
 			}
 		}
 	}
-	f.shapes[key] = s
-	return s
+}
+
+// current prepares a shape with claims again if devices were held or given back since its
+// PreFilter ran.
+func (f *frameworkFitter) current(s *shape) {
+	if s.held != f.held && len(s.pod.Spec.ResourceClaims) > 0 {
+		f.prepare(s)
+	}
 }
 
 func (f *frameworkFitter) allows(s *shape, n *node) bool {
+	f.current(s)
 	if v := s.verdicts[n.idx]; v != 0 {
 		return v == 1
 	}
@@ -296,6 +321,7 @@ func (f *frameworkFitter) admits(s *shape, n *node) bool {
 	if !f.interacting || (len(f.plannedOn) == 0 && !claims) {
 		return true
 	}
+	f.current(s)
 	if f.monotone && s.blocked[n.idx] {
 		return false
 	}
@@ -331,7 +357,8 @@ func (f *frameworkFitter) planned(pod *v1.Pod, n *node) {
 			klog.FromContext(f.ctx).V(4).Info("Planner: holding a member's devices failed", "pod", klog.KObj(pod), "node", n.name, "err", status.AsError())
 			return
 		}
-		f.reserved = append(f.reserved, reservation{pod: pod, shape: s, node: n.name})
+		f.reserved = append(f.reserved, reservation{pod: pod, work: s.work, node: n.name})
+		f.held++
 	}
 }
 
@@ -340,7 +367,7 @@ func (f *frameworkFitter) planned(pod *v1.Pod, n *node) {
 func (f *frameworkFitter) release() {
 	for i := len(f.reserved) - 1; i >= 0; i-- {
 		r := f.reserved[i]
-		f.fh.RunReservePluginsUnreserve(f.ctx, r.shape.work, r.pod, r.node)
+		f.fh.RunReservePluginsUnreserve(f.ctx, r.work, r.pod, r.node)
 	}
 	f.reserved = nil
 }
@@ -369,8 +396,9 @@ func (f *frameworkFitter) unplanned(pod *v1.Pod, n *node) {
 		if f.interacting {
 			for j := len(f.reserved) - 1; j >= 0; j-- {
 				if r := f.reserved[j]; r.pod.UID == pod.UID {
-					f.fh.RunReservePluginsUnreserve(f.ctx, r.shape.work, r.pod, r.node)
+					f.fh.RunReservePluginsUnreserve(f.ctx, r.work, r.pod, r.node)
 					f.reserved = append(f.reserved[:j:j], f.reserved[j+1:]...)
+					f.held++
 					break
 				}
 			}

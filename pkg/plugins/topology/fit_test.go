@@ -54,7 +54,14 @@ func gangPods(g string, n int, build func(*st.PodWrapper) *st.PodWrapper) []*v1.
 // returns each member's node, or the refusal.
 func planWithFilters(t *testing.T, group *v1alpha1.PodGroup, pods []*v1.Pod, nodes []*v1.Node, existing ...*v1.Pod) (map[string]string, *fwk.Status) {
 	t.Helper()
-	env := newTestEnvWith(t, []runtime.Object{group}, append(pods, existing...), nodes, true)
+	return planIn(t, podgrouptest.Options{Filters: true}, group, pods, nodes, existing...)
+}
+
+// planIn plans the tree of pods[0] in a test framework shaped by opts and returns each
+// member's node, or the refusal.
+func planIn(t *testing.T, opts podgrouptest.Options, group *v1alpha1.PodGroup, pods []*v1.Pod, nodes []*v1.Node, existing ...*v1.Pod) (map[string]string, *fwk.Status) {
+	t.Helper()
+	env := newTestEnvOpts(t, []runtime.Object{group}, append(pods, existing...), nodes, opts)
 	_, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
 	if !s.IsSuccess() {
 		return nil, s

@@ -34,9 +34,15 @@ func newTestEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*
 
 // newTestEnvWith runs the plugin with the upstream Filter plugins too, when filters is set.
 func newTestEnvWith(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, filters bool) *testEnv {
+	return newTestEnvOpts(t, groups, pods, nodes, podgrouptest.Options{Filters: filters})
+}
+
+// newTestEnvOpts runs the plugin in a test framework shaped by opts.
+func newTestEnvOpts(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, opts podgrouptest.Options) *testEnv {
 	t.Helper()
 	env := &testEnv{plans: NewPlans()}
-	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, podgrouptest.Options{Observer: env.plans, Filters: filters}, podgrouptest.Plugin{
+	opts.Observer = env.plans
+	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, opts, podgrouptest.Plugin{
 		Name: Name,
 		Factory: func(ctx context.Context, fh fwk.Handle, c *podgroup.Components) (fwk.Plugin, error) {
 			pl, err := New(ctx, nil, fh, c.Model, env.plans)
@@ -168,6 +174,45 @@ func TestRefusedPlanIsNotMadeTwice(t *testing.T) {
 	_, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
 	if s.IsSuccess() || !strings.Contains(s.Message(), "refused a planned member before: node(s) had volume node affinity conflict") {
 		t.Errorf("every node refused: %v, want the refusals explained", s)
+	}
+}
+
+// A member the gang held back before Filter (its tree backs off) says nothing about its
+// planned node: the node is not refused, the plan is kept, and no plan is made while held.
+func TestHeldMemberRefusesNoNode(t *testing.T) {
+	pods := podgrouptest.Requesting("1", podgrouptest.Members("g", 2)...)
+	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(hostKey, v1alpha1.TopologyRequired))
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	root := podgroup.PodGroupKey("ns", "g")
+
+	held := framework.NewCycleState()
+	podgroup.MarkHeld(held)
+	if _, s := env.plugin.PreFilter(env.Ctx, held, pods[0], env.NodeInfos(t)); !s.IsSkip() {
+		t.Fatalf("PreFilter of a held member: %v, want Skip", s)
+	}
+	if env.plans.Get(root) != nil {
+		t.Fatal("a held member's PreFilter made a plan")
+	}
+
+	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+	if !s.IsSuccess() || res == nil || res.NodeNames.Len() != 1 {
+		t.Fatalf("PreFilter: %v %v, want a node", res, s)
+	}
+	node := sets.List(res.NodeNames)[0]
+	held = framework.NewCycleState()
+	podgroup.MarkHeld(held)
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "gang g backs off").WithPlugin("LockstepGang"))
+	env.plugin.PostFilter(env.Ctx, held, pods[0], statuses)
+	if env.plans.Get(root) == nil {
+		t.Error("plan dropped after a held member's attempt")
+	}
+	if refusals := env.plans.Refusals(root); len(refusals) != 0 {
+		t.Errorf("held member refused nodes %v", refusals)
+	}
+	res, s = env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+	if !s.IsSuccess() || res == nil || !res.NodeNames.Has(node) {
+		t.Errorf("after a held attempt: %v %v, want the same planned node %s", res, s, node)
 	}
 }
 

@@ -7,13 +7,19 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // PostFilter handles a member that failed on its planned node (the cluster changed since the
 // plan, or a filter the plan could not foresee): the plan is dropped and the node recorded as
 // refused, so that the tree is planned again without it, never the same refused plan twice.
 // It never makes a pod schedulable.
-func (pl *Topology) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if podgroup.Held(state) {
+		// The gang refused the member before Filter ran: no node refused anything.
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
 	sum, ok := pl.trees.Summary(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)

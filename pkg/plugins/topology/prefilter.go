@@ -21,7 +21,9 @@ import (
 // place are refused with the planner's explanation. Members of basic trees, and replacements
 // in groups already scheduled, keep to the domains their placed siblings chose.
 func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if podgroup.Planning(state) {
+	if podgroup.Planning(state) || podgroup.Held(state) {
+		// The planner's own dry runs, or a member the gang holds back (its tree is backing
+		// off): no plan is made or used in this cycle.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	logger := klog.FromContext(ctx)

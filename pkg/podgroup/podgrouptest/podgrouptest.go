@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -28,10 +29,12 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -96,7 +99,7 @@ type PluginFactory func(ctx context.Context, fh fwk.Handle, groups *podgroup.Com
 type Plugin struct {
 	Name    string
 	Factory PluginFactory
-	// Points lists extension points: "QueueSort", "PreFilter", "PostFilter", "PreScore",
+	// Points lists extension points: "QueueSort", "PreFilter", "Filter", "PostFilter", "PreScore",
 	// "Score", "Reserve", "Permit".
 	Points []string
 }
@@ -110,6 +113,11 @@ type Options struct {
 	// NodePorts, InterPodAffinity, PodTopologySpread) with their default args, as the default
 	// profile has them.
 	Filters bool
+	// DRA enables the upstream DynamicResources plugin (PreFilter, Filter, Reserve) with the
+	// scheduler's DRA manager over the fake clientset, which also holds Objects (ResourceClaims,
+	// ResourceSlices, DeviceClasses).
+	DRA     bool
+	Objects []runtime.Object
 }
 
 // filterPlugins are the upstream plugins Options.Filters enables.
@@ -125,7 +133,7 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 
-	var kubeObjs []runtime.Object
+	kubeObjs := append([]runtime.Object(nil), opts.Objects...)
 	var bound []*v1.Pod
 	for _, p := range pods {
 		kubeObjs = append(kubeObjs, p)
@@ -133,7 +141,8 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 			bound = append(bound, p)
 		}
 	}
-	informerFactory := informers.NewSharedInformerFactory(kubefake.NewClientset(kubeObjs...), 0)
+	kubeClient := kubefake.NewClientset(kubeObjs...)
+	informerFactory := informers.NewSharedInformerFactory(kubeClient, 0)
 	env := &Env{Ctx: ctx, Activated: &Activator{}, Recorder: events.NewFakeRecorder(100)}
 	lockstepClient := fake.NewSimpleClientset(groups...)
 	registry := frameworkruntime.Registry{defaultbinder.Name: defaultbinder.New}
@@ -176,17 +185,36 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 		}
 		profile.PluginConfig = defaults.Profiles[0].PluginConfig
 	}
+	var frameworkOpts []frameworkruntime.Option
+	if opts.DRA {
+		if !opts.Filters {
+			t.Fatal("Options.DRA needs Options.Filters")
+		}
+		claims := assumecache.NewAssumeCache(klog.FromContext(ctx), informerFactory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+		slices, err := resourceslicetracker.StartTracker(ctx, resourceslicetracker.Options{
+			SliceInformer: informerFactory.Resource().V1().ResourceSlices(), KubeClient: kubeClient})
+		if err != nil {
+			t.Fatal(err)
+		}
+		frameworkOpts = append(frameworkOpts, frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claims, slices, informerFactory)))
+		registry[names.DynamicResources] = intree.NewInTreeRegistry()[names.DynamicResources]
+		for _, point := range []string{"PreFilter", "Filter", "Reserve"} {
+			set := pluginSet(profile.Plugins, point)
+			set.Enabled = append(set.Enabled, schedconfig.Plugin{Name: names.DynamicResources})
+		}
+	}
 	if len(profile.Plugins.QueueSort.Enabled) == 0 {
 		registry[queuesort.Name] = queuesort.New
 		profile.Plugins.QueueSort.Enabled = []schedconfig.Plugin{{Name: queuesort.Name}}
 	}
-	fh, err := frameworkruntime.NewFramework(ctx, registry, profile,
+	frameworkOpts = append(frameworkOpts,
 		frameworkruntime.WithInformerFactory(informerFactory),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodActivator(env.Activated),
 		frameworkruntime.WithEventRecorder(env.Recorder),
 		frameworkruntime.WithSnapshotSharedLister(cache.NewSnapshot(bound, nodes)),
 	)
+	fh, err := frameworkruntime.NewFramework(ctx, registry, profile, frameworkOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +247,8 @@ func pluginSet(p *schedconfig.Plugins, point string) *schedconfig.PluginSet {
 		return &p.QueueSort
 	case "PreFilter":
 		return &p.PreFilter
+	case "Filter":
+		return &p.Filter
 	case "PostFilter":
 		return &p.PostFilter
 	case "PreScore":

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -41,7 +42,13 @@ func ensureEtcd() error {
 
 // Main runs a test package with one etcd for all its tests; every test gets its own
 // kube-apiserver with its own etcd prefix. Call it from TestMain.
+//
+// The klog flags are registered, so `go test ... -args -v=4` shows the scheduler's
+// decisions for a failing scenario.
 func Main(m *testing.M) {
+	if flag.CommandLine.Lookup("v") == nil {
+		klog.InitFlags(nil)
+	}
 	if err := ensureEtcd(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
