@@ -15,11 +15,12 @@ import (
 
 // Gangs without topology constraints are planned too, in a cheaper way: each member, largest
 // first, goes to the fullest of the first anywhereSample nodes (scanned from a start that
-// rotates between plans, as the scheduler samples nodes) that have room for it. The plan
-// narrows every member to one node, so a member is filtered against one node instead of
-// hundreds, and the gang is packed instead of spread, as gang schedulers bin-pack (KAI,
-// Volcano). Members with inter-pod affinities, topology spread constraints or preferred node
-// affinity are left to the scheduler's own scoring: their gangs are not planned.
+// rotates between plans, as the scheduler samples nodes) that have room for it and that the
+// scheduler's Filter plugins accept. The plan narrows every member to one node, so a member
+// is filtered against one node instead of hundreds, and the gang is packed instead of
+// spread, as gang schedulers bin-pack (KAI, Volcano). Members with inter-pod affinities,
+// topology spread constraints or preferred node affinity are left to the scheduler's own
+// scoring: their gangs are not planned.
 
 // anywhereSample is how many fitting nodes a member chooses among.
 const anywhereSample = 64
@@ -91,25 +92,7 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 	placed := map[podgroup.Key]int{}
 	reasons := map[string]int{}
 	for _, pd := range pods {
-		best, seen := -1, 0
-		for k := 0; k < n && seen < anywhereSample; k++ {
-			i := (start + k) % n
-			nd := topo.nodes[i]
-			if !freeOf(i).Fits(pd.need) {
-				continue
-			}
-			if !fit.allows(pd.shape, nd) {
-				reasons[fit.why(pd.shape, nd)]++
-				continue
-			}
-			if !fit.admits(pd.shape, nd) {
-				continue
-			}
-			seen++
-			if best < 0 || free[i].MilliCPU < free[best].MilliCPU {
-				best = i
-			}
-		}
+		best := a.choose(pd, n, start, topo, freeOf, fit, reasons)
 		if best < 0 {
 			continue
 		}
@@ -129,6 +112,40 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 		return nil, msg
 	}
 	return plan, ""
+}
+
+// choose returns the node for one member, -1 if none: the fullest of the next anywhereSample
+// nodes with room that the member's spec lets it use (cheap checks), verified with the full
+// Filter fullest first. The Filter runs on the node chosen, and on the ones before it that
+// refuse, not on every node sampled; if every sampled node refuses, the next sample is taken.
+func (a *anywhere) choose(pd *pending, n, start int, topo *topology, freeOf func(int) Resources, fit fitter, reasons map[string]int) int {
+	sample := make([]int, 0, anywhereSample)
+	for k := 0; k < n; {
+		sample = sample[:0]
+		for ; k < n && len(sample) < anywhereSample; k++ {
+			i := (start + k) % n
+			if !freeOf(i).Fits(pd.need) {
+				continue
+			}
+			if !fit.eligible(pd.shape, topo.nodes[i]) {
+				reasons[fit.ineligible(pd.shape, topo.nodes[i])]++
+				continue
+			}
+			sample = append(sample, i)
+		}
+		sort.SliceStable(sample, func(x, y int) bool { return freeOf(sample[x]).MilliCPU < freeOf(sample[y]).MilliCPU })
+		for _, i := range sample {
+			nd := topo.nodes[i]
+			if !fit.allows(pd.shape, nd) {
+				reasons[fit.why(pd.shape, nd)]++
+				continue
+			}
+			if fit.admits(pd.shape, nd) {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // commonest returns the reason given most often, "" if none.

@@ -39,7 +39,7 @@ func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
 	env.CreatePods(t, testenv.GangPods(ns, "train", 4, "1")...)
 
 	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable,
-		"cannot fit: PodGroup train: not enough free capacity for 4 pods × 1 cpu; the nodes could take 3")
+		"cannot fit: PodGroup train: not enough free capacity for 4 pods × 1 cpu on the nodes the pods may use; they could take 3")
 	env.WaitEvent(t, ns, "train", v1alpha1.ReasonUnschedulable, "cannot fit: ")
 	env.AssertUnbound(t, ns, names(4, "train")...)
 
