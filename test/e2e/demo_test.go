@@ -81,7 +81,7 @@ func TestDemo(t *testing.T) {
 	for _, r := range roots {
 		walk(r)
 	}
-	for _, name := range []string{"pretrain", "pretrain-shard-0", "pretrain-shard-1", "serving", "sweep", "whale"} {
+	for _, name := range []string{"pretrain", "pretrain-shard-0", "pretrain-shard-1", "serving", "sweep", "whale", "llm", "mpi"} {
 		if byName[name] == nil {
 			t.Fatalf("example group %s missing; have %v", name, keys(byName))
 		}
@@ -103,7 +103,7 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	level := map[string]int{"topology.kubernetes.io/zone": 0, "topology.kubernetes.io/block": 1, "topology.kubernetes.io/rack": 2}
-	for _, g := range []*tree.Group{byName["pretrain"], byName["pretrain-shard-0"], byName["pretrain-shard-1"], byName["serving"], byName["sweep"], finetune} {
+	for _, g := range []*tree.Group{byName["pretrain"], byName["pretrain-shard-0"], byName["pretrain-shard-1"], byName["serving"], byName["sweep"], byName["llm"], byName["mpi"], finetune} {
 		if g.Condition == nil || g.Condition.Status != "True" {
 			t.Errorf("%s not scheduled: %+v", g.Name, g.Condition)
 			continue
@@ -115,6 +115,12 @@ func TestDemo(t *testing.T) {
 			if d := domains(g, level[key]); len(d) != 1 {
 				t.Errorf("%s requires one %s, its pods are in %v", g.Name, key, d)
 			}
+		}
+	}
+	// One 8-GPU worker per node, one MPI worker per node (anti-affinity).
+	for _, name := range []string{"llm", "mpi"} {
+		if nodes := domains(byName[name], 3); len(nodes) != 4 {
+			t.Errorf("%s: 4 workers on %d nodes %v, want one per node", name, len(nodes), nodes)
 		}
 	}
 	if racks := domains(byName["sweep"], 2); len(racks) > 3 {
