@@ -96,6 +96,9 @@ type Outcome struct {
 	Failure string
 	// Partial says which allowed members failed to bind; cleared when the group is whole.
 	Partial string
+	// Preempting says where the tree is preempting and whom (set on the root); cleared when
+	// its victims are gone or it is scheduled.
+	Preempting string
 }
 
 // NewAttempts returns an empty record.

@@ -386,7 +386,8 @@ func (m *Model) markScheduledLocked(logger klog.Logger, root Key, placed *readin
 		if !placed.path(k) || !m.index.MarkScheduled(k) {
 			continue
 		}
-		m.attempts.Outcome(k).Failure = ""
+		o := m.attempts.Outcome(k)
+		o.Failure, o.Preempting = "", ""
 		m.status.Enqueue(k)
 		if k == root {
 			metrics.attempts.WithLabelValues("scheduled").Inc()

@@ -105,6 +105,9 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 		}
 		return c, true
 	}
+	if out.Preempting != "" {
+		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPreempting, Message: out.Preempting, Note: out.Preempting}, true
+	}
 	if out.Failure != "" {
 		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: out.Failure, Note: out.Failure}, true
 	}

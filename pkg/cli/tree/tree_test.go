@@ -49,6 +49,7 @@ func node(name, zone, block, rack string) v1.Node {
 func inputs() Inputs {
 	scheduled := &metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled", Message: "2 pods placed together (minCount 2)"}
 	waiting := &metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable", Message: "cannot fit: PodGroup big: no rack has room for 3 pods × 32 cpu; the roomiest rack could take 2"}
+	preempting := &metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPreempting, Message: "taking rack z0-b0-r1: evicting 8 pods of priority up to 10 (1 gang whole)"}
 	job := gangPG("train-1a2b3c4d", 2, "", nil)
 	job.Name = podgroup.JobGroupName("train", "job-uid")
 	job.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid", Controller: ptr.To(true)}}
@@ -64,8 +65,8 @@ func inputs() Inputs {
 				SchedulingConstraints: &v1alpha1.SchedulingConstraints{Topology: []v1alpha1.TopologyConstraint{{Key: "topology.kubernetes.io/zone"}, {Key: "topology.kubernetes.io/rack", Mode: v1alpha1.TopologyPreferred}}},
 			},
 		}},
-		PodGroups: []v1alpha1.PodGroup{rack, gangPG("big", 3, "", waiting), gangPG("lost", 1, "gone", nil), job},
-		Pods:      []v1.Pod{pod("shard-0-0", "shard-0", "n1"), pod("shard-0-1", "shard-0", "n2"), pod("big-0", "big", ""), jobPod, pod("plain", "", "n1")},
+		PodGroups: []v1alpha1.PodGroup{rack, gangPG("big", 3, "", waiting), gangPG("lost", 1, "gone", nil), job, gangPG("urgent", 1, "", preempting)},
+		Pods:      []v1.Pod{pod("shard-0-0", "shard-0", "n1"), pod("shard-0-1", "shard-0", "n2"), pod("big-0", "big", ""), jobPod, pod("plain", "", "n1"), pod("urgent-0", "urgent", "")},
 		Nodes:     []v1.Node{node("n1", "z0", "z0-b0", "z0-b0-r0"), node("n2", "z0", "z0-b0", "z0-b0-r1")},
 		Levels:    configv1.DefaultTopologyLevels,
 	}
@@ -83,6 +84,8 @@ PodGroup demo/big  gang minCount=3  pods 0/1 bound  Unschedulable: cannot fit: P
 PodGroup demo/lost  gang minCount=1  pods 0/0 bound  Invalid: parent CompositePodGroup gone not found
 PodGroup demo/` + podgroup.JobGroupName("train", "job-uid") + `  gang minCount=2  pods 1/1 bound  (no condition yet)
 └─ train-0-x  z0 / z0-b0 / z0-b0-r1 / n2
+PodGroup demo/urgent  gang minCount=1  pods 0/1 bound  Preempting: taking rack z0-b0-r1: evicting 8 pods of priority up to 10 (1 gang whole)
+└─ urgent-0  pending
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("render (-want +got):\n%s", diff)

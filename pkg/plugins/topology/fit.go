@@ -526,3 +526,29 @@ func (f withoutRefused) why(s *shape, n *node) string {
 	}
 	return f.fitter.why(s, n)
 }
+
+// within is a fitter that keeps members on the nodes keep accepts (the domain a preemption
+// dry run frees), saying why the others are not used.
+type within struct {
+	fitter
+	keep   func(*node) bool
+	reason string
+}
+
+func (f within) eligible(s *shape, n *node) bool { return f.keep(n) && f.fitter.eligible(s, n) }
+
+func (f within) ineligible(s *shape, n *node) string {
+	if !f.keep(n) {
+		return f.reason
+	}
+	return f.fitter.ineligible(s, n)
+}
+
+func (f within) allows(s *shape, n *node) bool { return f.keep(n) && f.fitter.allows(s, n) }
+
+func (f within) why(s *shape, n *node) string {
+	if !f.keep(n) {
+		return f.reason
+	}
+	return f.fitter.why(s, n)
+}

@@ -79,6 +79,25 @@ func planIn(t *testing.T, opts podgrouptest.Options, group *v1alpha1.PodGroup, p
 	return out, nil
 }
 
+// plannedAll checks a plan against what a case wants: refused with the words refused (then
+// it returns false: nothing more to check), or every one of n members planned.
+func plannedAll(t *testing.T, got map[string]string, s *fwk.Status, refused string, n int) bool {
+	t.Helper()
+	if refused != "" {
+		if s.IsSuccess() || !strings.Contains(s.Message(), refused) {
+			t.Fatalf("PreFilter = %v, want refused with %q", s, refused)
+		}
+		return false
+	}
+	if s != nil {
+		t.Fatalf("PreFilter refused: %v", s)
+	}
+	if len(got) != n {
+		t.Fatalf("planned %v, want all %d members", got, n)
+	}
+	return true
+}
+
 // Fit means what the scheduler's Filter plugins mean: members that refuse to share a node
 // (anti-affinity, host ports) get a node each, GPU pods only go where GPUs are.
 func TestPlansTheFiltersAccept(t *testing.T) {
@@ -144,17 +163,8 @@ func TestPlansTheFiltersAccept(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, s := planWithFilters(t, rackOf4(t), tc.pods, tc.nodes, tc.existing...)
-			if tc.refused != "" {
-				if s.IsSuccess() || !strings.Contains(s.Message(), tc.refused) {
-					t.Fatalf("PreFilter = %v, want refused with %q", s, tc.refused)
-				}
+			if !plannedAll(t, got, s, tc.refused, len(tc.pods)) {
 				return
-			}
-			if s != nil {
-				t.Fatalf("PreFilter refused: %v", s)
-			}
-			if len(got) != len(tc.pods) {
-				t.Fatalf("planned %v, want all %d members", got, len(tc.pods))
 			}
 			nodes := sets.New[string]()
 			racks := sets.New[string]()

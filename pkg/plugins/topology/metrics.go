@@ -15,6 +15,11 @@ var metrics = struct {
 	replans      *k8smetrics.CounterVec
 	failures     *k8smetrics.CounterVec
 	planDuration *k8smetrics.Histogram
+
+	preemptions        *k8smetrics.CounterVec
+	victims            *k8smetrics.Counter
+	victimGangs        *k8smetrics.Counter
+	preemptionDuration *k8smetrics.Histogram
 }{
 	plans: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 		Subsystem:      podgroup.Subsystem,
@@ -47,12 +52,38 @@ var metrics = struct {
 		Buckets:        k8smetrics.ExponentialBuckets(0.0001, 2, 18),
 		StabilityLevel: k8smetrics.ALPHA,
 	}),
+	preemptions: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "preemption_attempts_total",
+		Help:           "Preemption decisions of gangs that could not be placed, by result: preempted, no_victims (no domain can be freed enough) or not_allowed (preemptionPolicy Never).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"result"}),
+	victims: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "preemption_victims_total",
+		Help:           "Pods evicted by gang preemption.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+	victimGangs: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "preemption_victim_gangs_total",
+		Help:           "Running gangs evicted whole by gang preemption.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+	preemptionDuration: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "preemption_duration_seconds",
+		Help:           "Time to choose the victims of one gang preemption (its dry runs).",
+		Buckets:        k8smetrics.ExponentialBuckets(0.0001, 2, 18),
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
 }
 
 var registerOnce sync.Once
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(metrics.plans, metrics.planReuse, metrics.replans, metrics.failures, metrics.planDuration)
+		legacyregistry.MustRegister(metrics.plans, metrics.planReuse, metrics.replans, metrics.failures, metrics.planDuration,
+			metrics.preemptions, metrics.victims, metrics.victimGangs, metrics.preemptionDuration)
 	})
 }

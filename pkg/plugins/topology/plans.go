@@ -29,6 +29,10 @@ type Plan struct {
 	Unplanned bool
 	// Expires is when the plan stops promising capacity (planTTLSeconds after it was made).
 	Expires time.Time
+	// Victims are the pods evicted to make room for the plan (preemption.go), and Freed the
+	// domain they leave; the tree's members wait until every victim is gone.
+	Victims map[types.UID]types.NamespacedName
+	Freed   string
 }
 
 // PlannedPod is one member's place in a plan.
@@ -100,8 +104,16 @@ func (p *Plans) Drop(root podgroup.Key) bool {
 }
 
 // AttemptEnded drops the plan of a tree whose attempt ended: whatever was planned is
-// either placed or stale.
-func (p *Plans) AttemptEnded(root podgroup.Key) { p.Drop(root) }
+// either placed or stale. A preempting plan stays: the tree's attempts fail while it waits
+// for its victims, and the plan is what it waits for.
+func (p *Plans) AttemptEnded(root podgroup.Key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if plan := p.byRoot[root]; plan != nil && len(plan.Victims) > 0 {
+		return
+	}
+	delete(p.byRoot, root)
+}
 
 // Promised returns, per node, the capacity that live plans of trees other than except
 // promised to members still pending (members with a reservation are in the scheduler's

@@ -14,17 +14,23 @@ import (
 // PostFilter handles a member that failed on its planned node (the cluster changed since the
 // plan, or a filter the plan could not foresee): the plan is dropped and the node recorded as
 // refused, so that the tree is planned again without it, never the same refused plan twice.
-// It never makes a pod schedulable.
+// Then, for a member of a gang, it decides the gang's preemption (preemption.go): the tree
+// preempts at most once per failed attempt, and members of gangs are never preempted for one
+// by one, so the status it returns for them stops the profile's DefaultPreemption.
 func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	sum, ok := pl.trees.Summary(pod)
 	if podgroup.Held(state) {
-		// The gang refused the member before Filter ran: no node refused anything.
+		// The gang refused the member before Filter ran (its tree backs off): no node
+		// refused anything, and its preemption, if any, was decided when the attempt failed.
+		if ok && sum.Gang {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: the gang backs off")
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	sum, ok := pl.trees.Summary(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	if plan := pl.plans.Get(sum.Root); plan != nil {
+	if plan := pl.plans.Get(sum.Root); plan != nil && len(plan.Victims) == 0 {
 		if pp, planned := plan.Pods[pod.UID]; planned && pl.plans.Drop(sum.Root) {
 			why := "refused by Filter"
 			if s := statuses.Get(pp.Node); s != nil && !s.IsSuccess() && len(s.Reasons()) > 0 {
@@ -35,5 +41,8 @@ func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v
 			klog.FromContext(ctx).V(4).Info("Member refused on its planned node; the tree is planned again without it", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node, "why", why)
 		}
 	}
-	return nil, fwk.NewStatus(fwk.Unschedulable)
+	if !sum.Gang {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	return pl.preempt(ctx, pod, sum)
 }

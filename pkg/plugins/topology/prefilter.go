@@ -46,6 +46,20 @@ func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		return res, s
 	}
 	plan := pl.plans.Get(sum.Root)
+	if plan != nil && len(plan.Victims) > 0 {
+		// The tree preempted: its members wait for the victims, then go where the plan says.
+		if left := pl.victimsLeft(plan); left > 0 {
+			msg := fmt.Sprintf("waiting for %d preempted pods to leave %s", left, plan.Freed)
+			logger.V(4).Info("Member waits for its gang's victims", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
+			pl.trees.NoteUnplaceable(pod, msg)
+			return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+		}
+		logger.V(4).Info("Victims are gone; the tree is placed by its preemption plan", "pod", klog.KObj(pod), "root", sum.Root, "domain", plan.Freed)
+		done := *plan
+		done.Victims, plan = nil, &done
+		pl.plans.Store(plan)
+		pl.trees.NotePreempting(sum.Root, "")
+	}
 	if plan != nil {
 		if pp, ok := plan.Pods[pod.UID]; ok && !pl.stillFits(pp) {
 			metrics.replans.WithLabelValues("capacity").Inc()
@@ -64,7 +78,7 @@ func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1
 			plan = &Plan{Root: sum.Root, Unplanned: true, Expires: time.Now().Add(pl.planTTL)}
 		} else {
 			var why string
-			if plan, why = pl.planTree(ctx, tree, nodes); plan == nil {
+			if plan, why = pl.planTree(ctx, tree, nodes, nil); plan == nil {
 				pl.trees.NoteUnplaceable(pod, why)
 				logger.V(4).Info("No placement for the tree", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", why)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the gang: "+why)
@@ -103,40 +117,55 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 	return FreeOn(ni).Fits(pp.Request)
 }
 
-// planTree plans the whole tree; on failure it returns the explanation.
-func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*Plan, string) {
+// planScope narrows a plan for preemption's dry runs: to the nodes of one domain, on
+// simulated nodes (victims removed) whose Filter verdicts are kept apart, without metrics.
+type planScope struct {
+	within   func(*node) bool
+	outside  string // why a node outside is not used
+	verdicts *verdictCache
+}
+
+// planTree plans the whole tree (within scope, if any); on failure it returns the
+// explanation.
+func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, nodes []fwk.NodeInfo, scope *planScope) (*Plan, string) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
 	promised := pl.plans.Promised(tree.Key, pl.trees.Pending)
 	topo := pl.topology.get(pl.levels, nodes)
-	fit := pl.fitter(ctx, topo, nodes, tree)
+	fit := pl.fitter(ctx, topo, nodes, tree, scope)
 	defer fit.release()
+	observe := func(result, level string) {
+		if scope != nil {
+			return
+		}
+		metrics.planDuration.Observe(time.Since(start).Seconds())
+		metrics.plans.WithLabelValues(result).Inc()
+		if level != "" {
+			metrics.failures.WithLabelValues(level).Inc()
+		}
+	}
 	if hasTopology, _ := constrained(tree); !hasTopology {
 		plan, why := pl.anywhere.plan(tree, topo, nodes, promised, fit)
-		metrics.planDuration.Observe(time.Since(start).Seconds())
 		if plan == nil {
-			metrics.plans.WithLabelValues("unplaceable").Inc()
-			metrics.failures.WithLabelValues("any").Inc()
+			observe("unplaceable", "any")
 			return nil, why
 		}
-		metrics.plans.WithLabelValues("placed").Inc()
+		observe("placed", "")
 		plan.Expires = start.Add(pl.planTTL)
-		logger.V(4).Info("Planned gang", "root", tree.Key, "pods", len(plan.Pods))
+		logger.V(4).Info("Planned gang", "root", tree.Key, "pods", len(plan.Pods), "dryRun", scope != nil)
 		return plan, ""
 	}
 	c := newCluster(topo, nodes, promised)
 	out := newPlanner(c, fit, pl.planLimit).plan(tree)
-	metrics.planDuration.Observe(time.Since(start).Seconds())
 	if !out.ok {
-		metrics.plans.WithLabelValues("unplaceable").Inc()
 		level := "any"
 		if f := out.failures[len(out.failures)-1]; f.level >= 0 {
 			level = levelName(pl.levels[f.level])
 		}
-		metrics.failures.WithLabelValues(level).Inc()
+		observe("unplaceable", level)
 		return nil, c.explain(tree, out.failures)
 	}
-	metrics.plans.WithLabelValues("placed").Inc()
+	observe("placed", "")
 	plan := &Plan{
 		Root:    tree.Key,
 		Pods:    map[types.UID]PlannedPod{},
@@ -163,25 +192,41 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 	for k, f := range out.refused {
 		plan.Refused[k] = c.describeFailure(f)
 	}
-	logger.V(4).Info("Planned tree", "root", tree.Key, "pods", len(plan.Pods), "domains", plan.Chosen)
+	logger.V(4).Info("Planned tree", "root", tree.Key, "pods", len(plan.Pods), "domains", chosenNames(plan.Chosen), "dryRun", scope != nil)
 	return plan, ""
 }
 
 // fitter returns what decides where the tree's members may go: the profile's own Filter
 // plugins, or, where the handle cannot run PreFilter plugins, the pods' node selection.
-func (pl *Topology) fitter(ctx context.Context, topo *topology, nodes []fwk.NodeInfo, tree *podgroup.GroupView) fitter {
+func (pl *Topology) fitter(ctx context.Context, topo *topology, nodes []fwk.NodeInfo, tree *podgroup.GroupView, scope *planScope) fitter {
 	var fit fitter
 	if pre, ok := pl.handle.(preFilterRunner); ok {
 		var pods []*v1.Pod
 		tree.Walk(func(g *podgroup.GroupView) { pods = append(pods, g.Pending...) })
-		fit = newFrameworkFitter(ctx, pl.handle, pre, topo.nodes, nodes, pl.verdicts, pods)
+		verdicts := pl.verdicts
+		if scope != nil {
+			verdicts = scope.verdicts
+		}
+		fit = newFrameworkFitter(ctx, pl.handle, pre, topo.nodes, nodes, verdicts, pods)
 	} else {
 		fit = newSpecFitter(topo.nodes)
 	}
 	if refused := pl.plans.Refusals(tree.Key); len(refused) > 0 {
 		fit = withoutRefused{fitter: fit, nodes: refused}
 	}
+	if scope != nil && scope.within != nil {
+		fit = within{fitter: fit, keep: scope.within, reason: scope.outside}
+	}
 	return fit
+}
+
+// chosenNames is Plan.Chosen for logs.
+func chosenNames(chosen map[podgroup.Key]string) map[string]string {
+	out := make(map[string]string, len(chosen))
+	for k, d := range chosen {
+		out[k.String()] = d
+	}
+	return out
 }
 
 // keepWithSiblings narrows a member of a basic tree to the domains its placed siblings

@@ -20,8 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/config"
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
@@ -44,6 +48,12 @@ type Trees interface {
 	// NoteUnplaceable records why the planner could not place a member's tree, for the
 	// gang's failure message.
 	NoteUnplaceable(pod *v1.Pod, why string)
+	// Preemptor describes a member's tree for preemption; UnitOf returns the running gang a
+	// bound pod belongs to (a victim whole); NotePreempting records (or clears, "") that a
+	// tree is preempting, for its condition.
+	Preemptor(pod *v1.Pod) (podgroup.Preemptor, bool)
+	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
+	NotePreempting(root podgroup.Key, msg string)
 }
 
 // Topology is the LockstepTopology plugin.
@@ -63,6 +73,11 @@ type Topology struct {
 	// shapes on nodes.
 	topology topologyCache
 	verdicts *verdictCache
+	// podLister tells whether victims are gone, pdbLister which evictions budgets allow;
+	// executor evicts (upstream's).
+	podLister corelisters.PodLister
+	pdbLister policylisters.PodDisruptionBudgetLister
+	executor  *preemption.Executor
 }
 
 var (
@@ -94,6 +109,11 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, trees Trees
 		planLimit: time.Duration(args.PlanTimeLimitMilliseconds) * time.Millisecond,
 		planGangs: args.PlanUnconstrainedGangs,
 		verdicts:  newVerdictCache(),
+	}
+	if f := handle.SharedInformerFactory(); f != nil {
+		pl.podLister = f.Core().V1().Pods().Lister()
+		pl.pdbLister = f.Policy().V1().PodDisruptionBudgets().Lister()
+		pl.executor = preemption.NewExecutor(handle, feature.Features{})
 	}
 	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
 	return pl, nil

@@ -6,55 +6,25 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
 const gpuDriver = "gpu.example.com"
 
-// publishGPUs publishes a ResourceSlice of n devices of the example GPU driver on a node, as a
-// DRA driver's kubelet plugin would.
-func publishGPUs(t *testing.T, env *testenv.Env, node string, n int) {
-	t.Helper()
-	slice := &resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
-		Spec: resourcev1.ResourceSliceSpec{
-			Driver:   gpuDriver,
-			NodeName: ptr.To(node),
-			Pool:     resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
-		},
-	}
-	for i := 0; i < n; i++ {
-		slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i)})
-	}
-	if _, err := env.Client.ResourceV1().ResourceSlices().Create(context.Background(), slice, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // claimPod returns a member whose GPUs come from its own ResourceClaim of 8 devices.
 func claimPod(t *testing.T, env *testenv.Env, ns, group string, i int) *v1.Pod {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", group, i)
-	claim := &resourcev1.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-gpus"},
-		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
-			Name: "gpus",
-			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: gpuDriver,
-				AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 8},
-		}}}},
-	}
+	claim := podgrouptest.ResourceClaim(ns, name+"-gpus", gpuDriver, 8)
+	claim.UID = ""
 	if _, err := env.Client.ResourceV1().ResourceClaims(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p := testenv.Pod(ns, name, group, "1")
-	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claim.Name)}}
-	p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpus"}}
-	return p
+	return podgrouptest.WithClaim(testenv.Pod(ns, name, group, "1"), claim.Name)
 }
 
 // A gang whose GPUs come from DRA ResourceClaims: the plan places each member only where its
@@ -65,17 +35,15 @@ func TestDRAClaimGangBindsWhereItsClaimsFit(t *testing.T) {
 	ns := env.Namespace(t, "dra")
 	nodes := testenv.TopologyNodes(1, 1, 2, 4, "64") // racks z0-b0-r0 and z0-b0-r1 of 4 nodes
 	env.CreateNodes(t, nodes...)
-	if _, err := env.Client.ResourceV1().DeviceClasses().Create(context.Background(), &resourcev1.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: gpuDriver},
-		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-			Expression: fmt.Sprintf("device.driver == %q", gpuDriver)}}}},
-	}, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Client.ResourceV1().DeviceClasses().Create(context.Background(), podgrouptest.DeviceClass(gpuDriver), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Only two nodes of rack r1 have GPUs; rack r0 has more CPU and none.
 	gpuNodes := map[string]bool{"z0-b0-r1-h1": true, "z0-b0-r1-h3": true}
 	for n := range gpuNodes {
-		publishGPUs(t, env, n, 8)
+		if _, err := env.Client.ResourceV1().ResourceSlices().Create(context.Background(), podgrouptest.ResourceSlice(gpuDriver, n, 8), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	env.StartScheduler(t, fastArgs)
 

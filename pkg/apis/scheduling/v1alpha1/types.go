@@ -24,6 +24,10 @@ const (
 	// refused it); the message says how many pods are bound. The failed pods are retried
 	// one by one.
 	ReasonPartiallyBound = "PartiallyBound"
+	// ReasonPreempting: the gang could not be placed, so lower-priority pods are being evicted
+	// from the domain it will take; the message names the domain and how many pods and gangs
+	// it evicts.
+	ReasonPreempting = "Preempting"
 
 	// JobGangAnnotation on a batch/v1 Job opts it in ("true") or out ("false") of a gang,
 	// overriding the rule (parallelism > 1, Indexed, completions == parallelism).

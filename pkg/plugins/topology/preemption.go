@@ -1,0 +1,205 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// Gang preemption. One decision per tree and failed attempt: when a gang's tree cannot be
+// placed, the member whose PostFilter sees the failure looks for the cheapest domain to free
+// (victims.go), evicts the victims through upstream's preemption executor (DisruptionTarget
+// condition, delete, an event naming the preempting gang), stores the plan made as if they
+// were gone, with its victims, and nominates every member on its planned node so that the
+// freed room is not taken by pods of lower priority. The tree's members then wait until every
+// victim is gone, and are placed by that plan. Members of gangs never reach the profile's
+// DefaultPreemption: evicting for one member of a gang that cannot run whole evicts for
+// nothing.
+
+// evictionWorkers bounds the parallel API calls of one preemption.
+const evictionWorkers = 16
+
+// victimsGrace is the least time a preempting plan waits for its victims: their graceful
+// termination (30 s by default) may outlast planTTLSeconds.
+const victimsGrace = 2 * time.Minute
+
+// preempt runs for a gang member that fits nowhere. It never returns plain Unschedulable,
+// so DefaultPreemption does not run for members of gangs.
+func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summary) (*fwk.PostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	refuse := func(result, msg string) (*fwk.PostFilterResult, *fwk.Status) {
+		if result != "" {
+			metrics.preemptions.WithLabelValues(result).Inc()
+			logger.V(4).Info("Gang does not preempt", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
+		}
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: "+msg)
+	}
+	if plan := pl.plans.Get(sum.Root); plan != nil && len(plan.Victims) > 0 {
+		if left := pl.victimsLeft(plan); left > 0 {
+			return refuse("", fmt.Sprintf("waiting for %d preempted pods to leave %s", left, plan.Freed))
+		}
+	}
+	p, ok := pl.trees.Preemptor(pod)
+	switch {
+	case !ok:
+		return refuse("", "the pod has no valid tree")
+	case !p.Failed:
+		return refuse("", "the gang can be ready without this member")
+	case p.Never:
+		return refuse("not_allowed", "preemptionPolicy is Never")
+	}
+	tree, ok := pl.trees.Tree(pod)
+	if !ok {
+		return refuse("", "the pod has no valid tree")
+	}
+	infos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	start := time.Now()
+	choice, why := pl.selectVictims(ctx, tree, p, infos)
+	metrics.preemptionDuration.Observe(time.Since(start).Seconds())
+	if choice == nil {
+		return refuse("no_victims", why)
+	}
+	if len(choice.victims) == 0 {
+		// Pods already terminating (earlier victims, or pods being deleted) make room: wait
+		// for them rather than evict anyone else.
+		return refuse("", "waiting for terminating pods to leave "+choice.domain)
+	}
+	plan := choice.plan
+	plan.Victims = map[types.UID]types.NamespacedName{}
+	victims := choice.pods()
+	for _, v := range victims {
+		plan.Victims[v.UID] = types.NamespacedName{Namespace: v.Namespace, Name: v.Name}
+	}
+	plan.Freed = choice.domain
+	plan.Expires = time.Now().Add(max(pl.planTTL, victimsGrace))
+	pl.plans.Store(plan)
+	msg := choice.describe()
+	pl.trees.NotePreempting(p.Root, msg)
+	metrics.preemptions.WithLabelValues("preempted").Inc()
+	metrics.victims.Add(float64(len(victims)))
+	metrics.victimGangs.Add(float64(choice.cost.gangs))
+	logger.V(2).Info("Gang preempts", "pod", klog.KObj(pod), "root", p.Root, "priority", p.Priority, "domain", choice.domain,
+		"victims", len(victims), "victimGangs", choice.cost.gangs, "highestVictimPriority", choice.cost.priority, "pdbViolations", choice.cost.pdb,
+		"pods", victimNames(victims))
+
+	var nominated *fwk.NominatingInfo
+	tree.Walk(func(g *podgroup.GroupView) {
+		for _, m := range g.Pending {
+			pp, ok := plan.Pods[m.UID]
+			if !ok {
+				continue
+			}
+			info := &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: pp.Node}
+			if m.UID == pod.UID {
+				nominated = info // the scheduler records it on the pod
+				continue
+			}
+			if pi, err := framework.NewPodInfo(m); err == nil {
+				pl.handle.AddNominatedPod(logger, pi, info)
+			}
+		}
+	})
+	pl.evict(ctx, &preemptor{p: p, pods: tree, scheduler: pod.Spec.SchedulerName}, choice, victims)
+	var result *fwk.PostFilterResult
+	if nominated != nil {
+		result = &fwk.PostFilterResult{NominatingInfo: nominated}
+	}
+	return result, fwk.NewStatus(fwk.Success, msg)
+}
+
+// victimsLeft counts the victims of a preempting plan that still exist.
+func (pl *Topology) victimsLeft(plan *Plan) int {
+	left := 0
+	for uid, ref := range plan.Victims {
+		if pl.podLister == nil {
+			return 0
+		}
+		if p, err := pl.podLister.Pods(ref.Namespace).Get(ref.Name); err == nil && p.UID == uid {
+			left++
+		}
+	}
+	return left
+}
+
+// evict deletes the victims in the background (the members wait for them to be gone),
+// through upstream's executor: a waiting victim is rejected in memory, a bound one gets the
+// DisruptionTarget condition and is deleted, and each gets an event naming the preemptor.
+func (pl *Topology) evict(ctx context.Context, by *preemptor, c *preemptionChoice, victims []*v1.Pod) {
+	if pl.executor == nil {
+		return
+	}
+	cand := &candidate{name: c.domain, victims: &extenderv1.Victims{Pods: victims, NumPDBViolations: int64(c.cost.pdb)}, gangs: c.cost.gangs}
+	logger := klog.FromContext(ctx)
+	go func() {
+		ctx := klog.NewContext(context.WithoutCancel(ctx), logger)
+		workqueue.ParallelizeUntil(ctx, evictionWorkers, len(victims), func(i int) {
+			if _, err := pl.executor.PreemptPod(ctx, cand, by, victims[i], Name); err != nil {
+				logger.Error(err, "Evicting a victim of gang preemption", "victim", klog.KObj(victims[i]), "root", by.p.Root)
+			}
+		})
+	}()
+}
+
+// preemptor is the preempting tree as upstream's executor names it in the victims' events
+// and DisruptionTarget condition ("preempting to accommodate a higher priority gang
+// PodGroup ns/name").
+type preemptor struct {
+	p         podgroup.Preemptor
+	pods      *podgroup.GroupView
+	scheduler string
+}
+
+var _ preemption.ExecutorPreemptor = &preemptor{}
+
+func (x *preemptor) GetName() string       { return x.p.Root.Name }
+func (x *preemptor) GetNamespace() string  { return x.p.Root.Namespace }
+func (x *preemptor) SchedulerName() string { return x.scheduler }
+func (x *preemptor) Obj() runtime.Object   { return x.p.Object }
+func (x *preemptor) Priority() int32       { return x.p.Priority }
+func (x *preemptor) Type() string          { return "gang " + x.p.Root.String() }
+
+func (x *preemptor) UID() types.UID {
+	if o, err := meta.Accessor(x.p.Object); err == nil {
+		return o.GetUID()
+	}
+	return ""
+}
+
+func (x *preemptor) Pods() map[string]*v1.Pod {
+	out := map[string]*v1.Pod{}
+	x.pods.Walk(func(g *podgroup.GroupView) {
+		for _, p := range g.Pending {
+			out[p.Name] = p
+		}
+	})
+	return out
+}
+
+// candidate is the domain freed, as upstream's executor takes it.
+type candidate struct {
+	name    string
+	victims *extenderv1.Victims
+	gangs   int
+}
+
+var _ preemption.Candidate = &candidate{}
+
+func (c *candidate) Victims() *extenderv1.Victims { return c.victims }
+func (c *candidate) Name() string                 { return c.name }
+func (c *candidate) NumPodGroupDisruptions() int  { return c.gangs }

@@ -1,0 +1,469 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// Victim selection. A tree that cannot be placed looks, in every domain of the level its
+// root requires (the whole cluster if it requires none), for the pods of lower priority
+// whose eviction lets the whole tree be planned there: all of them are taken out of a copy
+// of the domain's nodes, the tree is planned on the copy, and then, most important first,
+// every victim that the plan does not need gone is given back (upstream's reprieve, with
+// the plan held fixed). A running gang is one victim: all its bound members or none. The
+// domain chosen is the cheapest by (highest victim priority, gangs broken, pods evicted,
+// PodDisruptionBudgets violated).
+
+// preemptionTimeLimit bounds the dry runs of one decision once a domain was found.
+const preemptionTimeLimit = 2 * time.Second
+
+// victimUnit is what is evicted together: a running gang (every bound member of its tree)
+// or one pod, as upstream's preemption.Victim, with the nodes it is on.
+type victimUnit struct {
+	preemption.Victim
+	key   string // the gang's root, or the pod
+	gang  bool
+	nodes sets.Set[string]
+}
+
+// preemptionCost orders the domains a tree could free.
+type preemptionCost struct {
+	priority         int32 // highest victim priority
+	gangs, pods, pdb int
+}
+
+func (a preemptionCost) less(b preemptionCost) bool {
+	switch {
+	case a.priority != b.priority:
+		return a.priority < b.priority
+	case a.gangs != b.gangs:
+		return a.gangs < b.gangs
+	case a.pods != b.pods:
+		return a.pods < b.pods
+	}
+	return a.pdb < b.pdb
+}
+
+// preemptionChoice is one domain freed: the plan made as if the victims were gone.
+type preemptionChoice struct {
+	domain  string // "rack z0-b0-r1", or "the cluster"
+	plan    *Plan
+	victims []*victimUnit
+	cost    preemptionCost
+}
+
+// pods returns the victims' pods.
+func (c *preemptionChoice) pods() []*v1.Pod {
+	var out []*v1.Pod
+	for _, u := range c.victims {
+		for _, pi := range u.Pods() {
+			out = append(out, pi.GetPod())
+		}
+	}
+	return out
+}
+
+// describe says what the choice takes, for conditions and events.
+func (c *preemptionChoice) describe() string {
+	gangs := fmt.Sprintf("%d gangs whole", c.cost.gangs)
+	if c.cost.gangs == 1 {
+		gangs = "1 gang whole"
+	}
+	return fmt.Sprintf("taking %s: evicting %d pods of priority up to %d (%s)", c.domain, c.cost.pods, c.cost.priority, gangs)
+}
+
+// selectVictims returns the cheapest domain whose lower-priority pods can be evicted so
+// that the tree fits, or nil and why none can.
+func (pl *Topology) selectVictims(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo) (*preemptionChoice, string) {
+	logger := klog.FromContext(ctx)
+	topo := pl.topology.get(pl.levels, infos)
+	units, leaving := pl.victimUnits(infos, p)
+	if len(units) == 0 {
+		return nil, fmt.Sprintf("no running pod has a priority below %d", p.Priority)
+	}
+	pdbs := pl.pdbs()
+	level := rootRequiredLevel(tree, topo)
+	domains := domainsAt(topo, level)
+	deadline := time.Now().Add(preemptionTimeLimit)
+	var best *preemptionChoice
+	for _, d := range domains {
+		if best != nil && time.Now().After(deadline) {
+			break
+		}
+		c := pl.freeDomain(ctx, tree, infos, topo, d, units, leaving, pdbs)
+		if c == nil {
+			continue
+		}
+		logger.V(5).Info("Preemption candidate", "root", tree.Key, "domain", c.domain, "pods", c.cost.pods, "gangs", c.cost.gangs, "priority", c.cost.priority, "pdbViolations", c.cost.pdb)
+		if best == nil || c.cost.less(best.cost) {
+			best = c
+		}
+	}
+	if best == nil {
+		where := "the cluster"
+		if level >= 0 {
+			where = "any " + levelName(pl.levels[level])
+		}
+		return nil, fmt.Sprintf("evicting every pod of priority below %d would not make room in %s", p.Priority, where)
+	}
+	return best, ""
+}
+
+// victimUnits returns, by node, the units that a tree of priority p.Priority may evict
+// (gangs whole, other pods one by one), and the pods already terminating, which count as
+// gone at no cost.
+func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor) (map[string][]*victimUnit, map[string][]*v1.Pod) {
+	units := map[string][]*victimUnit{}
+	leaving := map[string][]*v1.Pod{}
+	seen := map[string]*victimUnit{}
+	for _, ni := range infos {
+		if ni.Node() == nil {
+			continue
+		}
+		for _, pi := range ni.GetPods() {
+			pod := pi.GetPod()
+			if pod.DeletionTimestamp != nil {
+				leaving[ni.Node().Name] = append(leaving[ni.Node().Name], pod)
+				continue
+			}
+			var u *victimUnit
+			if sum, ok := pl.trees.Summary(pod); ok && sum.Root == p.Root {
+				if !pl.bound(pod) {
+					// The tree's own member, reserved in the attempt that failed: its
+					// reservation is being released.
+					leaving[ni.Node().Name] = append(leaving[ni.Node().Name], pod)
+				}
+				continue
+			}
+			if gang, ok := pl.trees.UnitOf(pod); ok {
+				if gang.Priority >= p.Priority {
+					continue
+				}
+				key := gang.Root.String()
+				if u = seen[key]; u == nil {
+					u = newGangVictim(key, gang, infos)
+					seen[key] = u
+				}
+			} else {
+				if corev1helpers.PodPriority(pod) >= p.Priority {
+					continue
+				}
+				v, err := preemption.NewVictim([]fwk.PodInfo{pi}, corev1helpers.PodPriority(pod), fwk.PodKeyType)
+				if err != nil {
+					continue
+				}
+				u = &victimUnit{Victim: v, key: string(pod.UID), nodes: sets.New(ni.Node().Name)}
+			}
+			units[ni.Node().Name] = append(units[ni.Node().Name], u)
+		}
+	}
+	return units, leaving
+}
+
+// bound reports whether the API server has the pod bound (the snapshot also holds pods the
+// scheduler only assumed).
+func (pl *Topology) bound(pod *v1.Pod) bool {
+	if pl.podLister == nil {
+		return true
+	}
+	p, err := pl.podLister.Pods(pod.Namespace).Get(pod.Name)
+	return err == nil && p.UID == pod.UID && p.Spec.NodeName != ""
+}
+
+// newGangVictim makes a running gang one victim.
+func newGangVictim(key string, gang podgroup.Unit, infos []fwk.NodeInfo) *victimUnit {
+	pis := make([]fwk.PodInfo, 0, len(gang.Pods))
+	nodes := sets.New[string]()
+	for _, p := range gang.Pods {
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			continue
+		}
+		pis = append(pis, pi)
+		nodes.Insert(p.Spec.NodeName)
+	}
+	kind := fwk.PodGroupKeyType
+	if gang.Composite {
+		kind = fwk.CompositePodGroupKeyType
+	}
+	v, _ := preemption.NewVictim(pis, gang.Priority, kind)
+	return &victimUnit{Victim: v, key: key, gang: true, nodes: nodes}
+}
+
+// rootRequiredLevel is the level the tree's root requires, -1 if none.
+func rootRequiredLevel(tree *podgroup.GroupView, topo *topology) int {
+	level := -1
+	for _, c := range tree.Topology {
+		if c.Mode != v1alpha1.TopologyPreferred {
+			if l := topo.levelOf(c.Key); l >= 0 && (level < 0 || l < level) {
+				level = l
+			}
+		}
+	}
+	return level
+}
+
+// freeDomain is one dry run: the domain's evictable units taken out, the tree planned in
+// the domain, and every unit the plan does not need gone given back. Nil if the tree does
+// not fit even with every unit gone.
+func (pl *Topology) freeDomain(ctx context.Context, tree *podgroup.GroupView, infos []fwk.NodeInfo, topo *topology, d *domain,
+	units map[string][]*victimUnit, leaving map[string][]*v1.Pod, pdbs []*policy.PodDisruptionBudget) *preemptionChoice {
+	logger := klog.FromContext(ctx)
+	inDomain := sets.New[string]()
+	for _, n := range d.nodes {
+		inDomain.Insert(n.name)
+	}
+	var candidates []*victimUnit
+	picked := sets.New[string]()
+	for _, n := range d.nodes {
+		for _, u := range units[n.name] {
+			if !picked.Has(u.key) {
+				picked.Insert(u.key)
+				candidates = append(candidates, u)
+			}
+		}
+	}
+	terminating := 0
+	for _, n := range d.nodes {
+		terminating += len(leaving[n.name])
+	}
+	if len(candidates) == 0 && terminating == 0 {
+		return nil
+	}
+	// A copy of every node a candidate (or a leaving pod) is on, without them.
+	sim := newSimulation(infos, topo)
+	for _, n := range d.nodes {
+		for _, p := range leaving[n.name] {
+			sim.remove(logger, p)
+		}
+	}
+	for _, u := range candidates {
+		for _, pi := range u.Pods() {
+			sim.remove(logger, pi.GetPod())
+		}
+	}
+	scope := &planScope{within: func(n *node) bool { return inDomain.Has(n.name) }, outside: "outside the domain being freed", verdicts: newVerdictCache()}
+	plan, _ := pl.planTree(ctx, tree, sim.infos, scope)
+	if plan == nil {
+		return nil
+	}
+	// Give back, most important first, every unit the plan does without.
+	members := map[types.UID]*v1.Pod{}
+	tree.Walk(func(g *podgroup.GroupView) {
+		for _, p := range g.Pending {
+			members[p.UID] = p
+		}
+	})
+	onNode := map[string][]*v1.Pod{}
+	for uid, pp := range plan.Pods {
+		if p := members[uid]; p != nil {
+			onNode[pp.Node] = append(onNode[pp.Node], p)
+		}
+	}
+	violating := pdbViolations(candidates, pdbs)
+	sort.SliceStable(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if a.Priority() != b.Priority() {
+			return a.Priority() > b.Priority()
+		}
+		if violating[a.key] != violating[b.key] {
+			return violating[a.key] > 0
+		}
+		return preemption.MoreImportantVictim(a.Victim, b.Victim)
+	})
+	states := map[string]fwk.CycleState{}
+	c := &preemptionChoice{domain: d.describe(pl.levels), plan: plan}
+	for _, u := range candidates {
+		touched := u.nodes.Intersection(sets.KeySet(onNode))
+		for _, pi := range u.Pods() {
+			sim.add(pi)
+		}
+		if touched.Len() == 0 || pl.stillFitsOn(ctx, sim, touched, onNode, states) {
+			continue // reprieved
+		}
+		for _, pi := range u.Pods() {
+			sim.remove(logger, pi.GetPod())
+		}
+		c.victims = append(c.victims, u)
+		c.cost.priority = max(c.cost.priority, u.Priority())
+		c.cost.pods += len(u.Pods())
+		c.cost.pdb += violating[u.key]
+		if u.gang {
+			c.cost.gangs++
+		}
+	}
+	// No victims: the tree fits once the pods already terminating here are gone; the
+	// cheapest choice of all, and one that evicts nobody.
+	return c
+}
+
+// stillFitsOn reports whether the planned members still pass every Filter on the touched
+// nodes as simulated.
+func (pl *Topology) stillFitsOn(ctx context.Context, sim *simulation, touched sets.Set[string], onNode map[string][]*v1.Pod, states map[string]fwk.CycleState) bool {
+	pre, ok := pl.handle.(preFilterRunner)
+	for name := range touched {
+		ni := sim.get(name).Snapshot()
+		for _, p := range onNode[name] {
+			if !ok {
+				if !FreeOn(ni).Fits(PodRequests(p)) {
+					return false
+				}
+			} else {
+				key := shapeKey(p, true)
+				st := states[key]
+				if st == nil {
+					st = framework.NewCycleState()
+					podgroup.MarkPlanning(st)
+					if _, s, _ := pre.RunPreFilterPlugins(ctx, st, p); !s.IsSuccess() && s.Code() != fwk.Unschedulable {
+						return false
+					}
+					states[key] = st
+				}
+				if !pl.handle.RunFilterPlugins(ctx, st, p, ni).IsSuccess() {
+					return false
+				}
+			}
+			placed := p.DeepCopy()
+			placed.Spec.NodeName = name
+			if pi, err := framework.NewPodInfo(placed); err == nil {
+				ni.AddPodInfo(pi)
+			}
+		}
+	}
+	return true
+}
+
+// pdbViolations counts, per unit, the pods whose eviction a PodDisruptionBudget does not
+// allow (upstream's accounting).
+func pdbViolations(units []*victimUnit, pdbs []*policy.PodDisruptionBudget) map[string]int {
+	out := map[string]int{}
+	if len(pdbs) == 0 {
+		return out
+	}
+	violating, _ := preemption.FilterVictimsWithPDBViolation(victimsOf(units), pdbs)
+	for _, v := range violating {
+		out[v.Victim.(*victimUnit).key] = v.ViolateCount
+	}
+	return out
+}
+
+func victimsOf(units []*victimUnit) []preemption.Victim {
+	out := make([]preemption.Victim, len(units))
+	for i, u := range units {
+		out[i] = u
+	}
+	return out
+}
+
+// pdbs lists the PodDisruptionBudgets, none if they cannot be listed.
+func (pl *Topology) pdbs() []*policy.PodDisruptionBudget {
+	if pl.pdbLister == nil {
+		return nil
+	}
+	out, err := pl.pdbLister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// domainsAt returns the domains of a level (the whole cluster for -1), by key.
+func domainsAt(topo *topology, level int) []*domain {
+	if level < 0 {
+		return []*domain{{level: -1, nodes: topo.nodes}}
+	}
+	byKey := map[string]*domain{}
+	for _, n := range topo.nodes {
+		if k, ok := n.domainOf(level); ok {
+			d := byKey[k]
+			if d == nil {
+				d = &domain{level: level, key: k}
+				byKey[k] = d
+			}
+			d.nodes = append(d.nodes, n)
+		}
+	}
+	out := make([]*domain, 0, len(byKey))
+	for _, d := range byKey {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// describe names a domain in messages: "rack z0-b0-r1", or "the cluster".
+func (d *domain) describe(levels []string) string {
+	if d.level < 0 {
+		return "the cluster"
+	}
+	return levelName(levels[d.level]) + " " + d.name()
+}
+
+// simulation is a copy-on-write view of the snapshot's nodes, with pods taken out or put
+// back.
+type simulation struct {
+	infos  []fwk.NodeInfo
+	index  map[string]int
+	copied map[string]bool
+}
+
+func newSimulation(infos []fwk.NodeInfo, topo *topology) *simulation {
+	s := &simulation{infos: append([]fwk.NodeInfo(nil), infos...), index: make(map[string]int, len(topo.nodes)), copied: map[string]bool{}}
+	for _, n := range topo.nodes {
+		s.index[n.name] = n.idx
+	}
+	return s
+}
+
+// get returns the node's info as simulated, copying it on first use.
+func (s *simulation) get(name string) fwk.NodeInfo {
+	i, ok := s.index[name]
+	if !ok {
+		return nil
+	}
+	if !s.copied[name] {
+		s.infos[i] = s.infos[i].Snapshot()
+		s.copied[name] = true
+	}
+	return s.infos[i]
+}
+
+func (s *simulation) remove(logger klog.Logger, p *v1.Pod) {
+	if ni := s.get(p.Spec.NodeName); ni != nil {
+		if err := ni.RemovePod(logger, p); err != nil {
+			logger.V(5).Info("Preemption dry run: pod not on its node", "pod", klog.KObj(p), "node", p.Spec.NodeName, "err", err)
+		}
+	}
+}
+
+func (s *simulation) add(pi fwk.PodInfo) {
+	if ni := s.get(pi.GetPod().Spec.NodeName); ni != nil {
+		ni.AddPodInfo(pi)
+	}
+}
+
+// victimNames lists pods for logs.
+func victimNames(pods []*v1.Pod) string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Namespace + "/" + p.Name
+	}
+	return strings.Join(names, ", ")
+}

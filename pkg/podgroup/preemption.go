@@ -1,0 +1,119 @@
+package podgroup
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+)
+
+// Preemptor is what preemption needs to know of a tree that cannot be placed: its priority
+// (the root's priorityClassName, else its member's), whether it may preempt at all, and the
+// root object that events name.
+type Preemptor struct {
+	Root     Key
+	Priority int32
+	// Never: the root's PriorityClass or the member says preemptionPolicy: Never.
+	Never  bool
+	Object runtime.Object
+	// Failed: the tree's last attempt failed and it backs off; preemption is decided once per
+	// failed attempt.
+	Failed bool
+}
+
+// Preemptor describes the tree of a member for preemption, false while the pod has no valid
+// tree.
+func (m *Model) Preemptor(pod *v1.Pod) (Preemptor, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem := m.members.Of(pod.UID)
+	if mem == nil {
+		return Preemptor{}, false
+	}
+	root, ok := m.index.RootOf(mem.Group)
+	if !ok {
+		return Preemptor{}, false
+	}
+	g := m.index.Get(root)
+	p := Preemptor{Root: root, Priority: m.priorityLocked(pod, root), Object: g.Object()}
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		p.Never = true
+	}
+	if name := g.PriorityClassName(); name != "" && m.priorityLister != nil {
+		if pc, err := m.priorityLister.Get(name); err == nil && pc.PreemptionPolicy != nil && *pc.PreemptionPolicy == v1.PreemptNever {
+			p.Never = true
+		}
+	}
+	if r := m.attempts.Round(root); r != nil && r.backoffUntil.After(m.clock.Now()) {
+		p.Failed = true
+	}
+	return p, true
+}
+
+// Unit is a running gang as a preemption victim: every bound member of its tree goes, or
+// none does.
+type Unit struct {
+	Root Key
+	// Priority is the tree's: the root's priorityClassName, else its highest member's.
+	Priority int32
+	// Composite: the root is a CompositePodGroup.
+	Composite bool
+	// Pods are the tree's members that hold room on a node (bound or reserved) and are not
+	// terminating; a reserved member carries the node it is reserved on.
+	Pods []*v1.Pod
+}
+
+// UnitOf returns the gang a bound pod belongs to, false if the pod is not a member of a tree
+// with the gang policy (such a pod is a victim on its own).
+func (m *Model) UnitOf(pod *v1.Pod) (Unit, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem := m.members.Of(pod.UID)
+	if mem == nil {
+		return Unit{}, false
+	}
+	root, ok := m.index.RootOf(mem.Group)
+	if !ok {
+		return Unit{}, false
+	}
+	u := Unit{Root: root, Composite: root.Kind == KindCompositePodGroup}
+	gang := false
+	for _, k := range m.index.Subtree(root) {
+		gang = gang || m.index.Get(k).IsGang()
+		for _, mm := range m.members.InGroup(k) {
+			switch a := m.attempts.Of(mm.Pod.UID); {
+			case mm.Pod.DeletionTimestamp != nil:
+			case mm.Bound():
+				u.Pods = append(u.Pods, mm.Pod)
+			case a != nil && a.Node != "":
+				// Reserved (waiting for its gang, or binding): it holds room on its node.
+				p := mm.Pod.DeepCopy()
+				p.Spec.NodeName = a.Node
+				u.Pods = append(u.Pods, p)
+			}
+		}
+	}
+	if !gang || len(u.Pods) == 0 {
+		return Unit{}, false
+	}
+	u.Priority = m.priorityLocked(u.Pods[0], root)
+	if g := m.index.Get(root); g.PriorityClassName() == "" {
+		for _, p := range u.Pods {
+			u.Priority = max(u.Priority, corev1helpers.PodPriority(p))
+		}
+	}
+	return u, true
+}
+
+// NotePreempting records that a tree is preempting (msg says where and whom), for its
+// condition and event, or clears it (msg ""). The victims' deletions are news that retry
+// the tree.
+func (m *Model) NotePreempting(root Key, msg string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o := m.attempts.Outcome(root)
+	if o.Preempting == msg {
+		return
+	}
+	o.Preempting = msg
+	m.status.Enqueue(root)
+}

@@ -1,0 +1,111 @@
+package podgroup
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+)
+
+// withPriorityClasses gives the model a lister of the classes.
+func withPriorityClasses(m *Model, classes ...*schedulingv1.PriorityClass) {
+	pcs := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Scheduling().V1().PriorityClasses()
+	for _, pc := range classes {
+		_ = pcs.Informer().GetStore().Add(pc)
+	}
+	m.priorityLister = pcs.Lister()
+}
+
+// A tree preempts at its root's priority, not when its class or a member says Never, and
+// only once its attempt failed.
+func TestPreemptor(t *testing.T) {
+	m, _, _ := testModel(t)
+	withPriorityClasses(m,
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Value: 1000},
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "polite"}, Value: 1000, PreemptionPolicy: ptr.To(v1.PreemptNever)})
+	prod, polite := pg("prod", 2, ""), pg("polite", 2, "")
+	prod.Spec.PriorityClassName, polite.Spec.PriorityClassName = "prod", "polite"
+	m.OnGroup(nil, prod)
+	m.OnGroup(nil, polite)
+	p := addPods(m, "prod", 2)
+	q := addPods(m, "polite", 2)
+
+	got, ok := m.Preemptor(p[0])
+	if !ok || got.Priority != 1000 || got.Never || got.Failed || got.Root != PodGroupKey("ns", "prod") || got.Object == nil {
+		t.Errorf("prod: %+v, want priority 1000, may preempt, not failed", got)
+	}
+	m.Fail(bg, p[0], "no room", testPolicy)
+	if got, _ := m.Preemptor(p[0]); !got.Failed {
+		t.Error("prod failed its attempt, Preemptor says it did not")
+	}
+	if got, _ := m.Preemptor(q[0]); !got.Never {
+		t.Error("polite's PriorityClass says Never")
+	}
+	own := pod("prod", 5, "")
+	own.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
+	m.OnPod(nil, own)
+	if got, _ := m.Preemptor(own); !got.Never {
+		t.Error("a member whose preemptionPolicy is Never must not preempt")
+	}
+}
+
+// A running gang is one victim: every member holding room (bound or reserved), at the
+// tree's priority; a pod of a basic group, or of no group, is not a unit.
+func TestUnitOf(t *testing.T) {
+	m, _, _ := testModel(t)
+	m.OnGroup(nil, cpg("job", 2, ""))
+	m.OnGroup(nil, pg("a", 1, "job"))
+	m.OnGroup(nil, pg("b", 2, "job"))
+	m.OnGroup(nil, pg("loose", 0, ""))
+	a0, b0, b1 := pod("a", 0, "n1"), pod("b", 0, "n2"), pod("b", 1, "")
+	a0.Spec.Priority, b0.Spec.Priority = ptr.To[int32](5), ptr.To[int32](7)
+	for _, p := range []*v1.Pod{a0, b0, b1} {
+		m.OnPod(nil, p)
+	}
+	m.Reserve(bg, assumed(b1, "n3"), "n3")
+	u, ok := m.UnitOf(a0)
+	if !ok || u.Root != CompositePodGroupKey("ns", "job") || !u.Composite || u.Priority != 7 || len(u.Pods) != 3 {
+		t.Fatalf("unit %+v, want the whole tree job (3 pods holding room) at priority 7", u)
+	}
+	for _, p := range u.Pods {
+		if p.Spec.NodeName == "" {
+			t.Errorf("unit pod %s without its node", p.Name)
+		}
+	}
+	loose := pod("loose", 0, "n1")
+	m.OnPod(nil, loose)
+	if _, ok := m.UnitOf(loose); ok {
+		t.Error("a pod of a basic group is a victim on its own")
+	}
+}
+
+// A tree that is preempting says so in its condition until it is scheduled.
+func TestPreemptingCondition(t *testing.T) {
+	m, _, _ := testModel(t)
+	m.OnGroup(nil, pg("a", 1, ""))
+	p := addPods(m, "a", 1)
+	k := PodGroupKey("ns", "a")
+	m.Fail(bg, p[0], "no room", testPolicy)
+	m.NotePreempting(k, "taking rack r1: evicting 8 pods of priority up to 10 (0 gangs whole)")
+	if c, _ := m.Condition(k); c.Reason != v1alpha1.ReasonPreempting || c.Message != "taking rack r1: evicting 8 pods of priority up to 10 (0 gangs whole)" {
+		t.Errorf("condition %+v, want Preempting with the message", c)
+	}
+	m.NotePreempting(k, "")
+	if c, _ := m.Condition(k); c.Reason != v1alpha1.ReasonUnschedulable {
+		t.Errorf("condition %+v, want the failure again once preemption is over", c)
+	}
+	m.NotePreempting(k, "taking rack r1")
+	a := assumed(p[0], "n1")
+	m.Reserve(bg, a, "n1")
+	m.Permit(bg, a, testPolicy)
+	m.OnPod(p[0], a)
+	if c, _ := m.Condition(k); c.Reason != v1alpha1.ReasonScheduled {
+		t.Errorf("condition %+v, want Scheduled", c)
+	}
+}

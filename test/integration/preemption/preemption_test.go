@@ -1,0 +1,187 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/test/integration/testenv"
+)
+
+// The manifests' configuration, as deployed (backoffSeconds 10): a gang that preempted must
+// be retried by its victims' deletions, not by its backoff.
+var deployed = testenv.GangArgs{}
+
+const (
+	low, high = "low", "high"
+)
+
+// setUp starts a cluster of two racks of two 4-cpu nodes (z0-b0-r0, z0-b0-r1), the
+// PriorityClasses low (10), high (1000) and high-never (1000, preemptionPolicy Never), the
+// scheduler and the kubelets' stand-in.
+func setUp(t *testing.T, name string) (*testenv.Env, string, *testenv.Kubelets) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, name)
+	env.CreateNodes(t, testenv.TopologyNodes(1, 1, 2, 2, "4")...)
+	env.CreatePriorityClass(t, low, 10, false)
+	env.CreatePriorityClass(t, high, 1000, false)
+	env.CreatePriorityClass(t, "high-never", 1000, true)
+	env.StartScheduler(t, deployed)
+	return env, ns, env.StartKubelets(t, ns)
+}
+
+// runningOn returns a pod of class already bound to node, in group (or none).
+func runningOn(ns, name, node, cpu, class, group string) *v1.Pod {
+	p := testenv.Pod(ns, name, group, cpu)
+	p.Spec.NodeName, p.Spec.PriorityClassName = node, class
+	return p
+}
+
+// fillers fills a node with 4 pods of 1 cpu of class low.
+func fillers(ns, node string) []*v1.Pod {
+	var out []*v1.Pod
+	for i := 0; i < 4; i++ {
+		out = append(out, runningOn(ns, fmt.Sprintf("%s-%d", node, i), node, "1", low, ""))
+	}
+	return out
+}
+
+// gang creates a rack-required gang of n pods of cpu of class.
+func gang(t *testing.T, env *testenv.Env, ns, name string, n int, cpu, class string) []string {
+	pg := testenv.Constrain(testenv.Gang(ns, name, int32(n), ""), "rack")
+	pg.Spec.PriorityClassName = class
+	env.CreatePodGroups(t, pg)
+	var names []string
+	for _, p := range testenv.GangPods(ns, name, n, cpu) {
+		p.Spec.PriorityClassName = class
+		env.CreatePods(t, p)
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func podNames(pods []*v1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A high-priority rack-required gang on two racks full of low-priority pods: exactly one
+// rack's pods are evicted (each with the DisruptionTarget condition and an event naming the
+// gang), and the gang binds there.
+func TestGangPreemptsOneRack(t *testing.T) {
+	env, ns, kubelets := setUp(t, "one-rack")
+	var fill []*v1.Pod
+	for _, n := range []string{"z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"} {
+		fill = append(fill, fillers(ns, n)...)
+	}
+	env.CreatePods(t, fill...)
+
+	members := gang(t, env, ns, "train", 4, "2", high)
+	placed := env.WaitBound(t, ns, members...)
+	rack := testenv.Domain(placed[members[0]], testenv.RackLabel)
+	for _, m := range members {
+		if r := testenv.Domain(placed[m], testenv.RackLabel); r != rack {
+			t.Errorf("member %s in rack %s, want all in %s", m, r, rack)
+		}
+	}
+	removed := kubelets.Removed()
+	if len(removed) != 8 {
+		t.Errorf("evicted %d pods %v, want the 8 of one rack", len(removed), podNames(removed))
+	}
+	for _, p := range removed {
+		if r := testenv.Domain(p.Spec.NodeName, testenv.RackLabel); r != rack {
+			t.Errorf("evicted %s in rack %s, outside the gang's rack %s", p.Name, r, rack)
+		}
+		if !hasDisruptionTarget(p) {
+			t.Errorf("victim %s was deleted without the DisruptionTarget condition: %+v", p.Name, p.Status.Conditions)
+		}
+	}
+	env.WaitEvent(t, ns, removed[0].Name, "Preempted", "gang PodGroup "+ns+"/train")
+	env.WaitEvent(t, ns, "train", v1alpha1.ReasonPreempting, "taking rack "+rack+": evicting 8 pods")
+	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+	left, err := env.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(left.Items); got != 8+4 {
+		t.Errorf("%d pods left, want the other rack's 8 and the gang's 4", got)
+	}
+}
+
+// A low-priority gang running across both racks is evicted whole, its members in the other
+// rack included, when the rack a high-priority gang takes holds some of its members.
+func TestVictimGangIsEvictedWhole(t *testing.T) {
+	env, ns, kubelets := setUp(t, "whole")
+	batch := testenv.Gang(ns, "batch", 4, "")
+	batch.Spec.PriorityClassName = low
+	env.CreatePodGroups(t, batch)
+	env.CreatePods(t,
+		runningOn(ns, "batch-0", "z0-b0-r0-h0", "2", low, "batch"), runningOn(ns, "batch-1", "z0-b0-r0-h0", "2", low, "batch"),
+		runningOn(ns, "batch-2", "z0-b0-r1-h0", "2", low, "batch"), runningOn(ns, "batch-3", "z0-b0-r1-h0", "2", low, "batch"))
+	env.CreatePods(t, append(fillers(ns, "z0-b0-r0-h1"), fillers(ns, "z0-b0-r1-h1")...)...)
+
+	members := gang(t, env, ns, "train", 4, "2", high)
+	placed := env.WaitBound(t, ns, members...)
+	rack := testenv.Domain(placed[members[0]], testenv.RackLabel)
+	want := []string{"batch-0", "batch-1", "batch-2", "batch-3", rack + "-h1-0", rack + "-h1-1", rack + "-h1-2", rack + "-h1-3"}
+	sort.Strings(want)
+	if got := podNames(kubelets.Removed()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("evicted %v, want %v: the gang batch whole and the fillers of rack %s", got, want, rack)
+	}
+}
+
+// A gang whose PriorityClass says preemptionPolicy: Never evicts nothing, and neither does
+// per-member preemption on its behalf.
+func TestPreemptionPolicyNeverEvictsNothing(t *testing.T) {
+	env, ns, kubelets := setUp(t, "never")
+	var fill []*v1.Pod
+	for _, n := range []string{"z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"} {
+		fill = append(fill, fillers(ns, n)...)
+	}
+	env.CreatePods(t, fill...)
+	members := gang(t, env, ns, "polite", 4, "2", "high-never")
+	env.WaitCondition(t, "PodGroup", ns, "polite", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "")
+	testenv.Consistently(t, 5*time.Second, "no pod evicted", func() (bool, string) {
+		r := kubelets.Removed()
+		return len(r) == 0, fmt.Sprint(podNames(r))
+	})
+	env.AssertUnbound(t, ns, members...)
+}
+
+// A gang that cannot fit even on an empty cluster (12 × 2 cpu in a rack of 8 cpu) evicts
+// nothing: not as a gang, and not member by member (each member alone would fit if a node
+// were emptied, which is what per-member preemption would do).
+func TestImpossibleGangEvictsNothing(t *testing.T) {
+	env, ns, kubelets := setUp(t, "impossible")
+	var fill []*v1.Pod
+	for _, n := range []string{"z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"} {
+		fill = append(fill, fillers(ns, n)...)
+	}
+	env.CreatePods(t, fill...)
+	members := gang(t, env, ns, "huge", 12, "2", high)
+	env.WaitCondition(t, "PodGroup", ns, "huge", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "no rack has room for 12 pods")
+	testenv.Consistently(t, 5*time.Second, "no pod evicted", func() (bool, string) {
+		r := kubelets.Removed()
+		return len(r) == 0, fmt.Sprint(podNames(r))
+	})
+	env.AssertUnbound(t, ns, members...)
+}
+
+func hasDisruptionTarget(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == v1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,79 @@
+package testenv
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+)
+
+// CreatePriorityClass creates a PriorityClass of value; never sets preemptionPolicy: Never.
+func (e *Env) CreatePriorityClass(t *testing.T, name string, value int32, never bool) {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if never {
+		pc.PreemptionPolicy = ptr.To(v1.PreemptNever)
+	}
+	if _, err := e.Client.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Kubelets stands in for the kubelets of the test's nodes, which do not exist: a pod that
+// is being deleted (it has a deletionTimestamp) is removed at once, as a kubelet would once
+// its containers stopped. It records every pod it removed as it was then (conditions
+// included).
+type Kubelets struct {
+	mu      sync.Mutex
+	removed []*v1.Pod
+}
+
+// StartKubelets removes terminating pods of namespace ns until the test ends.
+func (e *Env) StartKubelets(t *testing.T, ns string) *Kubelets {
+	t.Helper()
+	k := &Kubelets{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := map[string]bool{}
+		_ = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			list, err := e.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for i := range list.Items {
+				p := &list.Items[i]
+				if p.DeletionTimestamp == nil || seen[string(p.UID)] {
+					continue
+				}
+				err := e.Client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
+					Preconditions: &metav1.Preconditions{UID: &p.UID}})
+				if err != nil && !apierrors.IsNotFound(err) {
+					continue
+				}
+				seen[string(p.UID)] = true
+				k.mu.Lock()
+				k.removed = append(k.removed, p.DeepCopy())
+				k.mu.Unlock()
+			}
+			return false, nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return k
+}
+
+// Removed returns the pods removed so far, as they were when their deletion began.
+func (k *Kubelets) Removed() []*v1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]*v1.Pod(nil), k.removed...)
+}
