@@ -132,34 +132,42 @@ func (pl *Topology) selectVictims(ctx context.Context, tree *podgroup.GroupView,
 func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor) (map[string][]*victimUnit, map[string][]*v1.Pod) {
 	units := map[string][]*victimUnit{}
 	leaving := map[string][]*v1.Pod{}
-	seen := map[string]*victimUnit{}
+	// gangs holds each running tree's unit, nil for a tree that is no victim: a tree is
+	// looked at once, however many members it has.
+	gangs := map[podgroup.Key]*victimUnit{}
 	for _, ni := range infos {
 		if ni.Node() == nil {
 			continue
 		}
+		name := ni.Node().Name
 		for _, pi := range ni.GetPods() {
 			pod := pi.GetPod()
 			if pod.DeletionTimestamp != nil {
-				leaving[ni.Node().Name] = append(leaving[ni.Node().Name], pod)
+				leaving[name] = append(leaving[name], pod)
 				continue
 			}
-			var u *victimUnit
-			if sum, ok := pl.trees.Summary(pod); ok && sum.Root == p.Root {
+			sum, member := pl.trees.Summary(pod)
+			if member && sum.Root == p.Root {
 				if !pl.bound(pod) {
 					// The tree's own member, reserved in the attempt that failed: its
 					// reservation is being released.
-					leaving[ni.Node().Name] = append(leaving[ni.Node().Name], pod)
+					leaving[name] = append(leaving[name], pod)
 				}
 				continue
 			}
-			if gang, ok := pl.trees.UnitOf(pod); ok {
-				if gang.Priority >= p.Priority {
-					continue
+			var u *victimUnit
+			if member && sum.Gang {
+				cached, done := gangs[sum.Root]
+				if !done {
+					if corev1helpers.PodPriority(pod) < p.Priority {
+						if gang, ok := pl.trees.UnitOf(pod); ok && gang.Priority < p.Priority {
+							cached = newGangVictim(sum.Root.String(), gang, infos)
+						}
+					}
+					gangs[sum.Root] = cached
 				}
-				key := gang.Root.String()
-				if u = seen[key]; u == nil {
-					u = newGangVictim(key, gang, infos)
-					seen[key] = u
+				if u = cached; u == nil {
+					continue
 				}
 			} else {
 				if corev1helpers.PodPriority(pod) >= p.Priority {
@@ -169,9 +177,9 @@ func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor) (map
 				if err != nil {
 					continue
 				}
-				u = &victimUnit{Victim: v, key: string(pod.UID), nodes: sets.New(ni.Node().Name)}
+				u = &victimUnit{Victim: v, key: string(pod.UID), nodes: sets.New(name)}
 			}
-			units[ni.Node().Name] = append(units[ni.Node().Name], u)
+			units[name] = append(units[name], u)
 		}
 	}
 	return units, leaving
