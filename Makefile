@@ -81,7 +81,7 @@ bench: etcd
 		-args -perf-scheduling-label-filter=short -data-items-dir=$(BENCH_DIR)/short
 	$(GO) run ./hack/benchtable $(BENCH_DIR)/short
 
-## bench-perf: the 5000-node workloads (about an hour on 2 cores); table in $(BENCH_DIR)/perf
+## bench-perf: the 5000-node workloads (about 35 minutes on 2 cores); table in $(BENCH_DIR)/perf
 bench-perf: etcd
 	rm -rf $(BENCH_DIR)/perf
 	$(GO) test ./test/integration/scheduler_perf/ $(PERF_FLAGS) -timeout 6h \
