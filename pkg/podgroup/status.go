@@ -26,7 +26,7 @@ import (
 const waitingGrace = 2 * time.Second
 
 // Condition is the PodGroupInitiallyScheduled condition a group should carry, with the note
-// of the event that announces it.
+// of the event that announces it ("" for none).
 type Condition struct {
 	// UID is the object the model judged: a condition is never written on a group deleted
 	// and created again that the model has not seen yet.
@@ -106,7 +106,9 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 		return c, true
 	}
 	if out.Preempting != "" {
-		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPreempting, Message: out.Preempting, Note: out.Preempting}, true
+		// No Note: the preemption's own event (with the victims' count) is recorded when it
+		// happens, even if the condition turns Scheduled before it is written.
+		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPreempting, Message: out.Preempting}, true
 	}
 	if out.Failure != "" {
 		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: out.Failure, Note: out.Failure}, true
@@ -247,7 +249,7 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 	w.written[k] = writtenCondition{uid: uid, Condition: want}
 	metrics.statusWrites.WithLabelValues(want.Reason).Inc()
 	klog.FromContext(ctx).V(4).Info("Group condition written", "group", k, "status", want.Status, "reason", want.Reason, "message", want.Message)
-	if w.recorder != nil {
+	if w.recorder != nil && want.Note != "" {
 		eventType := v1.EventTypeWarning
 		if want.Status == metav1.ConditionTrue {
 			eventType = v1.EventTypeNormal

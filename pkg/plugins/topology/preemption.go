@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -91,6 +92,9 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	pl.plans.Store(plan)
 	msg := choice.describe()
 	pl.trees.NotePreempting(p.Root, msg)
+	if rec := pl.handle.EventRecorder(); rec != nil && p.Object != nil {
+		rec.Eventf(p.Object, nil, v1.EventTypeNormal, v1alpha1.ReasonPreempting, "Preempting", "%s: %s", msg, victimNames(victims))
+	}
 	metrics.preemptions.WithLabelValues("preempted").Inc()
 	metrics.victims.Add(float64(len(victims)))
 	metrics.victimGangs.Add(float64(choice.cost.gangs))

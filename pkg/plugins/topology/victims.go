@@ -467,11 +467,18 @@ func (s *simulation) add(pi fwk.PodInfo) {
 	}
 }
 
-// victimNames lists pods for logs.
+// maxNamed is how many victims logs and events name.
+const maxNamed = 10
+
+// victimNames lists pods for logs and events, the first maxNamed of them.
 func victimNames(pods []*v1.Pod) string {
-	names := make([]string, len(pods))
+	names := make([]string, 0, maxNamed+1)
 	for i, p := range pods {
-		names[i] = p.Namespace + "/" + p.Name
+		if i == maxNamed {
+			names = append(names, fmt.Sprintf("and %d more", len(pods)-maxNamed))
+			break
+		}
+		names = append(names, p.Namespace+"/"+p.Name)
 	}
 	return strings.Join(names, ", ")
 }
