@@ -25,11 +25,7 @@ type Preemptor struct {
 func (m *Model) Preemptor(pod *v1.Pod) (Preemptor, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mem := m.members.Of(pod.UID)
-	if mem == nil {
-		return Preemptor{}, false
-	}
-	root, ok := m.index.RootOf(mem.Group)
+	root, ok := m.rootOfLocked(pod)
 	if !ok {
 		return Preemptor{}, false
 	}
@@ -67,11 +63,7 @@ type Unit struct {
 func (m *Model) UnitOf(pod *v1.Pod) (Unit, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mem := m.members.Of(pod.UID)
-	if mem == nil {
-		return Unit{}, false
-	}
-	root, ok := m.index.RootOf(mem.Group)
+	root, ok := m.rootOfLocked(pod)
 	if !ok {
 		return Unit{}, false
 	}
@@ -116,4 +108,14 @@ func (m *Model) NotePreempting(root Key, msg string) {
 	}
 	o.Preempting = msg
 	m.status.Enqueue(root)
+}
+
+// rootOfLocked returns the root of a member's tree, false if the pod is no member or its tree
+// is not valid.
+func (m *Model) rootOfLocked(pod *v1.Pod) (Key, bool) {
+	mem := m.members.Of(pod.UID)
+	if mem == nil {
+		return Key{}, false
+	}
+	return m.index.RootOf(mem.Group)
 }

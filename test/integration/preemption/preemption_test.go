@@ -52,6 +52,15 @@ func fillers(ns, node string) []*v1.Pod {
 	return out
 }
 
+// fillCluster fills every node with low-priority pods: 16 pods of 1 cpu.
+func fillCluster(t *testing.T, env *testenv.Env, ns string) {
+	var fill []*v1.Pod
+	for _, n := range []string{"z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"} {
+		fill = append(fill, fillers(ns, n)...)
+	}
+	env.CreatePods(t, fill...)
+}
+
 // gang creates a rack-required gang of n pods of cpu of class.
 func gang(t *testing.T, env *testenv.Env, ns, name string, n int, cpu, class string) []string {
 	pg := testenv.Constrain(testenv.Gang(ns, name, int32(n), ""), "rack")
@@ -80,11 +89,7 @@ func podNames(pods []*v1.Pod) []string {
 // gang), and the gang binds there.
 func TestGangPreemptsOneRack(t *testing.T) {
 	env, ns, kubelets := setUp(t, "one-rack")
-	var fill []*v1.Pod
-	for _, n := range []string{"z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"} {
-		fill = append(fill, fillers(ns, n)...)
-	}
-	env.CreatePods(t, fill...)
+	fillCluster(t, env, ns)
 
 	members := gang(t, env, ns, "train", 4, "2", high)
 	placed := env.WaitBound(t, ns, members...)
@@ -144,11 +149,7 @@ func TestVictimGangIsEvictedWhole(t *testing.T) {
 // per-member preemption on its behalf.
 func TestPreemptionPolicyNeverEvictsNothing(t *testing.T) {
 	env, ns, kubelets := setUp(t, "never")
-	var fill []*v1.Pod
-	for _, n := range []string{"z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"} {
-		fill = append(fill, fillers(ns, n)...)
-	}
-	env.CreatePods(t, fill...)
+	fillCluster(t, env, ns)
 	members := gang(t, env, ns, "polite", 4, "2", "high-never")
 	env.WaitCondition(t, "PodGroup", ns, "polite", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "")
 	testenv.Consistently(t, 5*time.Second, "no pod evicted", func() (bool, string) {
@@ -163,11 +164,7 @@ func TestPreemptionPolicyNeverEvictsNothing(t *testing.T) {
 // were emptied, which is what per-member preemption would do).
 func TestImpossibleGangEvictsNothing(t *testing.T) {
 	env, ns, kubelets := setUp(t, "impossible")
-	var fill []*v1.Pod
-	for _, n := range []string{"z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"} {
-		fill = append(fill, fillers(ns, n)...)
-	}
-	env.CreatePods(t, fill...)
+	fillCluster(t, env, ns)
 	members := gang(t, env, ns, "huge", 12, "2", high)
 	env.WaitCondition(t, "PodGroup", ns, "huge", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "no rack has room for 12 pods")
 	testenv.Consistently(t, 5*time.Second, "no pod evicted", func() (bool, string) {
