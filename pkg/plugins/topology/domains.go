@@ -11,6 +11,9 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // node is one node as the planner sees it: its place in the topology.
@@ -200,6 +203,20 @@ func newCluster(t *topology, infos []fwk.NodeInfo, promised map[string]Resources
 // within returns the domains of a level inside d, in a stable order.
 func (t *topology) within(d *domain, level int) []*domain {
 	return t.sub[d.key][level]
+}
+
+// constraintLevels returns the levels of a group's Required and Preferred keys, -1 if unset.
+func (t *topology) constraintLevels(g *podgroup.GroupView) (required, preferred int) {
+	required, preferred = -1, -1
+	for _, c := range g.Topology {
+		l := t.levelOf(c.Key)
+		if c.Mode == v1alpha1.TopologyPreferred {
+			preferred = l
+		} else {
+			required = l
+		}
+	}
+	return required, preferred
 }
 
 // levelOf returns the index of a label key among the levels, or -1.

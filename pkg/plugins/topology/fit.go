@@ -492,63 +492,28 @@ func (f *specFitter) planned(*v1.Pod, *node)    {}
 func (f *specFitter) unplanned(*v1.Pod, *node)  {}
 func (f *specFitter) release()                  {}
 
-// withoutRefused is a fitter that keeps members off the nodes Filter refused a planned member
-// of the tree before (Plans.Refusals), saying so.
-type withoutRefused struct {
+// excluding is a fitter that leaves out the nodes out names a reason for: nodes Filter
+// refused a planned member of the tree before (Plans.Refusals), or nodes outside the domain a
+// preemption dry run frees. Explanations give the reason.
+type excluding struct {
 	fitter
-	nodes map[string]string
+	out func(*node) string
 }
 
-func (f withoutRefused) eligible(s *shape, n *node) bool {
-	if _, ok := f.nodes[n.name]; ok {
-		return false
-	}
-	return f.fitter.eligible(s, n)
-}
+func (f excluding) eligible(s *shape, n *node) bool { return f.out(n) == "" && f.fitter.eligible(s, n) }
 
-func (f withoutRefused) ineligible(s *shape, n *node) string {
-	if why, ok := f.nodes[n.name]; ok {
-		return "refused a planned member before: " + why
+func (f excluding) ineligible(s *shape, n *node) string {
+	if why := f.out(n); why != "" {
+		return why
 	}
 	return f.fitter.ineligible(s, n)
 }
 
-func (f withoutRefused) allows(s *shape, n *node) bool {
-	if _, ok := f.nodes[n.name]; ok {
-		return false
-	}
-	return f.fitter.allows(s, n)
-}
+func (f excluding) allows(s *shape, n *node) bool { return f.out(n) == "" && f.fitter.allows(s, n) }
 
-func (f withoutRefused) why(s *shape, n *node) string {
-	if why, ok := f.nodes[n.name]; ok {
-		return "refused a planned member before: " + why
-	}
-	return f.fitter.why(s, n)
-}
-
-// within is a fitter that keeps members on the nodes keep accepts (the domain a preemption
-// dry run frees), saying why the others are not used.
-type within struct {
-	fitter
-	keep   func(*node) bool
-	reason string
-}
-
-func (f within) eligible(s *shape, n *node) bool { return f.keep(n) && f.fitter.eligible(s, n) }
-
-func (f within) ineligible(s *shape, n *node) string {
-	if !f.keep(n) {
-		return f.reason
-	}
-	return f.fitter.ineligible(s, n)
-}
-
-func (f within) allows(s *shape, n *node) bool { return f.keep(n) && f.fitter.allows(s, n) }
-
-func (f within) why(s *shape, n *node) string {
-	if !f.keep(n) {
-		return f.reason
+func (f excluding) why(s *shape, n *node) string {
+	if why := f.out(n); why != "" {
+		return why
 	}
 	return f.fitter.why(s, n)
 }

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -195,24 +194,10 @@ func (p *planner) index(root *podgroup.GroupView) {
 	walk(root)
 }
 
-// constraintLevels returns the levels of a group's Required and Preferred keys, -1 if unset.
-func (p *planner) constraintLevels(g *podgroup.GroupView) (required, preferred int) {
-	required, preferred = -1, -1
-	for _, t := range g.Topology {
-		l := p.c.levelOf(t.Key)
-		if t.Mode == v1alpha1.TopologyPreferred {
-			preferred = l
-		} else {
-			required = l
-		}
-	}
-	return required, preferred
-}
-
 // placeGroup places g (and its subtree) inside within, trying candidate domains of its
 // Required level in best-fit order, each first at its Preferred level.
 func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
-	required, preferred := p.constraintLevels(g)
+	required, preferred := p.c.constraintLevels(g)
 	cands := []*domain{within}
 	level := within.level
 	if required > within.level {

@@ -129,11 +129,11 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 
 // victimsLeft counts the victims of a preempting plan that still exist.
 func (pl *Topology) victimsLeft(plan *Plan) int {
+	if pl.podLister == nil {
+		return 0
+	}
 	left := 0
 	for uid, ref := range plan.Victims {
-		if pl.podLister == nil {
-			return 0
-		}
 		if p, err := pl.podLister.Pods(ref.Namespace).Get(ref.Name); err == nil && p.UID == uid {
 			left++
 		}

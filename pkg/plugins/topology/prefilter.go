@@ -120,8 +120,8 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 // planScope narrows a plan for preemption's dry runs: to the nodes of one domain, on
 // simulated nodes (victims removed) whose Filter verdicts are kept apart, without metrics.
 type planScope struct {
-	within   func(*node) bool
-	outside  string // why a node outside is not used
+	// outside says why a node is not in the domain, "" for the domain's nodes.
+	outside  func(*node) string
 	verdicts *verdictCache
 }
 
@@ -212,10 +212,15 @@ func (pl *Topology) fitter(ctx context.Context, topo *topology, nodes []fwk.Node
 		fit = newSpecFitter(topo.nodes)
 	}
 	if refused := pl.plans.Refusals(tree.Key); len(refused) > 0 {
-		fit = withoutRefused{fitter: fit, nodes: refused}
+		fit = excluding{fitter: fit, out: func(n *node) string {
+			if why, ok := refused[n.name]; ok {
+				return "refused a planned member before: " + why
+			}
+			return ""
+		}}
 	}
-	if scope != nil && scope.within != nil {
-		fit = within{fitter: fit, keep: scope.within, reason: scope.outside}
+	if scope != nil && scope.outside != nil {
+		fit = excluding{fitter: fit, out: scope.outside}
 	}
 	return fit
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -98,16 +97,25 @@ func (pl *Topology) selectVictims(ctx context.Context, tree *podgroup.GroupView,
 	if len(units) == 0 {
 		return nil, fmt.Sprintf("no running pod has a priority below %d", p.Priority)
 	}
-	pdbs := pl.pdbs()
-	level := rootRequiredLevel(tree, topo)
-	domains := domainsAt(topo, level)
+	dry := &dryRun{tree: tree, infos: infos, topo: topo, units: units, leaving: leaving, pdbs: pl.pdbs(),
+		members: map[types.UID]*v1.Pod{}, verdicts: newVerdictCache()}
+	tree.Walk(func(g *podgroup.GroupView) {
+		for _, p := range g.Pending {
+			dry.members[p.UID] = p
+		}
+	})
+	level, _ := topo.constraintLevels(tree)
+	domains := []*domain{{level: -1, nodes: topo.nodes}}
+	if level >= 0 {
+		domains = topo.sub[""][level]
+	}
 	deadline := time.Now().Add(preemptionTimeLimit)
 	var best *preemptionChoice
 	for _, d := range domains {
 		if best != nil && time.Now().After(deadline) {
 			break
 		}
-		c := pl.freeDomain(ctx, tree, infos, topo, d, units, leaving, pdbs)
+		c := pl.freeDomain(ctx, dry, d)
 		if c == nil {
 			continue
 		}
@@ -215,24 +223,24 @@ func newGangVictim(key string, gang podgroup.Unit, infos []fwk.NodeInfo) *victim
 	return &victimUnit{Victim: v, key: key, gang: true, nodes: nodes}
 }
 
-// rootRequiredLevel is the level the tree's root requires, -1 if none.
-func rootRequiredLevel(tree *podgroup.GroupView, topo *topology) int {
-	level := -1
-	for _, c := range tree.Topology {
-		if c.Mode != v1alpha1.TopologyPreferred {
-			if l := topo.levelOf(c.Key); l >= 0 && (level < 0 || l < level) {
-				level = l
-			}
-		}
-	}
-	return level
+// dryRun is what every domain's dry run of one decision shares: the tree and its pending
+// members, the snapshot, the units that may be evicted and the pods already leaving, by
+// node, the budgets, and the Filter verdicts on simulated nodes.
+type dryRun struct {
+	tree     *podgroup.GroupView
+	members  map[types.UID]*v1.Pod
+	infos    []fwk.NodeInfo
+	topo     *topology
+	units    map[string][]*victimUnit
+	leaving  map[string][]*v1.Pod
+	pdbs     []*policy.PodDisruptionBudget
+	verdicts *verdictCache
 }
 
 // freeDomain is one dry run: the domain's evictable units taken out, the tree planned in
 // the domain, and every unit the plan does not need gone given back. Nil if the tree does
 // not fit even with every unit gone.
-func (pl *Topology) freeDomain(ctx context.Context, tree *podgroup.GroupView, infos []fwk.NodeInfo, topo *topology, d *domain,
-	units map[string][]*victimUnit, leaving map[string][]*v1.Pod, pdbs []*policy.PodDisruptionBudget) *preemptionChoice {
+func (pl *Topology) freeDomain(ctx context.Context, dry *dryRun, d *domain) *preemptionChoice {
 	logger := klog.FromContext(ctx)
 	inDomain := sets.New[string]()
 	for _, n := range d.nodes {
@@ -241,7 +249,7 @@ func (pl *Topology) freeDomain(ctx context.Context, tree *podgroup.GroupView, in
 	var candidates []*victimUnit
 	picked := sets.New[string]()
 	for _, n := range d.nodes {
-		for _, u := range units[n.name] {
+		for _, u := range dry.units[n.name] {
 			if !picked.Has(u.key) {
 				picked.Insert(u.key)
 				candidates = append(candidates, u)
@@ -250,15 +258,15 @@ func (pl *Topology) freeDomain(ctx context.Context, tree *podgroup.GroupView, in
 	}
 	terminating := 0
 	for _, n := range d.nodes {
-		terminating += len(leaving[n.name])
+		terminating += len(dry.leaving[n.name])
 	}
 	if len(candidates) == 0 && terminating == 0 {
 		return nil
 	}
 	// A copy of every node a candidate (or a leaving pod) is on, without them.
-	sim := newSimulation(infos, topo)
+	sim := newSimulation(dry.infos, dry.topo)
 	for _, n := range d.nodes {
-		for _, p := range leaving[n.name] {
+		for _, p := range dry.leaving[n.name] {
 			sim.remove(logger, p)
 		}
 	}
@@ -267,25 +275,24 @@ func (pl *Topology) freeDomain(ctx context.Context, tree *podgroup.GroupView, in
 			sim.remove(logger, pi.GetPod())
 		}
 	}
-	scope := &planScope{within: func(n *node) bool { return inDomain.Has(n.name) }, outside: "outside the domain being freed", verdicts: newVerdictCache()}
-	plan, _ := pl.planTree(ctx, tree, sim.infos, scope)
+	scope := &planScope{verdicts: dry.verdicts, outside: func(n *node) string {
+		if inDomain.Has(n.name) {
+			return ""
+		}
+		return "outside the domain being freed"
+	}}
+	plan, _ := pl.planTree(ctx, dry.tree, sim.infos, scope)
 	if plan == nil {
 		return nil
 	}
 	// Give back, most important first, every unit the plan does without.
-	members := map[types.UID]*v1.Pod{}
-	tree.Walk(func(g *podgroup.GroupView) {
-		for _, p := range g.Pending {
-			members[p.UID] = p
-		}
-	})
 	onNode := map[string][]*v1.Pod{}
 	for uid, pp := range plan.Pods {
-		if p := members[uid]; p != nil {
+		if p := dry.members[uid]; p != nil {
 			onNode[pp.Node] = append(onNode[pp.Node], p)
 		}
 	}
-	violating := pdbViolations(candidates, pdbs)
+	violating := pdbViolations(candidates, dry.pdbs)
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
 		if a.Priority() != b.Priority() {
@@ -392,30 +399,6 @@ func (pl *Topology) pdbs() []*policy.PodDisruptionBudget {
 	return out
 }
 
-// domainsAt returns the domains of a level (the whole cluster for -1), by key.
-func domainsAt(topo *topology, level int) []*domain {
-	if level < 0 {
-		return []*domain{{level: -1, nodes: topo.nodes}}
-	}
-	byKey := map[string]*domain{}
-	for _, n := range topo.nodes {
-		if k, ok := n.domainOf(level); ok {
-			d := byKey[k]
-			if d == nil {
-				d = &domain{level: level, key: k}
-				byKey[k] = d
-			}
-			d.nodes = append(d.nodes, n)
-		}
-	}
-	out := make([]*domain, 0, len(byKey))
-	for _, d := range byKey {
-		out = append(out, d)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
-	return out
-}
-
 // describe names a domain in messages: "rack z0-b0-r1", or "the cluster".
 func (d *domain) describe(levels []string) string {
 	if d.level < 0 {
@@ -428,29 +411,25 @@ func (d *domain) describe(levels []string) string {
 // back.
 type simulation struct {
 	infos  []fwk.NodeInfo
-	index  map[string]int
-	copied map[string]bool
+	topo   *topology
+	copied map[int]bool
 }
 
 func newSimulation(infos []fwk.NodeInfo, topo *topology) *simulation {
-	s := &simulation{infos: append([]fwk.NodeInfo(nil), infos...), index: make(map[string]int, len(topo.nodes)), copied: map[string]bool{}}
-	for _, n := range topo.nodes {
-		s.index[n.name] = n.idx
-	}
-	return s
+	return &simulation{infos: append([]fwk.NodeInfo(nil), infos...), topo: topo, copied: map[int]bool{}}
 }
 
 // get returns the node's info as simulated, copying it on first use.
 func (s *simulation) get(name string) fwk.NodeInfo {
-	i, ok := s.index[name]
+	n, ok := s.topo.byName[name]
 	if !ok {
 		return nil
 	}
-	if !s.copied[name] {
-		s.infos[i] = s.infos[i].Snapshot()
-		s.copied[name] = true
+	if !s.copied[n.idx] {
+		s.infos[n.idx] = s.infos[n.idx].Snapshot()
+		s.copied[n.idx] = true
 	}
-	return s.infos[i]
+	return s.infos[n.idx]
 }
 
 func (s *simulation) remove(logger klog.Logger, p *v1.Pod) {
