@@ -117,11 +117,11 @@ func (p *Plans) AttemptEnded(root podgroup.Key) {
 
 // Promised returns, per node, the capacity that live plans of trees other than except
 // promised to members still pending (members with a reservation are in the scheduler's
-// snapshot already; deleted ones need nothing).
-func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) map[string]Resources {
+// snapshot already; deleted ones need nothing), and the members it counted.
+func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) (map[string]Resources, sets.Set[types.UID]) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]Resources{}
+	out, counted := map[string]Resources{}, sets.New[types.UID]()
 	for root := range p.byRoot {
 		if root == except {
 			continue
@@ -137,9 +137,10 @@ func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) map[
 			r := out[pp.Node]
 			r.Add(pp.Request)
 			out[pp.Node] = r
+			counted.Insert(uid)
 		}
 	}
-	return out
+	return out, counted
 }
 
 // Refuse records that Filter refused a member of root's plan on node, for why; the tree's

@@ -23,7 +23,7 @@ func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v
 		// The gang refused the member before Filter ran (its tree backs off): no node
 		// refused anything, and its preemption, if any, was decided when the attempt failed.
 		if ok && sum.Gang {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: the gang backs off")
+			return pl.nomination(pod, sum), fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: the gang backs off")
 		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
@@ -45,4 +45,21 @@ func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	return pl.preempt(ctx, pod, sum)
+}
+
+// nomination is the nominated node a gang member keeps after a failed attempt: its planned
+// node while its tree waits for the victims it preempted, so that no pod of lower priority
+// takes the freed room; otherwise none. A gang that failed holds no node, and a stale
+// nomination (one written while the member waited at Permit, or by an earlier preemption)
+// would make the scheduler's Filter count the member on that node for every other pod, for
+// as long as the gang stays pending. Upstream clears a pod's nomination the same way when no
+// PostFilter plugin nominates it.
+func (pl *Topology) nomination(pod *v1.Pod, sum podgroup.Summary) *fwk.PostFilterResult {
+	node := ""
+	if plan := pl.plans.Get(sum.Root); plan != nil && len(plan.Victims) > 0 {
+		if pp, ok := plan.Pods[pod.UID]; ok {
+			node = pp.Node
+		}
+	}
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: node}}
 }

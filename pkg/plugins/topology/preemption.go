@@ -46,7 +46,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 			metrics.preemptions.WithLabelValues(result).Inc()
 			logger.V(4).Info("Gang does not preempt", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
 		}
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: "+msg)
+		return pl.nomination(pod, sum), fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: "+msg)
 	}
 	if plan := pl.plans.Get(sum.Root); plan != nil && len(plan.Victims) > 0 {
 		if left := pl.victimsLeft(plan); left > 0 {

@@ -3,11 +3,13 @@ package topology
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -117,6 +119,39 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 	return FreeOn(ni).Fits(pp.Request)
 }
 
+// promised returns, per node, the capacity the tree may not count on: what other trees' live
+// plans promised to their pending members, and what pods nominated to the node request —
+// victims' room a preemption freed, or members that waited at Permit when a scheduler
+// restarted. The scheduler's Filter counts nominated pods of at least the pod's priority as
+// if they were there, so the plan must too, or Filter refuses it. The tree's own members
+// and pods a plan already counted are left out.
+func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) map[string]Resources {
+	promised, counted := pl.plans.Promised(tree.Key, pl.trees.Pending)
+	priority, members := int32(math.MaxInt32), sets.New[types.UID]()
+	tree.Walk(func(g *podgroup.GroupView) {
+		for _, m := range g.Pending {
+			members.Insert(m.UID)
+			priority = min(priority, corev1helpers.PodPriority(m))
+		}
+	})
+	for _, ni := range nodes {
+		if ni.Node() == nil {
+			continue
+		}
+		name := ni.Node().Name
+		for _, pi := range pl.handle.NominatedPodsForNode(name) {
+			p := pi.GetPod()
+			if members.Has(p.UID) || counted.Has(p.UID) || corev1helpers.PodPriority(p) < priority {
+				continue
+			}
+			r := promised[name]
+			r.Add(PodRequests(p))
+			promised[name] = r
+		}
+	}
+	return promised
+}
+
 // planScope narrows a plan for preemption's dry runs: to the nodes of one domain, on
 // simulated nodes (victims removed) whose Filter verdicts are kept apart, without metrics.
 type planScope struct {
@@ -130,7 +165,7 @@ type planScope struct {
 func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, nodes []fwk.NodeInfo, scope *planScope) (*Plan, string) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
-	promised := pl.plans.Promised(tree.Key, pl.trees.Pending)
+	promised := pl.promised(tree, nodes)
 	topo := pl.topology.get(pl.levels, nodes)
 	fit := pl.fitter(ctx, topo, nodes, tree, scope)
 	defer fit.release()

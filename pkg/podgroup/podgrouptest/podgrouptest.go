@@ -26,6 +26,7 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	intree "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
@@ -56,6 +57,7 @@ func init() {
 type Env struct {
 	Ctx        context.Context
 	Framework  framework.Framework
+	Queue      internalqueue.SchedulingQueue
 	Components *podgroup.Components
 	Activated  *Activator
 	Recorder   *events.FakeRecorder
@@ -185,6 +187,10 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 		}
 		profile.PluginConfig = defaults.Profiles[0].PluginConfig
 	}
+	// Nominations (env.Framework.AddNominatedPod) are kept as the scheduler's queue keeps
+	// them: a nominated pod's requests are known while the pod is in the queue.
+	less := func(a, b fwk.QueuedEntityInfo) bool { return env.Framework.QueueSortFunc()(a, b) }
+	env.Queue = internalqueue.NewSchedulingQueue(less, informerFactory)
 	var frameworkOpts []frameworkruntime.Option
 	if opts.DRA {
 		if !opts.Filters {
@@ -209,6 +215,7 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 	}
 	frameworkOpts = append(frameworkOpts,
 		frameworkruntime.WithInformerFactory(informerFactory),
+		frameworkruntime.WithPodNominator(env.Queue),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodActivator(env.Activated),
 		frameworkruntime.WithEventRecorder(env.Recorder),

@@ -54,7 +54,8 @@ type churn struct {
 
 func (c *churn) startScheduler() {
 	c.sched = c.env.StartProcess(c.t, fmt.Sprintf("scheduler-%d", len(c.runs)), testenv.ProcessOptions{
-		Args: testenv.GangArgs{"backoffSeconds": 1, "permitTimeoutSeconds": 10},
+		Args:      testenv.GangArgs{"backoffSeconds": 1, "permitTimeoutSeconds": 10},
+		Verbosity: 4,
 	})
 	c.runs = append(c.runs, c.sched)
 }
@@ -151,12 +152,19 @@ func (c *churn) removeNode() {
 	n := alive[c.rng.Intn(len(alive))]
 	c.gone[n.Name] = true
 	c.env.DeleteNode(c.t, n.Name)
+	c.collectOrphans()
+}
+
+// collectOrphans deletes the pods bound to removed nodes, as the pod garbage collector does,
+// and creates replacements for their gangs. A binding in flight when a node is deleted may
+// still land on it, in lockstep as in kube-scheduler, so this runs again until quiescence.
+func (c *churn) collectOrphans() (collected int) {
 	placed := c.env.Placement(c.t, c.ns)
 	for _, g := range c.gangs {
 		var keep []string
 		lost := 0
 		for _, p := range g.pods {
-			if placed[p] == n.Name {
+			if c.gone[placed[p]] {
 				_ = c.env.Client.CoreV1().Pods(c.ns).Delete(context.Background(), p, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 				lost++
 				continue
@@ -167,7 +175,9 @@ func (c *churn) removeNode() {
 		for i := 0; i < lost; i++ {
 			c.env.CreatePods(c.t, c.pod(g))
 		}
+		collected += lost
 	}
+	return collected
 }
 
 // restart kills the scheduler with SIGKILL and starts a new one.
@@ -221,6 +231,9 @@ func (c *churn) quiesce() {
 	c.t.Helper()
 	last, stable := "", time.Now()
 	testenv.Eventually(c.t, 3*time.Minute, "quiescence (no binding for 12s)", func() (bool, string) {
+		if c.collectOrphans() > 0 {
+			stable = time.Now()
+		}
 		placed := c.env.Placement(c.t, c.ns)
 		keys := make([]string, 0, len(placed))
 		for p, n := range placed {

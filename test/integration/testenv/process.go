@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,6 +106,7 @@ func (e *Env) StartProcess(t *testing.T, name string, opts ProcessOptions) *Proc
 		p.Kill()
 		if t.Failed() {
 			t.Logf("log of %s (last 80 lines):\n%s", name, p.Tail(80))
+			p.keepLog(t)
 		}
 	})
 	return p
@@ -160,6 +162,21 @@ func (p *Process) Exited() (bool, error) {
 		return true, p.exitErr
 	default:
 		return false, nil
+	}
+}
+
+// keepLog copies the whole log into $LOCKSTEP_TEST_LOGS, when set, so a failed run can be
+// read in full (the test output shows only its tail).
+func (p *Process) keepLog(t *testing.T) {
+	dir := os.Getenv("LOCKSTEP_TEST_LOGS")
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+p.Name+".log")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		if err := os.WriteFile(dst, []byte(p.Log()), 0o644); err == nil {
+			t.Logf("whole log of %s: %s", p.Name, dst)
+		}
 	}
 }
 
