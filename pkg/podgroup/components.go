@@ -43,6 +43,8 @@ type ComponentOptions struct {
 	Observer RoundObserver
 	// PermitPlugin is the plugin whose Permit waits the model ends.
 	PermitPlugin string
+	// Workloads files the pods of Jobs (nil: Jobs that get a gang by their own spec).
+	Workloads Workloads
 }
 
 // NewComponents builds the group model of the scheduler that owns handle and connects it to
@@ -65,6 +67,7 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 		Recorder:  opts.Recorder,
 		Observer:  opts.Observer,
 		Logger:    logger,
+		Workloads: opts.Workloads,
 	})
 	if err := model.Watch(ctx, handle.SharedInformerFactory(), factory); err != nil {
 		return nil, err

@@ -18,15 +18,37 @@ import (
 
 // A pod of a served profile belongs to a PodGroup in one of two ways:
 //   - its label scheduling.lockstep.dev/pod-group names the PodGroup (same namespace);
-//   - its controller is a batch/v1 Job that gets a gang (GangForJob): the pod belongs to the
-//     Job's PodGroup, found through the owner reference, so that Jobs need no change to their
-//     pod template. While the Job is not seen yet its pods are taken to belong to it; once
-//     the Job is older than its profile's jobGroupTimeout without its PodGroup, they belong to
-//     no group (they are scheduled without a gang, and the Job gets an event) until the
-//     PodGroup appears.
+//   - its controller is a batch/v1 Job whose pods belong to a PodGroup by their owner (a Job
+//     that gets a gang, or a Job a JobSet runs; Workloads says which): they need no change
+//     to their pod template. While the Job is not seen yet its pods are taken to belong to
+//     it. When the workload controller creates that PodGroup, the pods wait for it, until
+//     the Job is older than its profile's jobGroupTimeout: then they belong to no group
+//     (they are scheduled without a gang, and the Job gets an event) until the PodGroup
+//     appears. When nobody creates it (the controller is off), they wait for nothing.
 //
 // Membership depends on the pod, its Job, whether the Job's PodGroup exists and the time, so
 // the model files a Job's pods again whenever any of these change.
+
+// Workloads says which PodGroup the pods of a Job belong to through their owner reference.
+type Workloads interface {
+	// GroupOfJob returns the name of the PodGroup in the Job's namespace its pods belong to,
+	// "" for none, and whether lockstep's workload controller creates it (so that the pods
+	// wait for it). schedulerNames are the profiles served.
+	GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (name string, created bool)
+}
+
+// JobGangs files the pods of Jobs that get a gang by their own spec (GangForJob) under the
+// Job's PodGroup, and no others; Created says whether a workload controller creates those
+// PodGroups.
+type JobGangs struct{ Created bool }
+
+// GroupOfJob implements Workloads.
+func (j JobGangs) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (string, bool) {
+	if gang, _ := GangForJob(job, schedulerNames); gang != nil {
+		return gang.Name, j.Created
+	}
+	return "", false
+}
 
 // GroupNameOf returns the PodGroup a pod names through its label, if any.
 func GroupNameOf(pod *v1.Pod) (string, bool) {
@@ -77,9 +99,15 @@ func (j *jobFiling) remember(pod *v1.Pod, served bool) {
 	if pods == nil {
 		pods = map[types.UID]*v1.Pod{}
 		j.pods[owner.UID] = pods
-		j.groupJobs[PodGroupKey(pod.Namespace, JobGroupName(owner.Name, owner.UID))] = owner.UID
 	}
 	pods[pod.UID] = pod
+}
+
+// filedUnder records that the pods of a Job are filed under (or wait for) PodGroup k.
+func (j *jobFiling) filedUnder(k Key, job types.UID) {
+	if _, ok := j.pods[job]; ok {
+		j.groupJobs[k] = job
+	}
 }
 
 func (j *jobFiling) forget(pod *v1.Pod) {
@@ -91,7 +119,11 @@ func (j *jobFiling) forget(pod *v1.Pod) {
 		delete(pods, pod.UID)
 		if len(pods) == 0 {
 			delete(j.pods, owner.UID)
-			delete(j.groupJobs, PodGroupKey(pod.Namespace, JobGroupName(owner.Name, owner.UID)))
+			for k, uid := range j.groupJobs {
+				if uid == owner.UID {
+					delete(j.groupJobs, k)
+				}
+			}
 		}
 	}
 }
@@ -108,16 +140,21 @@ func (m *Model) fileLocked(pod *v1.Pod) (Key, bool) {
 	if !ok || m.jobLister == nil {
 		return Key{}, false
 	}
-	k := PodGroupKey(pod.Namespace, JobGroupName(owner.Name, owner.UID))
 	job, err := m.jobLister.Jobs(pod.Namespace).Get(owner.Name)
 	if err != nil || job.UID != owner.UID {
-		return k, true // the Job is not seen yet
+		// The Job is not seen yet: its pods are taken to belong to the PodGroup it would get.
+		return PodGroupKey(pod.Namespace, JobGroupName(owner.Name, owner.UID)), true
 	}
-	gang, _ := GangForJob(job, sets.KeySet(m.profiles))
-	if gang == nil {
+	name, created := m.workloads.GroupOfJob(job, sets.KeySet(m.profiles))
+	if name == "" {
 		return Key{}, false
 	}
-	if !m.index.Get(k).Exists() && m.clock.Now().Sub(job.CreationTimestamp.Time) > m.profiles[pod.Spec.SchedulerName].JobGroupTimeout {
+	k := PodGroupKey(pod.Namespace, name)
+	m.jobs.filedUnder(k, job.UID)
+	if m.index.Get(k).Exists() {
+		return k, true
+	}
+	if !created || m.clock.Now().Sub(job.CreationTimestamp.Time) > m.profiles[pod.Spec.SchedulerName].JobGroupTimeout {
 		return Key{}, false
 	}
 	return k, true
@@ -135,10 +172,12 @@ func (m *Model) OnJob(obj any) {
 	}
 	m.mu.Lock()
 	var eff effects
-	k := PodGroupKey(job.Namespace, JobGroupName(job.Name, job.UID))
-	if m.members.ran[k] != int(job.Status.Succeeded) {
-		m.members.SetRan(k, int(job.Status.Succeeded))
-		m.refreshLocked(&eff, m.index.TopOf(k))
+	if name, _ := m.workloads.GroupOfJob(job, sets.KeySet(m.profiles)); name != "" {
+		k := PodGroupKey(job.Namespace, name)
+		if m.members.ran[k] != int(job.Status.Succeeded) {
+			m.members.SetRan(k, int(job.Status.Succeeded))
+			m.refreshLocked(&eff, m.index.TopOf(k))
+		}
 	}
 	m.refileJobLocked(&eff, job.UID)
 	m.mu.Unlock()
@@ -182,6 +221,14 @@ func (m *Model) awaitJobGroupLocked(pod *v1.Pod) {
 	m.clock.AfterFunc(wait, func() { m.jobGroupLate(job, timeout) })
 }
 
+// jobGroupName is the PodGroup the pods of a Job belong to.
+func (m *Model) jobGroupName(job *batchv1.Job) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	name, _ := m.workloads.GroupOfJob(job, sets.KeySet(m.profiles))
+	return name
+}
+
 // jobGroupLate files the pods of a Job again once its PodGroup is late: they are scheduled
 // without gang semantics, and the Job says why.
 func (m *Model) jobGroupLate(job *batchv1.Job, timeout time.Duration) {
@@ -194,8 +241,8 @@ func (m *Model) jobGroupLate(job *batchv1.Job, timeout time.Duration) {
 		m.logger.V(2).Info("PodGroup of Job is late; its pods are scheduled without a gang", "job", klog.KObj(job), "timeout", timeout)
 		if m.recorder != nil {
 			m.recorder.Eventf(job, nil, v1.EventTypeWarning, "PodGroupMissing", "Scheduling",
-				"no PodGroup %q appeared within %s of the Job's creation (is lockstep's Job controller running?); its pods are scheduled without gang semantics",
-				JobGroupName(job.Name, job.UID), timeout)
+				"no PodGroup %q appeared within %s of the Job's creation (is lockstep's workload controller running?); its pods are scheduled without gang semantics",
+				m.jobGroupName(job), timeout)
 		}
 	}
 	m.apply(eff)
@@ -205,7 +252,7 @@ func (m *Model) jobGroupLate(job *batchv1.Job, timeout time.Duration) {
 func missingGroupMessage(pod *v1.Pod, k Key) string {
 	if _, labeled := labelKeyOf(pod); !labeled {
 		if owner, ok := jobOwner(pod); ok {
-			return fmt.Sprintf("waiting for lockstep's Job controller to create PodGroup %q for Job %q", k.Name, owner.Name)
+			return fmt.Sprintf("waiting for lockstep's workload controller to create PodGroup %q for Job %q", k.Name, owner.Name)
 		}
 	}
 	return fmt.Sprintf("waiting for PodGroup %q to be created", k.Name)

@@ -73,6 +73,18 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 			g.MinCount = int32(n)
 		}
 	}
+	topology, bad := TopologyFromAnnotations(job.Annotations)
+	g.Topology = topology
+	problems = append(problems, bad...)
+	return g, problems
+}
+
+// TopologyFromAnnotations reads the topology annotations of a workload object (a Job, a
+// JobSet, a ReplicatedJob's template): Required and Preferred keys; values that are not
+// label keys are left out and returned as problems.
+func TopologyFromAnnotations(annotations map[string]string) ([]v1alpha1.TopologyConstraint, []string) {
+	var out []v1alpha1.TopologyConstraint
+	var problems []string
 	for _, a := range []struct {
 		annotation string
 		mode       v1alpha1.TopologyMode
@@ -80,7 +92,7 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 		{v1alpha1.JobTopologyRequiredAnnotation, v1alpha1.TopologyRequired},
 		{v1alpha1.JobTopologyPreferredAnnotation, v1alpha1.TopologyPreferred},
 	} {
-		v, ok := job.Annotations[a.annotation]
+		v, ok := annotations[a.annotation]
 		if !ok {
 			continue
 		}
@@ -88,9 +100,9 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a label key; ignored", a.annotation, v))
 			continue
 		}
-		g.Topology = append(g.Topology, v1alpha1.TopologyConstraint{Key: v, Mode: a.mode})
+		out = append(out, v1alpha1.TopologyConstraint{Key: v, Mode: a.mode})
 	}
-	return g, problems
+	return out, problems
 }
 
 // JobGroupName is the name of a Job's Workload and PodGroup: the Job's name (cut to fit a

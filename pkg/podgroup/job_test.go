@@ -154,7 +154,7 @@ func TestJobPodsJoinTheJobsPodGroup(t *testing.T) {
 	}
 	want := PodGroupKey("ns", JobGroupName("train", job.UID))
 	v := m.Admit(klog.Background(), pods[0])
-	if v.Code != MissingGroup || v.Group != want || !strings.Contains(v.Message, `Job controller to create PodGroup`) {
+	if v.Code != MissingGroup || v.Group != want || !strings.Contains(v.Message, `workload controller to create PodGroup`) {
 		t.Fatalf("Admit = %+v, want MissingGroup for %s", v, want)
 	}
 	// The PodGroup appears: the pods are members and may proceed.
@@ -226,5 +226,30 @@ func TestJobSucceededPodsCount(t *testing.T) {
 	}
 	if d := reservePermit(m, retry); !d.Allow {
 		t.Errorf("Permit = %+v, want allowed", d)
+	}
+}
+
+// When no workload controller creates the PodGroups (it is turned off), the pods of a Job
+// that would get a gang wait for nothing: they are scheduled as they come, and join a
+// PodGroup someone created for the Job all the same.
+func TestJobPodsWaitForNoGroupNobodyCreates(t *testing.T) {
+	m, _, _ := testModel(t)
+	m.workloads = JobGangs{Created: false}
+	job := indexedJob("train", 2, nil)
+	factory := informers.NewSharedInformerFactory(kubefake.NewClientset(job), 0)
+	m.jobLister = factory.Batch().V1().Jobs().Lister()
+	if err := factory.Batch().V1().Jobs().Informer().GetStore().Add(job); err != nil {
+		t.Fatal(err)
+	}
+	p := pod(job.Name, 0, "")
+	p.Labels = nil
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+	m.OnPod(nil, p)
+	if v := m.Admit(klog.Background(), p); v.Code != NotMember {
+		t.Fatalf("Admit = %+v, want NotMember: nobody creates the Job's PodGroup", v)
+	}
+	m.OnGroup(nil, pg(JobGroupName("train", job.UID), 1, ""))
+	if v := m.Admit(klog.Background(), p); v.Code != Proceed || v.Group.Name != JobGroupName("train", job.UID) {
+		t.Errorf("Admit with the PodGroup created = %+v, want Proceed as its member", v)
 	}
 }

@@ -55,6 +55,7 @@ type Model struct {
 	knownReady map[Key]bool
 
 	jobLister      batchlisters.JobLister
+	workloads      Workloads
 	priorityLister schedulinglisters.PriorityClassLister
 	// retryFloor is the least time between two attempts of a tree: news retries a failed
 	// tree at once, but no faster than this, so that a stream of events is no hot loop.
@@ -119,6 +120,9 @@ type Options struct {
 	Clock     Clock
 	Observer  RoundObserver
 	Logger    klog.Logger
+	// Workloads files the pods of Jobs; nil for Jobs that get a gang by their own spec
+	// (JobGangs), their PodGroups created by a workload controller.
+	Workloads Workloads
 }
 
 // DefaultRetryFloor is the least time between two attempts of a tree that news retries.
@@ -143,6 +147,10 @@ func New(opts Options) *Model {
 		noticed:    sets.New[types.UID](),
 		knownReady: map[Key]bool{},
 		retryFloor: DefaultRetryFloor,
+		workloads:  opts.Workloads,
+	}
+	if m.workloads == nil {
+		m.workloads = JobGangs{Created: true}
 	}
 	if m.clock == nil {
 		m.clock = RealClock{}

@@ -65,8 +65,13 @@ profile enables LockstepGang and LockstepTopology, as manifests/ does.`,
 }
 
 func lockstepFlags(fs *pflag.FlagSet, o *Options) {
-	fs.BoolVar(&o.JobController, "job-controller", false, "Also run lockstep's Job controller: it creates a Workload and a PodGroup for every Job of the configured profiles that gets a gang. It runs only while this scheduler leads (it follows the scheduler's leader election).")
-	fs.IntVar(&o.JobControllerWorkers, "job-controller-workers", 2, "Jobs the Job controller syncs in parallel.")
+	fs.BoolVar(&o.WorkloadController, "workload-controller", true, "Run lockstep's workload controller: it creates a Workload and groups for every Job that gets a gang and every JobSet of the configured profiles. It runs only while this scheduler leads (it follows the scheduler's leader election). With --workload-controller=false, the pods of those workloads wait for no group (groups created otherwise are still honoured).")
+	fs.IntVar(&o.WorkloadControllerWorkers, "workload-controller-workers", 2, "Workloads the workload controller syncs in parallel.")
+	// The flags of lockstep 0.1, when the controller knew only Jobs and was off by default.
+	fs.BoolVar(&o.WorkloadController, "job-controller", true, "Same as --workload-controller.")
+	fs.IntVar(&o.WorkloadControllerWorkers, "job-controller-workers", 2, "Same as --workload-controller-workers.")
+	_ = fs.MarkDeprecated("job-controller", "use --workload-controller (on by default)")
+	_ = fs.MarkDeprecated("job-controller-workers", "use --workload-controller-workers")
 }
 
 // run is kube-scheduler's runCommand with lockstep's Scheduler in the middle.

@@ -9,7 +9,11 @@ import (
 	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -22,7 +26,9 @@ import (
 	// Registers lockstep's plugin args in the kube-scheduler's config scheme.
 	_ "github.com/lockstep-sched/lockstep/pkg/apis/config/scheme"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
-	"github.com/lockstep-sched/lockstep/pkg/controller/jobgroups"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 	"github.com/lockstep-sched/lockstep/pkg/leader"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
@@ -32,10 +38,14 @@ import (
 
 // Options are lockstep's own settings of a scheduler.
 type Options struct {
-	// JobController runs lockstep's Job controller while the scheduler leads.
-	JobController bool
-	// JobControllerWorkers are the Jobs the controller syncs in parallel.
-	JobControllerWorkers int
+	// WorkloadController runs lockstep's workload controller (groups for Jobs and JobSets)
+	// while the scheduler leads. Off, pods of those workloads wait for no group.
+	WorkloadController bool
+	// WorkloadControllerWorkers are the objects the controller syncs in parallel.
+	WorkloadControllerWorkers int
+	// WorkloadControllerElsewhere: the workload controller runs in another process, so
+	// pods wait for the groups it creates even though this one does not run it.
+	WorkloadControllerElsewhere bool
 }
 
 // Scheduler is one lockstep scheduler: its plugins' shared components and its leadership.
@@ -53,6 +63,10 @@ type Scheduler struct {
 type shared struct {
 	groups *podgroup.Components
 	plans  *topology.Plans
+	// workloads are the workload kinds lockstep makes groups for, on informers that both
+	// the group model (filing) and the workload controller read.
+	workloads []jobframework.Adapter
+	informers jobframework.Informers
 }
 
 // New returns a Scheduler; Registry or Plugins give its plugins to kube-scheduler, Run runs
@@ -115,20 +129,26 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 	if err != nil {
 		return nil, err
 	}
+	adapters, wlInformers, err := workloadKinds(ctx, h, client)
+	if err != nil {
+		return nil, err
+	}
 	plans := topology.NewPlans()
 	groups, err := podgroup.NewComponents(ctx, h, podgroup.ComponentOptions{
 		Client:       client,
 		Recorder:     leader.GateRecorder(h.EventRecorder(), s.elected),
 		Observer:     plans,
 		PermitPlugin: gang.Name,
+		Workloads:    jobframework.Filer{Adapters: adapters, Created: s.opts.WorkloadController || s.opts.WorkloadControllerElsewhere},
 	})
 	if err != nil {
 		return nil, err
 	}
 	groups.Frameworks.Add(h)
 	groups.Start(ctx)
+	wlInformers.Dynamic.Start(ctx.Done())
 	s.elected.Run(ctx, groups.Lead)
-	c := &shared{groups: groups, plans: plans}
+	c := &shared{groups: groups, plans: plans, workloads: adapters, informers: wlInformers}
 	s.shared[key] = c
 	go func() {
 		<-ctx.Done()
@@ -137,6 +157,44 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 		s.mu.Unlock()
 	}()
 	return c, nil
+}
+
+// workloadKinds returns the adapters of the workload kinds lockstep makes groups for (Jobs,
+// JobSets) and the informers they read: the scheduler's own, and a dynamic factory for kinds
+// served by CRDs that may not be installed (a kind whose API is not served when the
+// scheduler starts is ignored until it restarts).
+func workloadKinds(ctx context.Context, h fwk.Handle, client versioned.Interface) ([]jobframework.Adapter, jobframework.Informers, error) {
+	dyn, err := dynamic.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, jobframework.Informers{}, err
+	}
+	disco := client.Discovery()
+	f := jobframework.Informers{
+		Kube:    h.SharedInformerFactory(),
+		Dynamic: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
+		Served: func(gvr schema.GroupVersionResource) bool {
+			list, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+			if err != nil {
+				if !apierrors.IsNotFound(err) {
+					klog.FromContext(ctx).Error(err, "Cannot tell whether the API serves a workload kind; taken as not served", "resource", gvr)
+				}
+				return false
+			}
+			for _, r := range list.APIResources {
+				if r.Name == gvr.Resource {
+					return true
+				}
+			}
+			return false
+		},
+	}
+	adapters := []jobframework.Adapter{job.New(), jobset.New()}
+	for _, a := range adapters {
+		if _, err := a.Watch(f, nil); err != nil {
+			return nil, f, err
+		}
+	}
+	return adapters, f, nil
 }
 
 // Run runs a kube-scheduler set up with this Scheduler's plugins (app.Setup) as
@@ -149,18 +207,26 @@ func (s *Scheduler) Run(ctx context.Context, cc *schedulerserverconfig.Completed
 	} else {
 		s.elected.Lead()
 	}
-	if s.opts.JobController {
+	if s.opts.WorkloadController {
 		var names []string
 		for _, p := range cc.ComponentConfig.Profiles {
 			names = append(names, p.SchedulerName)
 		}
-		opts := jobgroups.Options{SchedulerNames: names, Workers: max(s.opts.JobControllerWorkers, 1)}
+		opts := jobframework.Options{SchedulerNames: names, Workers: max(s.opts.WorkloadControllerWorkers, 1)}
 		cfg := rest.CopyConfig(cc.KubeConfig)
-		s.elected.Run(ctx, func(ctx context.Context) {
-			if err := jobgroups.Run(ctx, cfg, opts); err != nil {
-				klog.FromContext(ctx).Error(err, "Job controller failed")
-			}
-		})
+		s.mu.Lock()
+		var c *shared
+		for _, sh := range s.shared {
+			c = sh
+		}
+		s.mu.Unlock()
+		if c != nil {
+			s.elected.Run(ctx, func(ctx context.Context) {
+				if err := jobframework.Run(ctx, cfg, c.workloads, c.informers, opts); err != nil {
+					klog.FromContext(ctx).Error(err, "Workload controller failed")
+				}
+			})
+		}
 	}
 	return app.Run(ctx, cc, sched)
 }

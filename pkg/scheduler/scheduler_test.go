@@ -11,7 +11,7 @@ import (
 
 func TestCommandOffersKubeSchedulerAndLockstepFlags(t *testing.T) {
 	cmd := NewCommand()
-	for _, name := range []string{"job-controller", "job-controller-workers", "config", "kubeconfig", "leader-elect", "v"} {
+	for _, name := range []string{"workload-controller", "workload-controller-workers", "config", "kubeconfig", "leader-elect", "v"} {
 		if cmd.Flags().Lookup(name) == nil {
 			t.Errorf("flag --%s missing", name)
 		}
@@ -19,7 +19,7 @@ func TestCommandOffersKubeSchedulerAndLockstepFlags(t *testing.T) {
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.HelpFunc()(cmd, nil)
-	for _, want := range []string{"--job-controller", "Lockstep flags:", "Leader election flags:"} {
+	for _, want := range []string{"--workload-controller", "Lockstep flags:", "Leader election flags:"} {
 		if !strings.Contains(strings.ToLower(out.String()), strings.ToLower(want)) {
 			t.Errorf("--help does not show %q", want)
 		}

@@ -224,7 +224,7 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		return err
 	}
 
-	c.step("starting lockstep-scheduler --job-controller as ServiceAccount lockstep-system/lockstep-scheduler")
+	c.step("starting lockstep-scheduler (with its workload controller) as ServiceAccount lockstep-system/lockstep-scheduler")
 	if err := c.startLockstep(ctx, server, pkiDir); err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (c *Cluster) startLockstep(ctx context.Context, server, pkiDir string) erro
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		return err
 	}
-	return c.start("lockstep-scheduler", "lockstep-scheduler", "--config="+path, "--job-controller",
+	return c.start("lockstep-scheduler", "lockstep-scheduler", "--config="+path,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.ports.Lockstep),
 		"--cert-dir="+filepath.Join(c.Dir, "lockstep-certs"))
 }

@@ -27,10 +27,10 @@ func names(n int, group string) []string {
 	return out
 }
 
-// startedJobController reports whether a process logged the start of the Job controller.
+// startedJobController reports whether a process logged the start of the workload controller.
 func startedJobController(p *testenv.Process) bool {
 	for _, line := range strings.Split(p.Log(), "\n") {
-		if strings.Contains(line, `"Starting"`) && strings.Contains(line, `controller="lockstep-job-controller"`) {
+		if strings.Contains(line, `"Starting"`) && strings.Contains(line, `controller="lockstep-workload-controller"`) {
 			return true
 		}
 	}
@@ -65,7 +65,7 @@ func TestReplicasFailover(t *testing.T) {
 	ns := env.Namespace(t, "failover")
 	env.CreateNodes(t, testenv.Node("n1", "8", nil), testenv.Node("n2", "8", nil))
 	env.StartKubeControllers(t)
-	opts := testenv.ProcessOptions{Args: args, LeaderElect: true, JobController: true, Verbosity: 4}
+	opts := testenv.ProcessOptions{Args: args, LeaderElect: true, Verbosity: 4}
 	a := env.StartProcess(t, "replica-a", opts)
 	b := env.StartProcess(t, "replica-b", opts)
 	leader, standby := leaderOf(t, a, b)

@@ -297,7 +297,7 @@ func TestPodsWaitForTheJobsPodGroupThenFallBack(t *testing.T) {
 	name := podgroup.JobGroupName("orphan", job.UID)
 	pods := e.waitPods("orphan", 2, 0)
 	for p := range pods {
-		e.WaitEvent(t, e.ns, p, "PodGroupNotFound", fmt.Sprintf("waiting for lockstep's Job controller to create PodGroup %q", name))
+		e.WaitEvent(t, e.ns, p, "PodGroupNotFound", fmt.Sprintf("waiting for lockstep's workload controller to create PodGroup %q", name))
 		break
 	}
 	e.waitPods("orphan", 2, 2)

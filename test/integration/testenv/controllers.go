@@ -4,17 +4,19 @@ import (
 	"context"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	jobcontroller "k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/test/integration/util"
 
-	"github.com/lockstep-sched/lockstep/pkg/controller/jobgroups"
-	"github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 )
 
 // StartKubeControllers runs the upstream Job controller and garbage collector in-process,
@@ -53,30 +55,28 @@ func (j *JobController) Stop() {
 	j.cancel = nil
 }
 
-// StartJobController runs lockstep's Job controller for the lockstep-scheduler profile, as
-// --job-controller does (without leader election), until stopped or the test ends.
+// StartJobController runs lockstep's workload controller (Jobs and JobSets) for the
+// lockstep-scheduler profile, as the binary does while it leads, until stopped or the test
+// ends.
 func (e *Env) StartJobController(t *testing.T) *JobController {
 	t.Helper()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	kubeClient := kubernetes.NewForConfigOrDie(e.Config)
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubeClient.EventsV1()})
-	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-		t.Fatal(err)
+	f := jobframework.Informers{
+		Kube:    informers.NewSharedInformerFactory(kubeClient, 0),
+		Dynamic: dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(e.Config), 0),
+		Served: func(gvr schema.GroupVersionResource) bool {
+			_, err := kubeClient.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+			return err == nil
+		},
 	}
-	kubeInformers := informers.NewSharedInformerFactory(kubeClient, 0)
-	lsInformers := externalversions.NewSharedInformerFactory(e.Lockstep, 0)
-	c, err := jobgroups.New(e.Lockstep, kubeInformers.Batch().V1().Jobs(), lsInformers.Scheduling().V1alpha1().Workloads(),
-		lsInformers.Scheduling().V1alpha1().PodGroups(), broadcaster.NewRecorder(scheme.Scheme, jobgroups.Name), []string{SchedulerName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeInformers.Start(ctx.Done())
-	lsInformers.Start(ctx.Done())
+	adapters := []jobframework.Adapter{job.New(), jobset.New()}
 	j := &JobController{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(j.done)
-		defer broadcaster.Shutdown()
-		c.Run(ctx, 2)
+		if err := jobframework.Run(ctx, e.Config, adapters, f, jobframework.Options{SchedulerNames: []string{SchedulerName}, Workers: 2}); err != nil {
+			t.Errorf("workload controller: %v", err)
+		}
 	}()
 	t.Cleanup(j.Stop)
 	return j

@@ -51,8 +51,8 @@ type ProcessOptions struct {
 	Args GangArgs
 	// LeaderElect runs leader election on a short lease (2s), as replicas of a Deployment do.
 	LeaderElect bool
-	// JobController adds --job-controller.
-	JobController bool
+	// NoWorkloadController adds --workload-controller=false.
+	NoWorkloadController bool
 	// Verbosity is the -v level (default 2).
 	Verbosity int
 }
@@ -83,8 +83,8 @@ func (e *Env) StartProcess(t *testing.T, name string, opts ProcessOptions) *Proc
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 		"-v=" + strconv.Itoa(max(opts.Verbosity, 2)),
 	}
-	if opts.JobController {
-		args = append(args, "--job-controller")
+	if opts.NoWorkloadController {
+		args = append(args, "--workload-controller=false")
 	}
 	p := &Process{Name: name, MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port),
 		logPath: filepath.Join(dir, name+".log"), done: make(chan struct{})}

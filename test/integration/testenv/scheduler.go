@@ -117,7 +117,8 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	}
 
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	ls := scheduler.New(scheduler.Options{})
+	// The tests run lockstep's workload controller themselves (StartJobController), or not.
+	ls := scheduler.New(scheduler.Options{WorkloadControllerElsewhere: true})
 	cc, sched, err := app.Setup(ctx, opts, ls.Plugins()...)
 	if err != nil {
 		cancel()

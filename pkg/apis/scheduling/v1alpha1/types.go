@@ -175,6 +175,7 @@ const (
 )
 
 // TopologyConstraint names a node label whose value identifies a topology domain.
+// +kubebuilder:validation:XValidation:rule="!has(self.exclusive) || !self.exclusive || !has(self.mode) || self.mode == 'Required'",message="exclusive needs mode Required"
 type TopologyConstraint struct {
 	// key is a node label key, e.g. topology.kubernetes.io/rack.
 	// +kubebuilder:validation:MinLength=1
@@ -188,6 +189,13 @@ type TopologyConstraint struct {
 	// +optional
 	// +kubebuilder:default=Required
 	Mode TopologyMode `json:"mode,omitempty"`
+
+	// exclusive (ext), with mode Required: the group takes one domain of this level to
+	// itself. The planner places it only in a domain where no pod of another group or
+	// workload runs (DaemonSet pods aside), and places no other pod of a lockstep profile in
+	// that domain while the group has members there (JobSet's exclusive-topology).
+	// +optional
+	Exclusive bool `json:"exclusive,omitempty"`
 }
 
 // PodGroupStatus is written by the scheduler.

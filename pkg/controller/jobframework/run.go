@@ -1,9 +1,8 @@
-package jobgroups
+package jobframework
 
 import (
 	"context"
 
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -14,17 +13,19 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
 )
 
-// Options configures a running controller.
+// Options configure a running controller.
 type Options struct {
-	// SchedulerNames are the profiles whose Jobs get gangs.
+	// SchedulerNames are the profiles whose workloads get groups.
 	SchedulerNames []string
-	// Workers sync Jobs in parallel.
+	// Workers sync objects in parallel.
 	Workers int
 }
 
-// Run runs the controller until ctx is done. The caller decides when it may run: the
-// scheduler starts it while it leads, so that one replica manages Jobs.
-func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+// Run runs the controller for adapters, on their informers f (started by the caller, or
+// after Run registered its handlers: f's factories are started again here), until ctx is
+// done. The caller decides when it may run: the scheduler runs it while it leads, so that
+// one replica manages workloads.
+func Run(ctx context.Context, cfg *rest.Config, adapters []Adapter, f Informers, opts Options) error {
 	logger := klog.FromContext(ctx).WithName(Name)
 	ctx = klog.NewContext(ctx, logger)
 	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), Name)
@@ -43,17 +44,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, Name)
-
-	kubeInformers := informers.NewSharedInformerFactory(kube, 0)
 	lsInformers := externalversions.NewSharedInformerFactory(ls, 0)
-	c, err := New(ls, kubeInformers.Batch().V1().Jobs(), lsInformers.Scheduling().V1alpha1().Workloads(),
-		lsInformers.Scheduling().V1alpha1().PodGroups(), recorder, opts.SchedulerNames)
+	groups := lsInformers.Scheduling().V1alpha1()
+	r, err := NewReconciler(ls, adapters, f, GroupInformers{Workloads: groups.Workloads(), Composites: groups.CompositePodGroups(), PodGroups: groups.PodGroups()},
+		broadcaster.NewRecorder(scheme.Scheme, Name), opts.SchedulerNames)
 	if err != nil {
 		return err
 	}
-	kubeInformers.Start(ctx.Done())
 	lsInformers.Start(ctx.Done())
-	c.Run(ctx, max(opts.Workers, 1))
+	f.Kube.Start(ctx.Done())
+	if f.Dynamic != nil {
+		f.Dynamic.Start(ctx.Done())
+	}
+	r.Run(ctx, opts.Workers)
 	return nil
 }

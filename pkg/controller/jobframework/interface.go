@@ -1,0 +1,96 @@
+// Package jobframework is lockstep's workload controller: one reconciler that turns a
+// workload object (a batch/v1 Job, a JobSet, ...) into a Workload and a tree of groups
+// (CompositePodGroups and PodGroups) and keeps them in step with it, and a thin Adapter per
+// kind that says which tree an object gets. Kueue's pkg/controller/jobframework is the
+// model: the reconciler knows nothing of any kind, an adapter knows nothing of the API
+// calls.
+//
+// The same adapters tell the scheduler which PodGroup a Job's pods belong to (Filer): pods
+// need no change to their template, they are filed through their owner reference.
+package jobframework
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+)
+
+// Object is a workload object: events are recorded on it, groups are owned by it.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Adapter is one kind of workload.
+type Adapter interface {
+	// GVK is the kind: owner references, the Workload's controllerRef, logs.
+	GVK() schema.GroupVersionKind
+	// Watch registers the informers the adapter reads with the factories (the caller starts
+	// them) and calls enqueue with an object's namespace/name whenever the object, or
+	// something its groups depend on, changes; enqueue may be nil (the scheduler's filing
+	// only reads). It returns what reports the informers synced.
+	Watch(f Informers, enqueue func(key string)) ([]cache.InformerSynced, error)
+	// Get returns the object, nil if it does not exist.
+	Get(namespace, name string) (Object, error)
+	// Groups returns the groups obj should have for the profiles schedulerNames, nil when
+	// lockstep leaves it alone; existing are the PodGroups it controls now. problems (bad
+	// annotations...) become events on obj.
+	Groups(obj Object, existing []*v1alpha1.PodGroup, schedulerNames sets.Set[string]) (*Groups, []string)
+	// GroupOfJob returns the PodGroup the pods of job belong to when job is, or is run by,
+	// an object of this kind that gets groups; ok false when the Job is none of its.
+	GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (name string, ok bool)
+}
+
+// Informers are the factories adapters register their informers with.
+type Informers struct {
+	Kube informers.SharedInformerFactory
+	// Dynamic serves kinds lockstep has no typed client for (JobSet).
+	Dynamic dynamicinformer.DynamicSharedInformerFactory
+	// Served reports whether the API serves a resource; an adapter of a kind whose CRD may
+	// be installed later asks it before it registers its informer.
+	Served func(gvr schema.GroupVersionResource) bool
+}
+
+// Groups is the tree of groups one workload object gets: one Workload, and groups that
+// point to its templates, all owned by the object (deleting it deletes them).
+type Groups struct {
+	// Workload is the name of the Workload; Templates its spec (the controllerRef is set by
+	// the reconciler).
+	Workload string
+	Spec     v1alpha1.WorkloadSpec
+	// Composites are the CompositePodGroups, parents before children; PodGroups come after.
+	Composites []Group
+	PodGroups  []Group
+	// Finished: the object ran to its end. Groups that exist stay (completed members count
+	// for their gangs); none is created.
+	Finished bool
+}
+
+// Group is one CompositePodGroup or PodGroup of a tree.
+type Group struct {
+	Name string
+	// Parent is the CompositePodGroup above, "" for a root.
+	Parent string
+	// Template names the Workload template the group is made from.
+	Template string
+	// Min is the gang's minCount (PodGroup) or minGroupCount (CompositePodGroup).
+	Min      int32
+	Topology []v1alpha1.TopologyConstraint
+	// PriorityClassName is the priority of the group (for preemption).
+	PriorityClassName string
+}
+
+// Constraints returns the group's scheduling constraints, nil for none.
+func (g Group) Constraints() *v1alpha1.SchedulingConstraints {
+	if len(g.Topology) == 0 {
+		return nil
+	}
+	return &v1alpha1.SchedulingConstraints{Topology: g.Topology}
+}

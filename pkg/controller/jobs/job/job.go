@@ -1,0 +1,122 @@
+// Package job is the workload framework's adapter for batch/v1 Jobs (KEP-5547 semantics): a
+// Job that gets a gang (podgroup.GangForJob) gets a Workload with one PodGroupTemplate and
+// one PodGroup, both named after the Job, whose minCount follows the Job's parallelism. The
+// Job's pods join the PodGroup through their owner reference.
+package job
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// Adapter is the Job adapter.
+type Adapter struct {
+	jobs batchlisters.JobLister
+}
+
+var _ jobframework.Adapter = &Adapter{}
+
+// New returns the Job adapter; Watch connects it to the Job informer.
+func New() *Adapter { return &Adapter{} }
+
+// GVK implements jobframework.Adapter.
+func (a *Adapter) GVK() schema.GroupVersionKind { return batchv1.SchemeGroupVersion.WithKind("Job") }
+
+// Watch implements jobframework.Adapter.
+func (a *Adapter) Watch(f jobframework.Informers, enqueue func(string)) ([]cache.InformerSynced, error) {
+	jobs := f.Kube.Batch().V1().Jobs()
+	a.jobs = jobs.Lister()
+	if enqueue == nil {
+		return []cache.InformerSynced{jobs.Informer().HasSynced}, nil
+	}
+	add := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			enqueue(key)
+		}
+	}
+	reg, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    add,
+		UpdateFunc: func(_, obj any) { add(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []cache.InformerSynced{reg.HasSynced}, nil
+}
+
+// Get implements jobframework.Adapter.
+func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
+	job, err := a.jobs.Jobs(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// Groups implements jobframework.Adapter: the Job's gang, if it gets one. A Job that no
+// longer matches the rule (e.g. parallelism changed alone) keeps the PodGroup it has, and
+// minCount keeps following parallelism.
+func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup, schedulerNames sets.Set[string]) (*jobframework.Groups, []string) {
+	job := obj.(*batchv1.Job)
+	gang, problems := podgroup.GangForJob(job, schedulerNames)
+	if gang == nil {
+		if len(existing) == 0 {
+			return nil, problems
+		}
+		pg := existing[0]
+		gang = &podgroup.JobGang{Name: pg.Name, MinCount: max(ptr.Deref(job.Spec.Parallelism, 1), 1)}
+		if pg.Spec.SchedulingConstraints != nil {
+			gang.Topology = pg.Spec.SchedulingConstraints.Topology
+		}
+	} else if len(existing) > 0 {
+		gang.Name = existing[0].Name // the one it has, whatever its name
+	}
+	g := jobframework.Group{
+		Name:              gang.Name,
+		Template:          podgroup.JobTemplateName,
+		Min:               gang.MinCount,
+		Topology:          gang.Topology,
+		PriorityClassName: job.Spec.Template.Spec.PriorityClassName,
+	}
+	return &jobframework.Groups{
+		Workload: gang.Name,
+		Spec: v1alpha1.WorkloadSpec{PodGroupTemplates: []v1alpha1.PodGroupTemplate{{
+			Name:                  podgroup.JobTemplateName,
+			SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min}},
+			SchedulingConstraints: g.Constraints(),
+			PriorityClassName:     g.PriorityClassName,
+		}}},
+		PodGroups: []jobframework.Group{g},
+		Finished:  finished(job),
+	}, problems
+}
+
+// GroupOfJob implements jobframework.Adapter: a Job that gets a gang by its own spec.
+func (a *Adapter) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (string, bool) {
+	if gang, _ := podgroup.GangForJob(job, schedulerNames); gang != nil {
+		return gang.Name, true
+	}
+	return "", false
+}
+
+func finished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,133 @@
+// Package jobset is the workload framework's adapter for JobSets (jobset.x-k8s.io/v1alpha2):
+// a JobSet whose pods use lockstep gets a Workload and a tree of groups, so that it binds
+// whole or not at all, stage by stage, with exclusive placement enforced by the planner
+// instead of a pod webhook and pod affinity. tree.go says which tree.
+//
+// The JobSet's child Jobs and their pods need no change: a pod is filed under the PodGroup
+// of its Job, found from the Job's owner (the JobSet) and labels (replicated Job, index,
+// restart attempt).
+package jobset
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+)
+
+// Adapter is the JobSet adapter.
+type Adapter struct {
+	lister cache.GenericLister
+	// informer is set once the JobSet API is served.
+	informer cache.SharedIndexInformer
+}
+
+var _ jobframework.Adapter = &Adapter{}
+
+// New returns the JobSet adapter; Watch connects it to a JobSet informer.
+func New() *Adapter { return &Adapter{} }
+
+// GVK implements jobframework.Adapter.
+func (a *Adapter) GVK() schema.GroupVersionKind { return GVK }
+
+// Watch implements jobframework.Adapter. The JobSet CRD may be installed after lockstep
+// starts: until it is served, there are no JobSets and nothing to wait for.
+func (a *Adapter) Watch(f jobframework.Informers, enqueue func(string)) ([]cache.InformerSynced, error) {
+	if f.Dynamic == nil || (f.Served != nil && !f.Served(GVR)) {
+		return nil, nil
+	}
+	inf := f.Dynamic.ForResource(GVR)
+	a.lister, a.informer = inf.Lister(), inf.Informer()
+	if enqueue == nil {
+		return []cache.InformerSynced{a.informer.HasSynced}, nil
+	}
+	add := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			enqueue(key)
+		}
+	}
+	reg, err := a.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    add,
+		UpdateFunc: func(_, obj any) { add(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []cache.InformerSynced{reg.HasSynced}, nil
+}
+
+// Get implements jobframework.Adapter.
+func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
+	if a.lister == nil {
+		return nil, nil
+	}
+	obj, err := a.lister.ByNamespace(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("JobSet %s/%s: unexpected %T", namespace, name, obj)
+	}
+	return u, nil
+}
+
+// Groups implements jobframework.Adapter.
+func (a *Adapter) Groups(obj jobframework.Object, _ []*v1alpha1.PodGroup, schedulerNames sets.Set[string]) (*jobframework.Groups, []string) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	js, err := decode(u)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("cannot read the JobSet: %v", err)}
+	}
+	return treeOf(js, schedulerNames)
+}
+
+// GroupOfJob implements jobframework.Adapter: a Job the JobSet controller runs for a JobSet
+// that gets groups belongs to its PodGroup. While the JobSet is not seen, its Jobs are taken
+// to belong to it.
+func (a *Adapter) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (string, bool) {
+	owner := metav1.GetControllerOf(job)
+	if owner == nil || owner.Kind != GVK.Kind || !strings.HasPrefix(owner.APIVersion, GVK.Group+"/") {
+		return "", false
+	}
+	if !schedulerNames.Has(job.Spec.Template.Spec.SchedulerName) {
+		return "", false
+	}
+	rjob, index := job.Labels[LabelReplicatedJob], job.Labels[LabelJobIndex]
+	if rjob == "" || index == "" {
+		return "", false
+	}
+	if js, ok := a.get(job.Namespace, owner.Name, owner.UID); ok && optedOut(js) {
+		return "", false
+	}
+	attempt, _ := strconv.Atoi(job.Labels[LabelRestartAttempt])
+	n := names{jobSet: owner.Name, uid: owner.UID, attempt: attempt}
+	return n.podGroup(rjob, index), true
+}
+
+// get returns the JobSet with uid, if seen.
+func (a *Adapter) get(namespace, name string, uid types.UID) (*jobSet, bool) {
+	obj, err := a.Get(namespace, name)
+	if err != nil || obj == nil || obj.GetUID() != uid {
+		return nil, false
+	}
+	js, err := decode(obj.(*unstructured.Unstructured))
+	return js, err == nil
+}
