@@ -77,3 +77,53 @@ func (k *Kubelets) Removed() []*v1.Pod {
 	defer k.mu.Unlock()
 	return append([]*v1.Pod(nil), k.removed...)
 }
+
+// RunPods stands in for the kubelets of namespace ns for pods to run: a bound pod is
+// reported Running and Ready at once and, if finish says so, Succeeded (its container
+// exited 0) right after, as a short-lived container would. Until the test ends.
+func (e *Env) RunPods(t *testing.T, ns string, finish func(*v1.Pod) bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			list, err := e.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for i := range list.Items {
+				p := list.Items[i].DeepCopy()
+				if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+					continue
+				}
+				now := metav1.Now()
+				switch {
+				case p.Status.Phase != v1.PodRunning:
+					p.Status.Phase = v1.PodRunning
+					p.Status.StartTime = &now
+					p.Status.Conditions = append(p.Status.Conditions,
+						v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: now},
+						v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: now})
+				case finish != nil && finish(p):
+					p.Status.Phase = v1.PodSucceeded
+					for j := range p.Status.Conditions {
+						if c := &p.Status.Conditions[j]; c.Type == v1.PodReady || c.Type == v1.ContainersReady {
+							c.Status, c.LastTransitionTime = v1.ConditionFalse, now
+						}
+					}
+					p.Status.ContainerStatuses = nil
+					for _, c := range p.Spec.Containers {
+						p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image,
+							State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}}})
+					}
+				default:
+					continue
+				}
+				_, _ = e.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			}
+			return false, nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}

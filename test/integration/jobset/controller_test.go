@@ -1,7 +1,8 @@
-// Package jobsetsmoke checks that the upstream JobSet controller, built from tools/jobset,
-// runs against the test apiserver without webhooks: a JobSet gets its child Jobs and pods
-// with JobSet's labels.
-package jobsetsmoke
+// Package jobset runs lockstep with the real JobSet controller (v0.12.0, built from
+// tools/jobset) against the test control plane, without webhooks: controller_test.go checks
+// that the controller runs as expected there (child Jobs and pods with JobSet's labels);
+// gangs_test.go submits JobSets to lockstep.
+package jobset
 
 import (
 	"context"

@@ -1,0 +1,244 @@
+package jobset
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/test/integration/testenv"
+)
+
+// rjob is a ReplicatedJob of a test JobSet: replicas Jobs of pods pods of cpu each.
+type rjob struct {
+	name      string
+	replicas  int
+	pods      int
+	cpu       string
+	dependsOn string // "name=Complete" or "name=Ready"
+}
+
+// newJobSet returns a JobSet of the lockstep profile, with what JobSet's webhook defaults.
+func newJobSet(ns, name string, rjobs ...rjob) *unstructured.Unstructured {
+	var list []any
+	for _, r := range rjobs {
+		rj := map[string]any{
+			"name":     r.name,
+			"replicas": int64(r.replicas),
+			"template": map[string]any{"spec": map[string]any{
+				"parallelism":  int64(r.pods),
+				"completions":  int64(r.pods),
+				"backoffLimit": int64(0),
+				"template": map[string]any{"spec": map[string]any{
+					"schedulerName": testenv.SchedulerName,
+					"containers": []any{map[string]any{"name": "c", "image": "busybox",
+						"resources": map[string]any{"requests": map[string]any{"cpu": r.cpu}}}},
+				}},
+			}},
+		}
+		if r.dependsOn != "" {
+			dep := strings.SplitN(r.dependsOn, "=", 2)
+			rj["dependsOn"] = []any{map[string]any{"name": dep[0], "status": dep[1]}}
+		}
+		list = append(list, rj)
+	}
+	js := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "jobset.x-k8s.io/v1alpha2",
+		"kind":       "JobSet",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec":       map[string]any{"replicatedJobs": list},
+	}}
+	testenv.DefaultJobSet(js.Object)
+	return js
+}
+
+type env struct {
+	*testenv.Env
+	t       *testing.T
+	ns      string
+	jobsets dynamic.ResourceInterface
+}
+
+// start runs the control plane with the Job and garbage collectors, the JobSet controller,
+// lockstep's workload controller and the scheduler (in that order: lockstep sees the JobSet
+// API served when it starts), and a stand-in for kubelets.
+func start(t *testing.T, ns string, finish func(*v1.Pod) bool, nodes ...*v1.Node) *env {
+	e := &env{Env: testenv.Start(t), t: t}
+	e.ns = e.Namespace(t, ns)
+	e.CreateNodes(t, nodes...)
+	e.StartKubeControllers(t)
+	e.StartJobSetController(t)
+	e.StartJobController(t)
+	e.StartScheduler(t, testenv.GangArgs{"backoffSeconds": 1})
+	e.StartKubelets(t, e.ns)
+	e.RunPods(t, e.ns, finish)
+	e.jobsets = dynamic.NewForConfigOrDie(e.Config).Resource(testenv.JobSetGVR).Namespace(e.ns)
+	return e
+}
+
+func (e *env) create(js *unstructured.Unstructured) {
+	e.t.Helper()
+	if _, err := e.jobsets.Create(context.Background(), js, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// pods returns the pods of a JobSet by name, with their node ("" while unbound).
+func (e *env) pods(jobset string) map[string]*v1.Pod {
+	e.t.Helper()
+	list, err := e.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "jobset.sigs.k8s.io/jobset-name=" + jobset})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]*v1.Pod{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+func boundCount(pods map[string]*v1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// waitBound waits until a JobSet has n pods of which b are bound.
+func (e *env) waitBound(jobset string, n, b int) map[string]*v1.Pod {
+	e.t.Helper()
+	var pods map[string]*v1.Pod
+	testenv.Eventually(e.t, 90*time.Second, fmt.Sprintf("JobSet %s: %d pods, %d bound", jobset, n, b), func() (bool, string) {
+		pods = e.pods(jobset)
+		return len(pods) == n && boundCount(pods) == b, fmt.Sprintf("%d pods, %d bound", len(pods), boundCount(pods))
+	})
+	return pods
+}
+
+// A JobSet of 2 ReplicatedJobs × 2 Jobs × 4 pods on a cluster with room for it once: it gets
+// a Workload and a tree (a root, a CompositePodGroup per ReplicatedJob, a PodGroup per child
+// Job) and binds whole; a second one binds nothing while the first runs — no pod of it binds
+// on the room that is left — and binds whole once the first is deleted.
+func TestJobSetBindsWholeOrNotAtAll(t *testing.T) {
+	e := start(t, "whole", nil, testenv.Node("n1", "8", nil), testenv.Node("n2", "8", nil), testenv.Node("n3", "2", nil))
+	shape := []rjob{{name: "leaders", replicas: 2, pods: 4, cpu: "1"}, {name: "workers", replicas: 2, pods: 4, cpu: "1"}}
+	e.create(newJobSet(e.ns, "first", shape...))
+	e.waitBound("first", 16, 16)
+
+	ctx := context.Background()
+	cpgs, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgs, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpgs.Items) != 3 || len(pgs.Items) != 4 {
+		t.Fatalf("tree of %d CompositePodGroups and %d PodGroups, want 3 (root and one per ReplicatedJob) and 4 (one per child Job)", len(cpgs.Items), len(pgs.Items))
+	}
+	for _, pg := range pgs.Items {
+		if g := pg.Spec.SchedulingPolicy.Gang; g == nil || g.MinCount != 4 || pg.Spec.ParentCompositePodGroupName == nil {
+			t.Errorf("PodGroup %s: policy %+v parent %v, want a gang of 4 under its ReplicatedJob", pg.Name, pg.Spec.SchedulingPolicy, pg.Spec.ParentCompositePodGroupName)
+		}
+	}
+
+	e.create(newJobSet(e.ns, "second", shape...))
+	pods := e.waitBound("second", 16, 0)
+	// The gang is refused as a whole, and says so.
+	testenv.Eventually(t, 60*time.Second, "the second JobSet's root explains why it waits", func() (bool, string) {
+		list, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range list.Items {
+			if c.Spec.ParentCompositePodGroupName != nil || !strings.HasPrefix(c.Name, "second") {
+				continue
+			}
+			for _, cond := range c.Status.Conditions {
+				if cond.Type == v1alpha1.PodGroupInitiallyScheduled && cond.Status == metav1.ConditionFalse && cond.Message != "" {
+					return true, cond.Message
+				}
+			}
+		}
+		return false, "no condition on the root yet"
+	})
+	time.Sleep(3 * time.Second) // retries while the first runs bind nothing
+	if n := boundCount(e.pods("second")); n != 0 {
+		t.Fatalf("%d pods of the second JobSet bound on the room left, want none", n)
+	}
+	if err := e.jobsets.Delete(ctx, "first", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	pods = e.waitBound("second", 16, 16)
+	nodes := map[string]int{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName]++
+	}
+	if nodes["n1"] > 8 || nodes["n2"] > 8 || nodes["n3"] > 2 {
+		t.Errorf("pods per node %v exceed the nodes' cpu", nodes)
+	}
+}
+
+// A staged JobSet: an initializer, then trainers that start when it is Complete. Each stage
+// is a root of its own, so the initializer runs alone (the trainers cannot exist yet) and
+// the 2 trainer Jobs × 2 pods then bind together; both stages run to completion.
+func TestStagedJobSetRunsBothStages(t *testing.T) {
+	e := start(t, "staged", func(*v1.Pod) bool { return true }, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	e.create(newJobSet(e.ns, "train", rjob{name: "init", replicas: 1, pods: 1, cpu: "1"},
+		rjob{name: "trainer", replicas: 2, pods: 2, cpu: "2", dependsOn: "init=Complete"}))
+	ctx := context.Background()
+	testenv.Eventually(t, 120*time.Second, "the JobSet completes", func() (bool, string) {
+		js, err := e.jobsets.Get(ctx, "train", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(js.Object, "status", "conditions")
+		for _, c := range conds {
+			m := c.(map[string]any)
+			if m["type"] == "Completed" && m["status"] == "True" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("conditions %v; pods %d", conds, len(e.pods("train")))
+	})
+	pods := e.pods("train")
+	var trainers []string
+	for name, p := range pods {
+		if p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] == "trainer" {
+			trainers = append(trainers, name+"@"+p.Spec.NodeName)
+			if p.Spec.NodeName == "" {
+				t.Errorf("trainer pod %s never bound", name)
+			}
+		}
+	}
+	sort.Strings(trainers)
+	if len(trainers) != 4 {
+		t.Errorf("trainer pods %v, want 4", trainers)
+	}
+	roots := 0
+	cpgs, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cpgs.Items {
+		if c.Spec.ParentCompositePodGroupName == nil {
+			roots++
+		}
+	}
+	if roots != 2 {
+		t.Errorf("%d roots, want 2: one per stage", roots)
+	}
+}
