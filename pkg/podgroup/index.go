@@ -22,6 +22,9 @@ import (
 // pods. It is not safe for concurrent use; the Model serializes access.
 type Index struct {
 	entries map[Key]*Group
+	// exclusive are the groups with an exclusive topology constraint (few, if any): asked
+	// for in every scheduling cycle, so kept apart.
+	exclusive sets.Set[Key]
 }
 
 // Group is the Index's entry for one PodGroup or CompositePodGroup.
@@ -41,7 +44,10 @@ type Group struct {
 }
 
 // NewIndex returns an empty index.
-func NewIndex() *Index { return &Index{entries: map[Key]*Group{}} }
+func NewIndex() *Index { return &Index{entries: map[Key]*Group{}, exclusive: sets.New[Key]()} }
+
+// Exclusive returns the groups with an exclusive topology constraint.
+func (ix *Index) Exclusive() []Key { return ix.exclusive.UnsortedList() }
 
 // Key returns the group's key.
 func (g *Group) Key() Key { return g.key }
@@ -229,6 +235,11 @@ func (ix *Index) Upsert(obj any) []Key {
 	}
 	ix.entries[k] = g // unlinkParent may have dropped a self-parented entry
 	ix.linkParent(g)
+	if ExclusiveKey(g.Topology()) != "" {
+		ix.exclusive.Insert(k)
+	} else {
+		ix.exclusive.Delete(k)
+	}
 	if !g.scheduled && scheduledAsWritten(conditions, g.Generation()) {
 		g.scheduled, g.scheduledMin = true, g.Minimum()
 	}
@@ -251,6 +262,7 @@ func (ix *Index) Delete(obj any) []Key {
 	ix.unlinkParent(g)
 	g.pg, g.cpg = nil, nil
 	g.scheduled, g.scheduledMin, g.problem = false, 0, ""
+	ix.exclusive.Delete(k)
 	affected = append(affected, k)
 	ix.dropIfUnused(k)
 	return affected

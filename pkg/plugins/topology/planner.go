@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -31,7 +32,8 @@ import (
 type pending struct {
 	pod   *v1.Pod
 	need  Resources
-	shape *shape // where it may go, by the fitter
+	shape *shape       // where it may go, by the fitter
+	group podgroup.Key // its PodGroup
 }
 
 // planner holds the state of one planning run. Every change is logged so that a failed
@@ -57,6 +59,14 @@ type planner struct {
 	placedOf  map[podgroup.Key][]*node // subtree → nodes of assumed and bound members
 	shapes    map[podgroup.Key]shapeCount
 	failures  []failure
+
+	// Exclusive placement (exclusive.go): domains held by exclusive groups placed or planned
+	// before, the domains this plan's exclusive groups claimed, the tree's groups by key,
+	// and what keeps an exclusive group out of a domain ("" when nothing does).
+	held    holdings
+	claims  holdings
+	views   map[podgroup.Key]*podgroup.GroupView
+	foreign func(d *domain, g podgroup.Key) string
 }
 
 // change is one logged mutation.
@@ -66,6 +76,10 @@ type change struct {
 	group  podgroup.Key // domain set for group
 	before *domain
 	isDom  bool
+	// a claim of domain claimKey at claimLevel, by group
+	isClaim    bool
+	claimLevel int
+	claimKey   string
 }
 
 // failure records that a group found no domain at a level.
@@ -100,6 +114,10 @@ func newPlanner(c *cluster, fit fitter, limit time.Duration) *planner {
 		minDemand: map[podgroup.Key]Resources{},
 		placedOf:  map[podgroup.Key][]*node{},
 		shapes:    map[podgroup.Key]shapeCount{},
+		held:      holdings{},
+		claims:    holdings{},
+		views:     map[podgroup.Key]*podgroup.GroupView{},
+		foreign:   func(*domain, podgroup.Key) string { return "" },
 	}
 	for i, n := range c.nodes {
 		p.free[i] = c.free[n.idx].Clone()
@@ -162,8 +180,9 @@ func (p *planner) index(root *podgroup.GroupView) {
 		var demand Resources
 		var placed []*node
 		var parts []Resources // what each pod (PodGroup) or child (composite) needs at least
+		p.views[g.Key] = g
 		for _, pod := range g.Pending {
-			pd := &pending{pod: pod, need: PodRequests(pod), shape: p.fit.shapeOf(pod)}
+			pd := &pending{pod: pod, need: PodRequests(pod), shape: p.fit.shapeOf(pod), group: g.Key}
 			p.pendingOf[g.Key] = append(p.pendingOf[g.Key], pd)
 			demand.Add(pd.need)
 			parts = append(parts, pd.need)
@@ -204,6 +223,9 @@ func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 		cands, level = p.c.within(within, required), required
 	}
 	cands, pin := p.pinned(g, cands, level)
+	if excl := p.c.exclusiveLevel(g); excl >= 0 && excl == level {
+		cands, pin = p.unheld(g, cands, level, pin)
+	}
 	demand, least := p.demand[g.Key], p.minDemand[g.Key]
 	all := cands
 	cands = p.bestFit(cands, g, least)
@@ -247,6 +269,9 @@ func (p *planner) placeInOrRollback(g *podgroup.GroupView, d *domain) bool {
 // children one by one, largest demand first.
 func (p *planner) placeIn(g *podgroup.GroupView, d *domain) bool {
 	p.setDomain(g.Key, d)
+	if excl := p.c.exclusiveLevel(g); excl >= 0 && excl == d.level {
+		p.claim(g.Key, d)
+	}
 	if g.Key.Kind == podgroup.KindPodGroup {
 		needed := g.Min - len(g.PlacedNodes)
 		return p.pack(p.pendingOf[g.Key], d.nodes) >= needed
@@ -281,7 +306,7 @@ func (p *planner) pack(pods []*pending, nodes []*node) int {
 	placed := 0
 	for _, pd := range order {
 		for _, n := range nodes {
-			if p.free[n.idx].Fits(pd.need) && p.fit.allows(pd.shape, n) && p.fit.admits(pd.shape, n) {
+			if p.free[n.idx].Fits(pd.need) && !p.closed(n, pd.group) && p.fit.allows(pd.shape, n) && p.fit.admits(pd.shape, n) {
 				p.take(n, pd)
 				placed++
 				break
@@ -357,7 +382,7 @@ func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) 
 		var total Resources
 		var slots int64
 		for _, n := range d.nodes {
-			if rep != nil && !p.fit.eligible(rep.shape, n) {
+			if rep != nil && (!p.fit.eligible(rep.shape, n) || p.closed(n, g.Key)) {
 				continue
 			}
 			total.Add(p.free[n.idx])
@@ -536,6 +561,12 @@ func (p *planner) take(n *node, pd *pending) {
 	p.fit.planned(pd.pod, n)
 }
 
+// claim records that exclusive group k takes domain d in this plan.
+func (p *planner) claim(k podgroup.Key, d *domain) {
+	p.undo = append(p.undo, change{group: k, isClaim: true, claimLevel: d.level, claimKey: d.key})
+	p.claims.set(d.level, d.key, k)
+}
+
 func (p *planner) setDomain(k podgroup.Key, d *domain) {
 	p.undo = append(p.undo, change{group: k, before: p.domains[k], isDom: true})
 	p.domains[k] = d
@@ -545,6 +576,10 @@ func (p *planner) setDomain(k podgroup.Key, d *domain) {
 func (p *planner) rollback(mark int) {
 	for i := len(p.undo) - 1; i >= mark; i-- {
 		c := p.undo[i]
+		if c.isClaim {
+			delete(p.claims[c.claimLevel], c.claimKey)
+			continue
+		}
 		if c.isDom {
 			if c.before == nil {
 				delete(p.domains, c.group)
@@ -576,4 +611,60 @@ func bigger(a, b Resources) bool {
 		sb += v
 	}
 	return sa > sb
+}
+
+// related reports whether group h is g, above g or below g in the tree: an exclusive
+// domain h holds is open to g.
+func (p *planner) related(g, h podgroup.Key) bool {
+	for v := p.views[g]; v != nil; v = v.Parent {
+		if v.Key == h {
+			return true
+		}
+	}
+	for v := p.views[h]; v != nil; v = v.Parent {
+		if v.Key == g {
+			return true
+		}
+	}
+	return false
+}
+
+// closed reports whether node n lies in a domain an exclusive group unrelated to g holds or
+// claimed in this plan.
+func (p *planner) closed(n *node, g podgroup.Key) bool {
+	if len(p.held) == 0 && len(p.claims) == 0 {
+		return false
+	}
+	mine := func(h podgroup.Key) bool { return p.related(g, h) }
+	if _, ok := p.held.holder(n, mine); ok {
+		return true
+	}
+	_, ok := p.claims.holder(n, mine)
+	return ok
+}
+
+// unheld leaves out the candidate domains an exclusive group may not take: held or claimed
+// by another group, or with other pods in them; pin says why when none is left.
+func (p *planner) unheld(g *podgroup.GroupView, cands []*domain, level int, pin string) ([]*domain, string) {
+	var out []*domain
+	why := ""
+	for _, d := range cands {
+		if h, ok := p.held[level][d.key]; ok && h != g.Key {
+			why = fmt.Sprintf("%s %s is held by %s", levelName(p.c.levels[level]), lastSegment(d.key), h)
+			continue
+		}
+		if h, ok := p.claims[level][d.key]; ok && h != g.Key {
+			why = fmt.Sprintf("%s %s is taken by %s", levelName(p.c.levels[level]), lastSegment(d.key), h)
+			continue
+		}
+		if f := p.foreign(d, g.Key); f != "" {
+			why = fmt.Sprintf("%s %s is not empty: %s", levelName(p.c.levels[level]), lastSegment(d.key), f)
+			continue
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 && len(cands) > 0 {
+		pin = fmt.Sprintf("exclusive: no %s to itself (e.g. %s)", levelName(p.c.levels[level]), why)
+	}
+	return out, pin
 }

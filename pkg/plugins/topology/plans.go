@@ -33,6 +33,8 @@ type Plan struct {
 	// domain they leave; the tree's members wait until every victim is gone.
 	Victims map[types.UID]types.NamespacedName
 	Freed   string
+	// Holds are the domains the plan's exclusive groups take (exclusive.go).
+	Holds []hold
 }
 
 // PlannedPod is one member's place in a plan.
@@ -141,6 +143,23 @@ func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) (map
 		}
 	}
 	return out, counted
+}
+
+// Holds returns the domains that live plans of trees other than except give to exclusive
+// groups.
+func (p *Plans) Holds(except podgroup.Key) []hold {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []hold
+	for root := range p.byRoot {
+		if root == except {
+			continue
+		}
+		if plan := p.liveLocked(root); plan != nil {
+			out = append(out, plan.Holds...)
+		}
+	}
+	return out
 }
 
 // Refuse records that Filter refused a member of root's plan on node, for why; the tree's

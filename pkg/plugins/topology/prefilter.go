@@ -22,7 +22,24 @@ import (
 // the plan did not place keep to their group's domain; members of groups the plan could not
 // place are refused with the planner's explanation. Members of basic trees, and replacements
 // in groups already scheduled, keep to the domains their placed siblings chose.
+//
+// Where exclusive groups hold domains, a pod no plan narrowed to its node also gets, in the
+// cycle state, the nodes closed to it, which Filter refuses (exclusive.go).
 func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	res, s := pl.preFilter(ctx, state, pod, nodes)
+	if podgroup.Planning(state) || (!s.IsSuccess() && !s.IsSkip()) || (res != nil && res.NodeNames.Len() == 1) {
+		return res, s
+	}
+	if closed := pl.closedTo(pod, nodes); len(closed) > 0 {
+		state.Write(closedKey, closed)
+		if s.IsSkip() {
+			s = nil
+		}
+	}
+	return res, s
+}
+
+func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if podgroup.Planning(state) || podgroup.Held(state) {
 		// The planner's own dry runs, or a member the gang holds back (its tree is backing
 		// off): no plan is made or used in this cycle.
@@ -107,7 +124,8 @@ func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1
 	return nil, nil
 }
 
-// PreFilterExtensions returns nil: the plugin has no Filter.
+// PreFilterExtensions returns nil: the nodes Filter refuses (exclusive domains) are not
+// recomputed for preemption's dry runs.
 func (pl *Topology) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // stillFits reports whether a planned node still has room for the member.
@@ -179,7 +197,17 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 			metrics.failures.WithLabelValues(level).Inc()
 		}
 	}
+	held := pl.holdings(topo, tree.Key)
 	if hasTopology, _ := constrained(tree); !hasTopology {
+		if len(held) > 0 {
+			// No group of the tree is exclusive: every held domain is closed to it.
+			fit = excluding{fitter: fit, out: func(n *node) string {
+				if g, ok := held.holder(n, func(podgroup.Key) bool { return false }); ok {
+					return fmt.Sprintf("held exclusively by %s", g)
+				}
+				return ""
+			}}
+		}
 		plan, why := pl.anywhere.plan(tree, topo, nodes, promised, fit)
 		if plan == nil {
 			observe("unplaceable", "any")
@@ -191,7 +219,9 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 		return plan, ""
 	}
 	c := newCluster(topo, nodes, promised)
-	out := newPlanner(c, fit, pl.planLimit).plan(tree)
+	planner := newPlanner(c, fit, pl.planLimit)
+	planner.held, planner.foreign = held, pl.foreignPods(nodes, promised)
+	out := planner.plan(tree)
 	if !out.ok {
 		level := "any"
 		if f := out.failures[len(out.failures)-1]; f.level >= 0 {
@@ -213,6 +243,9 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 		plan.Pods[uid] = PlannedPod{Node: n.name, Request: out.requests[uid]}
 	}
 	for k, d := range out.domains {
+		if g := planner.views[k]; g != nil && d.level >= 0 && d.level == topo.exclusiveLevel(g) {
+			plan.Holds = append(plan.Holds, hold{group: k, level: d.level, domain: d.key})
+		}
 		if d.level >= 0 {
 			plan.Chosen[k] = fmt.Sprintf("%s %s", levelName(pl.levels[d.level]), d.name())
 			if k.Kind == podgroup.KindPodGroup {

@@ -54,6 +54,10 @@ type Trees interface {
 	Preemptor(pod *v1.Pod) (podgroup.Preemptor, bool)
 	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
 	NotePreempting(root podgroup.Key, msg string)
+	// Exclusives returns the exclusive groups with members placed; GroupOf the PodGroup a
+	// pod belongs to (exclusive.go).
+	Exclusives() []podgroup.Exclusive
+	GroupOf(pod *v1.Pod) (podgroup.Key, bool)
 }
 
 // Topology is the LockstepTopology plugin.
@@ -82,6 +86,7 @@ type Topology struct {
 
 var (
 	_ fwk.PreFilterPlugin   = &Topology{}
+	_ fwk.FilterPlugin      = &Topology{}
 	_ fwk.PostFilterPlugin  = &Topology{}
 	_ fwk.PreScorePlugin    = &Topology{}
 	_ fwk.ScorePlugin       = &Topology{}

@@ -242,3 +242,57 @@ func TestStagedJobSetRunsBothStages(t *testing.T) {
 		t.Errorf("%d roots, want 2: one per stage", roots)
 	}
 }
+
+// A JobSet with exclusive-topology on racks, enforced by the planner with no webhook and no
+// pod affinity: each of its 2 Jobs gets a rack of its own, although one rack could hold both;
+// a pod of another workload created afterwards goes to the third rack, not into a held one.
+func TestExclusiveTopologyGivesEachJobARack(t *testing.T) {
+	e := start(t, "exclusive", nil, testenv.TopologyNodes(1, 1, 3, 2, "4")...)
+	// Rack r2 runs another workload (so the Jobs take r0 and r1) and is the more allocated:
+	// without exclusivity, the pod created last would go to an empty node of a held rack.
+	for _, h := range []string{"h0", "h1"} {
+		filler := testenv.Pod(e.ns, "filler-"+h, "", "2")
+		filler.Spec.NodeName = "z0-b0-r2-" + h
+		e.CreatePods(t, filler)
+	}
+	js := newJobSet(e.ns, "train", rjob{name: "workers", replicas: 2, pods: 2, cpu: "1"})
+	js.SetAnnotations(map[string]string{"alpha.jobset.sigs.k8s.io/exclusive-topology": testenv.RackLabel})
+	e.create(js)
+	pods := e.waitBound("train", 4, 4)
+	rackOfJob := map[string]map[string]bool{}
+	for _, p := range pods {
+		job := p.Labels["jobset.sigs.k8s.io/job-index"]
+		if rackOfJob[job] == nil {
+			rackOfJob[job] = map[string]bool{}
+		}
+		rackOfJob[job][testenv.Domain(p.Spec.NodeName, testenv.RackLabel)] = true
+	}
+	held := map[string]bool{}
+	for job, racks := range rackOfJob {
+		if len(racks) != 1 {
+			t.Errorf("Job %s spread over racks %v", job, racks)
+		}
+		for r := range racks {
+			if held[r] {
+				t.Errorf("two Jobs in rack %s", r)
+			}
+			held[r] = true
+		}
+	}
+	other := testenv.Pod(e.ns, "other", "", "1")
+	e.CreatePods(t, other)
+	testenv.Eventually(t, 60*time.Second, "the other pod bound", func() (bool, string) {
+		p, err := e.Client.CoreV1().Pods(e.ns).Get(context.Background(), "other", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName != "", "pending"
+	})
+	p, err := e.Client.CoreV1().Pods(e.ns).Get(context.Background(), "other", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := testenv.Domain(p.Spec.NodeName, testenv.RackLabel); held[r] {
+		t.Errorf("another workload's pod bound in rack %s, which a Job holds exclusively", r)
+	}
+}
