@@ -52,8 +52,7 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=pg;pgs,categories=lockstep
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.schedulingPolicy`,description="basic or gang, with minCount"
-// +kubebuilder:printcolumn:name="MinCount",type=integer,JSONPath=`.spec.schedulingPolicy.gang.minCount`
+// +kubebuilder:printcolumn:name="Gang",type=integer,JSONPath=`.spec.schedulingPolicy.gang.minCount`,description="a gang's minCount; <none> for a basic group"
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parentCompositePodGroupName`,priority=1
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].reason`
@@ -223,8 +222,7 @@ type PodGroupList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=cpg;cpgs,categories=lockstep
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.schedulingPolicy`,description="basic or gang, with minGroupCount"
-// +kubebuilder:printcolumn:name="MinGroupCount",type=integer,JSONPath=`.spec.schedulingPolicy.gang.minGroupCount`
+// +kubebuilder:printcolumn:name="Gang",type=integer,JSONPath=`.spec.schedulingPolicy.gang.minGroupCount`,description="a gang's minGroupCount; <none> for a basic group"
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parentCompositePodGroupName`,priority=1
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="PodGroupInitiallyScheduled")].reason`
