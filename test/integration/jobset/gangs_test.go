@@ -71,7 +71,7 @@ type env struct {
 // start runs the control plane with the Job and garbage collectors, the JobSet controller,
 // lockstep's workload controller and the scheduler (in that order: lockstep sees the JobSet
 // API served when it starts), and a stand-in for kubelets.
-func start(t *testing.T, ns string, finish func(*v1.Pod) bool, nodes ...*v1.Node) *env {
+func start(t *testing.T, ns string, end func(*v1.Pod) v1.PodPhase, nodes ...*v1.Node) *env {
 	e := &env{Env: testenv.Start(t), t: t}
 	e.ns = e.Namespace(t, ns)
 	e.CreateNodes(t, nodes...)
@@ -80,7 +80,7 @@ func start(t *testing.T, ns string, finish func(*v1.Pod) bool, nodes ...*v1.Node
 	e.StartJobController(t)
 	e.StartScheduler(t, testenv.GangArgs{"backoffSeconds": 1})
 	e.StartKubelets(t, e.ns)
-	e.RunPods(t, e.ns, finish)
+	e.RunPods(t, e.ns, end)
 	e.jobsets = dynamic.NewForConfigOrDie(e.Config).Resource(testenv.JobSetGVR).Namespace(e.ns)
 	return e
 }
@@ -196,7 +196,7 @@ func TestJobSetBindsWholeOrNotAtAll(t *testing.T) {
 // is a root of its own, so the initializer runs alone (the trainers cannot exist yet) and
 // the 2 trainer Jobs × 2 pods then bind together; both stages run to completion.
 func TestStagedJobSetRunsBothStages(t *testing.T) {
-	e := start(t, "staged", func(*v1.Pod) bool { return true }, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	e := start(t, "staged", func(*v1.Pod) v1.PodPhase { return v1.PodSucceeded }, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
 	e.create(newJobSet(e.ns, "train", rjob{name: "init", replicas: 1, pods: 1, cpu: "1"},
 		rjob{name: "trainer", replicas: 2, pods: 2, cpu: "2", dependsOn: "init=Complete"}))
 	ctx := context.Background()
@@ -295,4 +295,72 @@ func TestExclusiveTopologyGivesEachJobARack(t *testing.T) {
 	if r := testenv.Domain(p.Spec.NodeName, testenv.RackLabel); held[r] {
 		t.Errorf("another workload's pod bound in rack %s, which a Job holds exclusively", r)
 	}
+}
+
+// A JobSet that restarts (a pod failed, failurePolicy maxRestarts 1): the JobSet controller
+// recreates its child Jobs under the same names; their pods get fresh groups (the previous
+// attempt's are deleted), bind whole again, and the JobSet completes.
+func TestRestartedJobSetGetsFreshGroups(t *testing.T) {
+	end := func(p *v1.Pod) v1.PodPhase {
+		if p.Labels["jobset.sigs.k8s.io/restart-attempt"] != "0" {
+			return v1.PodSucceeded
+		}
+		if p.Labels["jobset.sigs.k8s.io/job-index"] == "0" && p.Annotations["batch.kubernetes.io/job-completion-index"] == "0" {
+			return v1.PodFailed
+		}
+		return ""
+	}
+	e := start(t, "restart", end, testenv.Node("n1", "8", nil))
+	js := newJobSet(e.ns, "train", rjob{name: "workers", replicas: 2, pods: 2, cpu: "1"})
+	if err := unstructured.SetNestedField(js.Object, int64(1), "spec", "failurePolicy", "maxRestarts"); err != nil {
+		t.Fatal(err)
+	}
+	e.create(js)
+	ctx := context.Background()
+	podGroups := func() []string {
+		list, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, pg := range list.Items {
+			out = append(out, pg.Name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	var first []string
+	testenv.Eventually(t, 60*time.Second, "the first attempt's 2 PodGroups", func() (bool, string) {
+		first = podGroups()
+		return len(first) == 2, fmt.Sprint(first)
+	})
+	testenv.Eventually(t, 120*time.Second, "the JobSet completes after its restart", func() (bool, string) {
+		obj, err := e.jobsets.Get(ctx, "train", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		restarts, _, _ := unstructured.NestedInt64(obj.Object, "status", "restarts")
+		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conds {
+			if m := c.(map[string]any); m["type"] == "Completed" && m["status"] == "True" {
+				return restarts == 1, fmt.Sprintf("completed after %d restarts", restarts)
+			}
+		}
+		return false, fmt.Sprintf("restarts %d, conditions %v", restarts, conds)
+	})
+	var second []string
+	testenv.Eventually(t, 60*time.Second, "only the second attempt's PodGroups", func() (bool, string) {
+		second = podGroups()
+		if len(second) != 2 {
+			return false, fmt.Sprint(second)
+		}
+		for _, n := range second {
+			for _, f := range first {
+				if n == f {
+					return false, fmt.Sprintf("%v still has the first attempt's %s", second, f)
+				}
+			}
+		}
+		return true, ""
+	})
 }

@@ -79,9 +79,10 @@ func (k *Kubelets) Removed() []*v1.Pod {
 }
 
 // RunPods stands in for the kubelets of namespace ns for pods to run: a bound pod is
-// reported Running and Ready at once and, if finish says so, Succeeded (its container
-// exited 0) right after, as a short-lived container would. Until the test ends.
-func (e *Env) RunPods(t *testing.T, ns string, finish func(*v1.Pod) bool) {
+// reported Running and Ready at once and then, if end names a phase for it, Succeeded (its
+// containers exited 0) or Failed (exit 1), as a short-lived container would; "" keeps it
+// running. Until the test ends.
+func (e *Env) RunPods(t *testing.T, ns string, end func(*v1.Pod) v1.PodPhase) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -98,6 +99,10 @@ func (e *Env) RunPods(t *testing.T, ns string, finish func(*v1.Pod) bool) {
 					continue
 				}
 				now := metav1.Now()
+				phase := v1.PodPhase("")
+				if end != nil {
+					phase = end(p)
+				}
 				switch {
 				case p.Status.Phase != v1.PodRunning:
 					p.Status.Phase = v1.PodRunning
@@ -105,8 +110,12 @@ func (e *Env) RunPods(t *testing.T, ns string, finish func(*v1.Pod) bool) {
 					p.Status.Conditions = append(p.Status.Conditions,
 						v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: now},
 						v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: now})
-				case finish != nil && finish(p):
-					p.Status.Phase = v1.PodSucceeded
+				case phase == v1.PodSucceeded || phase == v1.PodFailed:
+					exit, reason := int32(0), "Completed"
+					if phase == v1.PodFailed {
+						exit, reason = 1, "Error"
+					}
+					p.Status.Phase = phase
 					for j := range p.Status.Conditions {
 						if c := &p.Status.Conditions[j]; c.Type == v1.PodReady || c.Type == v1.ContainersReady {
 							c.Status, c.LastTransitionTime = v1.ConditionFalse, now
@@ -115,7 +124,7 @@ func (e *Env) RunPods(t *testing.T, ns string, finish func(*v1.Pod) bool) {
 					p.Status.ContainerStatuses = nil
 					for _, c := range p.Spec.Containers {
 						p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image,
-							State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}}})
+							State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: exit, Reason: reason, StartedAt: now, FinishedAt: now}}})
 					}
 				default:
 					continue
