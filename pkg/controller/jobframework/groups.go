@@ -57,7 +57,7 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, a Adapter, obj Object, 
 }
 
 // ensureComposite creates a CompositePodGroup of the tree, or brings minGroupCount in step.
-func (r *Reconciler) ensureComposite(ctx context.Context, a Adapter, obj Object, wl *v1alpha1.Workload, g Group, owned []*v1alpha1.CompositePodGroup) error {
+func (r *Reconciler) ensureComposite(ctx context.Context, it item, a Adapter, obj Object, wl *v1alpha1.Workload, g Group, owned []*v1alpha1.CompositePodGroup) error {
 	client := r.client.SchedulingV1alpha1().CompositePodGroups(obj.GetNamespace())
 	for _, cur := range owned {
 		if cur.Name != g.Name {
@@ -72,7 +72,7 @@ func (r *Reconciler) ensureComposite(ctx context.Context, a Adapter, obj Object,
 			}
 			r.recorder.Eventf(obj, nil, v1.EventTypeNormal, "MinGroupCountChanged", "Sync", "minGroupCount of CompositePodGroup %q changed from %d to %d", g.Name, before, g.Min)
 		}
-		r.checkConstraints(a, obj, "CompositePodGroup", g, cur.Spec.SchedulingConstraints)
+		r.checkConstraints(it, a, obj, "CompositePodGroup", g, cur.Spec.SchedulingConstraints)
 		return nil
 	}
 	cpg := &v1alpha1.CompositePodGroup{
@@ -103,7 +103,7 @@ func (r *Reconciler) ensureComposite(ctx context.Context, a Adapter, obj Object,
 }
 
 // ensurePodGroup creates a PodGroup of the tree, or brings minCount in step.
-func (r *Reconciler) ensurePodGroup(ctx context.Context, a Adapter, obj Object, wl *v1alpha1.Workload, g Group, owned []*v1alpha1.PodGroup) error {
+func (r *Reconciler) ensurePodGroup(ctx context.Context, it item, a Adapter, obj Object, wl *v1alpha1.Workload, g Group, owned []*v1alpha1.PodGroup) error {
 	client := r.client.SchedulingV1alpha1().PodGroups(obj.GetNamespace())
 	for _, cur := range owned {
 		if cur.Name != g.Name {
@@ -119,7 +119,7 @@ func (r *Reconciler) ensurePodGroup(ctx context.Context, a Adapter, obj Object, 
 			r.recorder.Eventf(obj, nil, v1.EventTypeNormal, "MinCountChanged", "Sync", "minCount of PodGroup %q changed from %d to %d", g.Name, before, g.Min)
 			r.syncTemplateMin(ctx, wl, g)
 		}
-		r.checkConstraints(a, obj, "PodGroup", g, cur.Spec.SchedulingConstraints)
+		r.checkConstraints(it, a, obj, "PodGroup", g, cur.Spec.SchedulingConstraints)
 		return nil
 	}
 	pg := &v1alpha1.PodGroup{
@@ -165,9 +165,9 @@ func (r *Reconciler) syncTemplateMin(ctx context.Context, wl *v1alpha1.Workload,
 
 // checkConstraints says, once, when the constraints an object asks for differ from those of
 // a group that exists: they cannot change after creation.
-func (r *Reconciler) checkConstraints(a Adapter, obj Object, kind string, g Group, have *v1alpha1.SchedulingConstraints) {
+func (r *Reconciler) checkConstraints(it item, a Adapter, obj Object, kind string, g Group, have *v1alpha1.SchedulingConstraints) {
 	if !reflect.DeepEqual(have, g.Constraints()) {
-		r.report(obj, []string{fmt.Sprintf("topology annotations differ from %s %q, whose constraints cannot change after creation; recreate the %s to change them",
+		r.report(it, obj, []string{fmt.Sprintf("topology annotations differ from %s %q, whose constraints cannot change after creation; recreate the %s to change them",
 			kind, g.Name, a.GVK().Kind)})
 	}
 }
@@ -175,15 +175,15 @@ func (r *Reconciler) checkConstraints(a Adapter, obj Object, kind string, g Grou
 // deleteObsolete deletes the groups an object controls that its tree no longer has: those of
 // child Jobs a restart replaced.
 func (r *Reconciler) deleteObsolete(ctx context.Context, obj Object, want *Groups, owned ownedObjects) error {
-	keep := sets.New[string]()
+	keepComposites, keepPodGroups := sets.New[string](), sets.New[string]()
 	for _, g := range want.Composites {
-		keep.Insert(g.Name)
+		keepComposites.Insert(g.Name)
 	}
 	for _, g := range want.PodGroups {
-		keep.Insert(g.Name)
+		keepPodGroups.Insert(g.Name)
 	}
 	for _, pg := range owned.podGroups {
-		if keep.Has(pg.Name) {
+		if keepPodGroups.Has(pg.Name) {
 			continue
 		}
 		if err := r.client.SchedulingV1alpha1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pg.UID}}); err != nil && !isNotFound(err) {
@@ -192,7 +192,7 @@ func (r *Reconciler) deleteObsolete(ctx context.Context, obj Object, want *Group
 		r.recorder.Eventf(obj, nil, v1.EventTypeNormal, "PodGroupDeleted", "Sync", "deleted PodGroup %q: no longer part of the workload", pg.Name)
 	}
 	for _, cpg := range owned.composites {
-		if keep.Has(cpg.Name) {
+		if keepComposites.Has(cpg.Name) {
 			continue
 		}
 		if err := r.client.SchedulingV1alpha1().CompositePodGroups(cpg.Namespace).Delete(ctx, cpg.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cpg.UID}}); err != nil && !isNotFound(err) {

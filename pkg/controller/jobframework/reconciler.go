@@ -52,10 +52,10 @@ type Reconciler struct {
 	queue      workqueue.TypedRateLimitingInterface[item]
 	recorder   events.EventRecorder
 
-	// warned remembers the problems already reported, per object UID, so that an object
+	// warned remembers the problems already reported, per object (and UID), so that an object
 	// gets one event per problem, not one per sync.
 	warnedMu sync.Mutex
-	warned   map[string]bool
+	warned   map[item]sets.Set[string]
 }
 
 // GroupInformers are lockstep's informers the reconciler reads.
@@ -80,7 +80,7 @@ func NewReconciler(client versioned.Interface, adapters []Adapter, f Informers, 
 			workqueue.DefaultTypedControllerRateLimiter[item](),
 			workqueue.TypedRateLimitingQueueConfig[item]{Name: "lockstep_workloads"}),
 		recorder: recorder,
-		warned:   map[string]bool{},
+		warned:   map[item]sets.Set[string]{},
 	}
 	for _, inf := range []cache.SharedIndexInformer{groups.Workloads.Informer(), groups.Composites.Informer(), groups.PodGroups.Informer()} {
 		if err := inf.AddIndexers(cache.Indexers{byOwner: indexByOwner}); err != nil {
@@ -188,6 +188,9 @@ func (r *Reconciler) sync(ctx context.Context, it item) error {
 	}
 	obj, err := a.Get(ns, name)
 	if err != nil || obj == nil {
+		if obj == nil && err == nil {
+			r.forget(it)
+		}
 		return err // a deleted object's groups go with it, by owner reference
 	}
 	owned, err := r.owned(obj)
@@ -195,7 +198,7 @@ func (r *Reconciler) sync(ctx context.Context, it item) error {
 		return err
 	}
 	want, problems := a.Groups(obj, owned.podGroups, r.names)
-	r.report(obj, problems)
+	r.report(it, obj, problems)
 	if want == nil || (want.Finished && owned.empty()) {
 		return nil
 	}
@@ -209,13 +212,13 @@ func (r *Reconciler) sync(ctx context.Context, it item) error {
 		return nil
 	}
 	for _, g := range want.Composites {
-		if err := r.ensureComposite(ctx, a, obj, wl, g, owned.composites); err != nil {
+		if err := r.ensureComposite(ctx, it, a, obj, wl, g, owned.composites); err != nil {
 			r.recorder.Eventf(obj, nil, v1.EventTypeWarning, "FailedCreateCompositePodGroup", "Sync", "creating CompositePodGroup %q: %v (retrying)", g.Name, err)
 			return err
 		}
 	}
 	for _, g := range want.PodGroups {
-		if err := r.ensurePodGroup(ctx, a, obj, wl, g, owned.podGroups); err != nil {
+		if err := r.ensurePodGroup(ctx, it, a, obj, wl, g, owned.podGroups); err != nil {
 			r.recorder.Eventf(obj, nil, v1.EventTypeWarning, "FailedCreatePodGroup", "Sync", "creating PodGroup %q: %v (retrying)", g.Name, err)
 			return err
 		}
@@ -265,17 +268,27 @@ func (r *Reconciler) owned(obj Object) (ownedObjects, error) {
 }
 
 // report puts problems on the object, once each.
-func (r *Reconciler) report(obj Object, problems []string) {
+func (r *Reconciler) report(it item, obj Object, problems []string) {
 	for _, p := range problems {
 		key := string(obj.GetUID()) + "/" + p
 		r.warnedMu.Lock()
-		seen := r.warned[key]
-		r.warned[key] = true
+		if r.warned[it] == nil {
+			r.warned[it] = sets.New[string]()
+		}
+		seen := r.warned[it].Has(key)
+		r.warned[it].Insert(key)
 		r.warnedMu.Unlock()
 		if !seen {
 			r.recorder.Eventf(obj, nil, v1.EventTypeWarning, "InvalidAnnotation", "Sync", "%s", p)
 		}
 	}
+}
+
+// forget drops what was reported about an object that is gone.
+func (r *Reconciler) forget(it item) {
+	r.warnedMu.Lock()
+	defer r.warnedMu.Unlock()
+	delete(r.warned, it)
 }
 
 // isNotFound is apierrors.IsNotFound, for deletes of objects already gone.

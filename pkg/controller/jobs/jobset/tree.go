@@ -52,8 +52,10 @@ func (n names) of(prefix string) string {
 	return podgroup.JobGroupName(prefix, types.UID(fmt.Sprintf("%s/%d/%s", n.uid, n.attempt, prefix)))
 }
 
-func (n names) workload() string               { return podgroup.JobGroupName(n.jobSet, n.uid) }
-func (n names) stage(first string) string      { return n.of(n.jobSet + "-" + first + "-stage") }
+func (n names) workload() string { return podgroup.JobGroupName(n.jobSet, n.uid) }
+func (n names) stage(first string) string {
+	return podgroup.JobGroupName(n.jobSet+"-"+first+"-stage", types.UID(fmt.Sprintf("%s/%d/stage/%s", n.uid, n.attempt, first)))
+}
 func (n names) replicatedJob(rj string) string { return n.of(n.jobSet + "-" + rj) }
 func (n names) podGroup(rj, index string) string {
 	return n.of(n.jobSet + "-" + rj + "-" + index)
@@ -121,9 +123,10 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 	n := names{jobSet: js.Name, uid: js.UID, attempt: int(js.Status.Restarts)}
 	out := &jobframework.Groups{Workload: n.workload(), Finished: finished(js)}
 	priority := ""
-	for _, stage := range stagesOf(js, ours) {
-		root := jobframework.Group{Name: n.stage(stage[0].Name), Template: "stage-" + stage[0].Name, Min: int32(len(stage)), Topology: rootTopology}
-		if len(stagesOf(js, ours)) == 1 {
+	stages := stagesOf(js, ours)
+	for si, stage := range stages {
+		root := jobframework.Group{Name: n.stage(stage[0].Name), Template: fmt.Sprintf("stage-%d", si), Min: int32(len(stage)), Topology: rootTopology}
+		if len(stages) == 1 {
 			root.Name, root.Template = n.of(js.Name), "jobset"
 		}
 		tmpl := v1alpha1.CompositePodGroupTemplate{Name: root.Template,
@@ -144,20 +147,33 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 			child := v1alpha1.PodGroupTemplate{Name: "job",
 				SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount}},
 				SchedulingConstraints: (jobframework.Group{Topology: exclusive}).Constraints(), PriorityClassName: pc}
-			tmpl.CompositePodGroupTemplates = append(tmpl.CompositePodGroupTemplates, v1alpha1.CompositePodGroupTemplate{Name: rj.Name,
-				SchedulingPolicy:      v1alpha1.CompositePodGroupSchedulingPolicy{Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: replicas}},
-				SchedulingConstraints: mid.Constraints(), PriorityClassName: pc, PodGroupTemplates: []v1alpha1.PodGroupTemplate{child}})
+			if len(tmpl.CompositePodGroupTemplates) < v1alpha1.MaxTemplates {
+				tmpl.CompositePodGroupTemplates = append(tmpl.CompositePodGroupTemplates, v1alpha1.CompositePodGroupTemplate{Name: rj.Name,
+					SchedulingPolicy:      v1alpha1.CompositePodGroupSchedulingPolicy{Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: replicas}},
+					SchedulingConstraints: mid.Constraints(), PriorityClassName: pc, PodGroupTemplates: []v1alpha1.PodGroupTemplate{child}})
+			}
 			for i := range replicas {
 				out.PodGroups = append(out.PodGroups, jobframework.Group{Name: n.podGroup(rj.Name, strconv.Itoa(int(i))), Parent: mid.Name,
 					Template: "job", Min: minCount, Topology: exclusive, PriorityClassName: pc})
 			}
 		}
-		out.Spec.CompositePodGroupTemplates = append(out.Spec.CompositePodGroupTemplates, tmpl)
+		if len(stage) > v1alpha1.MaxTemplates {
+			problems = append(problems, fmt.Sprintf("stage %d has %d ReplicatedJobs: its Workload template describes the first %d (the API's limit); every group is created all the same", si, len(stage), v1alpha1.MaxTemplates))
+		}
+		if len(out.Spec.CompositePodGroupTemplates) < v1alpha1.MaxTemplates {
+			out.Spec.CompositePodGroupTemplates = append(out.Spec.CompositePodGroupTemplates, tmpl)
+		}
+	}
+	if len(stages) > v1alpha1.MaxTemplates {
+		problems = append(problems, fmt.Sprintf("%d stages: the Workload describes the first %d (the API's limit); every group is created all the same", len(stages), v1alpha1.MaxTemplates))
 	}
 	for i := range out.Composites {
 		if out.Composites[i].Parent == "" {
 			out.Composites[i].PriorityClassName = priority
 		}
+	}
+	for i := range out.Spec.CompositePodGroupTemplates {
+		out.Spec.CompositePodGroupTemplates[i].PriorityClassName = priority
 	}
 	return out, problems
 }
