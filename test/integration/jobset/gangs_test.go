@@ -364,3 +364,35 @@ func TestRestartedJobSetGetsFreshGroups(t *testing.T) {
 		return true, ""
 	})
 }
+
+// A JobSet created suspended gets its groups and no pods; resumed, its pods bind whole.
+func TestSuspendedJobSetBindsWholeWhenResumed(t *testing.T) {
+	e := start(t, "suspend", nil, testenv.Node("n1", "8", nil))
+	js := newJobSet(e.ns, "train", rjob{name: "workers", replicas: 2, pods: 3, cpu: "1"})
+	if err := unstructured.SetNestedField(js.Object, true, "spec", "suspend"); err != nil {
+		t.Fatal(err)
+	}
+	e.create(js)
+	ctx := context.Background()
+	testenv.Eventually(t, 60*time.Second, "the suspended JobSet's 2 PodGroups", func() (bool, string) {
+		list, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == 2, fmt.Sprintf("%d PodGroups", len(list.Items))
+	})
+	if n := len(e.pods("train")); n != 0 {
+		t.Fatalf("suspended JobSet has %d pods", n)
+	}
+	cur, err := e.jobsets.Get(ctx, "train", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(cur.Object, false, "spec", "suspend"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.jobsets.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitBound("train", 6, 6)
+}
