@@ -486,7 +486,14 @@ func (m *Model) boundLocked(eff *effects, pod *v1.Pod, k Key) {
 	if g := m.index.Get(k); g.Exists() && m.members.BoundOrRan(k) >= g.Minimum() {
 		m.attempts.Outcome(k).Partial = ""
 	}
-	m.status.Enqueue(k)
+	// The conditions of the groups above wait for the binds of the members they allowed too.
+	if path, ok := m.index.Path(k); ok {
+		for _, pk := range path {
+			m.status.Enqueue(pk)
+		}
+	} else {
+		m.status.Enqueue(k)
+	}
 	m.refreshLocked(eff, m.index.TopOf(k))
 	if root, ok := m.index.RootOf(k); ok {
 		m.observeBoundLocked(root)

@@ -2,7 +2,9 @@ package podgroup
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -178,5 +180,39 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	sync()
 	if got := writes(); got != 2 {
 		t.Errorf("%d writes, want none on an object the model has not judged", got)
+	}
+}
+
+// statusKeys records the groups the model asks the status writer to look at.
+type statusKeys struct{ keys []Key }
+
+func (s *statusKeys) Enqueue(k Key)                       { s.keys = append(s.keys, k) }
+func (s *statusKeys) EnqueueAfter(k Key, _ time.Duration) { s.keys = append(s.keys, k) }
+
+// When the last member of a tree binds, every group of its path is looked at again: the
+// root's condition waits for the binds of the members it allowed, so a bind must bring the
+// root (not only the member's own PodGroup) to the status writer.
+func TestBindBringsTheWholePathToTheStatusWriter(t *testing.T) {
+	m, _, _ := testModel(t)
+	q := &statusKeys{}
+	m.status = q
+	m.OnGroup(nil, cpg("root", 2, ""))
+	m.OnGroup(nil, pg("a", 1, "root"))
+	m.OnGroup(nil, pg("b", 1, "root"))
+	pa, pb := pod("a", 0, ""), pod("b", 0, "")
+	m.OnPod(nil, pa)
+	m.OnPod(nil, pb)
+	reservePermit(m, pa)
+	if d := reservePermit(m, pb); !d.Allow {
+		t.Fatalf("Permit = %+v, want the tree allowed", d)
+	}
+	q.keys = nil
+	for _, p := range []*v1.Pod{pa, pb} {
+		bound := p.DeepCopy()
+		bound.Spec.NodeName = "n1"
+		m.OnPod(p, bound)
+	}
+	if !slices.Contains(q.keys, CompositePodGroupKey("ns", "root")) {
+		t.Errorf("after the binds the status writer was asked about %v, want the root among them", q.keys)
 	}
 }

@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-sched/lockstep/hack/demo/cluster"
@@ -29,11 +32,12 @@ func repoRoot() string {
 }
 
 // The demo comes up, every example gang ends bound all-or-nothing in its domain, the
-// too-big gang waits with a condition that explains why, the manifests install with
-// kubectl apply -k, and the demo goes down leaving no process behind.
+// too-big gang waits with a condition that explains why, the JobSet gets its tree and binds
+// whole in one rack, the manifests install with kubectl apply -k, and the demo goes down
+// leaving no process behind.
 func TestDemo(t *testing.T) {
 	root := repoRoot()
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok", "lockstep-scheduler", "kubectl-lockstep"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok", "jobset-controller", "lockstep-scheduler", "kubectl-lockstep"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
 			t.Fatalf("bin/%s missing: run make demo-binaries (make demo-test does)", b)
 		}
@@ -132,6 +136,8 @@ func TestDemo(t *testing.T) {
 		t.Errorf("whale: %d bound, condition %+v; want none bound and %q", whale.Pods.Bound, whale.Condition, want)
 	}
 
+	checkJobSet(ctx, t, c)
+
 	// The plugin, found by kubectl on PATH, shows the trees.
 	kubectl := func(args ...string) string {
 		t.Helper()
@@ -170,6 +176,98 @@ func TestDemo(t *testing.T) {
 	}
 	if roles < 2 {
 		t.Errorf("found %d roles in the manifests", roles)
+	}
+}
+
+// checkJobSet checks the JobSet example (manifests/examples/08-jobset.yaml): the JobSet
+// controller runs its 3 Jobs (leader × 1 pod, workers × 2 pods each), lockstep's workload
+// controller gives the JobSet a tree — a root requiring a rack, a CompositePodGroup per
+// ReplicatedJob, a PodGroup per child Job — and all 5 pods are bound in one rack. Its pods
+// join their PodGroups through their Job, which the tree view does not follow for a JobSet's
+// Jobs, so pods and Jobs are read from the API.
+func checkJobSet(ctx context.Context, t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	const name = "jobset-training"
+	kube, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofJobSet := metav1.ListOptions{LabelSelector: "jobset.sigs.k8s.io/jobset-name=" + name}
+	var pods []v1.Pod
+	bound := 0
+	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := kube.CoreV1().Pods(cluster.Namespace).List(ctx, ofJobSet)
+		if err != nil {
+			return false, nil
+		}
+		pods, bound = list.Items, 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return len(pods) == 5 && bound == 5, nil
+	}); err != nil {
+		t.Fatalf("JobSet %s: %d pods, %d bound; want 5, all bound", name, len(pods), bound)
+	}
+	racks := map[string]bool{}
+	for _, p := range pods {
+		node, err := kube.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		racks[node.Labels["topology.kubernetes.io/rack"]] = true
+	}
+	if len(racks) != 1 {
+		t.Errorf("JobSet %s requires one rack, its pods are in %v", name, keys(racks))
+	}
+
+	roots, err := c.Gangs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root *tree.Group
+	for _, r := range roots {
+		if r.Kind == "CompositePodGroup" && strings.HasPrefix(r.Name, name+"-") {
+			root = r
+		}
+	}
+	if root == nil {
+		t.Fatalf("no CompositePodGroup for JobSet %s", name)
+	}
+	if root.Min != 2 || !slices.Equal(root.Topology, []string{"topology.kubernetes.io/rack"}) || len(root.Children) != 2 ||
+		root.Condition == nil || root.Condition.Status != "True" {
+		t.Fatalf("JobSet root %s: min %d, topology %v, %d children, condition %+v; want 2 ReplicatedJobs in one rack, scheduled",
+			root.Name, root.Min, root.Topology, len(root.Children), root.Condition)
+	}
+	// Each child Job has its PodGroup (named after the Job), under its ReplicatedJob's group.
+	jobs, err := kube.BatchV1().Jobs(cluster.Namespace).List(ctx, ofJobSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 3 {
+		t.Fatalf("JobSet %s has %d Jobs, want 3", name, len(jobs.Items))
+	}
+	for _, job := range jobs.Items {
+		rjob := job.Labels["jobset.sigs.k8s.io/replicatedjob-name"]
+		var found []*tree.Group
+		for _, mid := range root.Children {
+			if mid.Kind != "CompositePodGroup" || !strings.HasPrefix(mid.Name, name+"-"+rjob+"-") {
+				continue
+			}
+			for _, pg := range mid.Children {
+				if pg.Kind == "PodGroup" && strings.HasPrefix(pg.Name, job.Name+"-") {
+					found = append(found, pg)
+				}
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("Job %s: %d PodGroups under ReplicatedJob %s's group, want 1", job.Name, len(found), rjob)
+			continue
+		}
+		if pg := found[0]; pg.Min != *job.Spec.Parallelism || pg.Condition == nil || pg.Condition.Status != "True" {
+			t.Errorf("PodGroup %s of Job %s: min %d, condition %+v; want min %d, scheduled", pg.Name, job.Name, pg.Min, pg.Condition, *job.Spec.Parallelism)
+		}
 	}
 }
 

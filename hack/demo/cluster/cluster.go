@@ -1,7 +1,8 @@
 // Package cluster runs lockstep's local demo cluster: etcd, kube-apiserver and
-// kube-controller-manager built from k8s.io/kubernetes v1.37.1, KWOK for simulated nodes, and
-// lockstep (scheduler + Job controller) with the manifests' configuration and RBAC, all on
-// 127.0.0.1 under one work directory. `make demo` and `make demo-test` drive it.
+// kube-controller-manager built from k8s.io/kubernetes v1.37.1, KWOK for simulated nodes, the
+// upstream JobSet controller, and lockstep (scheduler + workload controller) with the
+// manifests' configuration and RBAC, all on 127.0.0.1 under one work directory. `make demo`
+// and `make demo-test` drive it.
 package cluster
 
 import (
@@ -46,7 +47,7 @@ type Cluster struct {
 }
 
 type ports struct {
-	Etcd, EtcdPeer, APIServer, ControllerManager, Lockstep int
+	Etcd, EtcdPeer, APIServer, ControllerManager, Lockstep, JobSetWebhook, JobSetHealth int
 }
 
 // New returns the demo cluster of the checkout at root.
@@ -86,7 +87,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 The cluster keeps running. To use it:
   export KUBECONFIG=%s
   export PATH=%s:$PATH
-  kubectl get podgroups,compositepodgroups -A
+  kubectl get podgroups,compositepodgroups,jobsets -A
   kubectl lockstep get -A
 Logs are in %s. Stop everything with: make demo-down
 `, c.Kubeconfig(), c.Bin, filepath.Join(c.Dir, "logs"))
@@ -108,7 +109,7 @@ func (c *Cluster) running(ctx context.Context) bool {
 		return false
 	}
 	pids := c.pids()
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "lockstep-scheduler"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "jobset-controller", "lockstep-scheduler"} {
 		if _, ok := pids[name]; !ok {
 			return false
 		}
@@ -129,7 +130,7 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		c.step("stopping what is left of an earlier demo")
 	}
 	_ = c.stopAll()
-	for _, d := range []string{"etcd", "logs", "lockstep-certs"} {
+	for _, d := range []string{"etcd", "logs", "lockstep-certs", "jobset-certs"} {
 		_ = os.RemoveAll(filepath.Join(c.Dir, d))
 	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
@@ -199,9 +200,23 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		return err
 	}
 
-	c.step("installing lockstep's CRDs, namespace and RBAC from manifests/")
+	// The JobSet CRD goes in with lockstep's: lockstep watches JobSets only if their API is
+	// served when it starts.
+	c.step("installing lockstep's CRDs, namespace and RBAC from manifests/, and the JobSet CRD")
+	jobSetCRD, err := c.jobSetCRD(ctx)
+	if err != nil {
+		return err
+	}
 	m := filepath.Join(c.Root, "manifests")
 	if err := c.kubectl(ctx, "apply", "-f", filepath.Join(m, "crds"), "-f", filepath.Join(m, "namespace.yaml"), "-f", filepath.Join(m, "rbac.yaml")); err != nil {
+		return err
+	}
+	// Server-side: the JobSet CRD (800 kB) is too big for client-side apply's
+	// last-applied-configuration annotation.
+	if err := c.kubectl(ctx, "apply", "--server-side", "-f", jobSetCRD); err != nil {
+		return err
+	}
+	if err := c.waitJobSetsServed(ctx); err != nil {
 		return err
 	}
 	if err := c.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
@@ -221,6 +236,11 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		return err
 	}
 	if err := c.createNodes(ctx, client); err != nil {
+		return err
+	}
+
+	c.step("starting the JobSet controller (without webhooks: JobSets set what they would default)")
+	if err := c.startJobSet(ctx); err != nil {
 		return err
 	}
 
@@ -412,7 +432,7 @@ func (c *Cluster) output(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 func (c *Cluster) choosePorts() error {
-	var ps [5]int
+	var ps [7]int
 	for i := range ps {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -421,7 +441,8 @@ func (c *Cluster) choosePorts() error {
 		defer l.Close()
 		ps[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	c.ports = ports{Etcd: ps[0], EtcdPeer: ps[1], APIServer: ps[2], ControllerManager: ps[3], Lockstep: ps[4]}
+	c.ports = ports{Etcd: ps[0], EtcdPeer: ps[1], APIServer: ps[2], ControllerManager: ps[3], Lockstep: ps[4],
+		JobSetWebhook: ps[5], JobSetHealth: ps[6]}
 	data, err := json.Marshal(c.ports)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -143,13 +144,23 @@ func Build(in Inputs) []*Group {
 	return roots
 }
 
-// memberOf finds the PodGroup of a pod: by label, or as a pod of a Job through the Job's
-// PodGroup (named after the Job and controlled by it).
+// memberOf finds the PodGroup of a pod: by label, as a pod of a JobSet's child Job (from
+// the JobSet controller's labels), or as a pod of a Job through the Job's PodGroup (named
+// after the Job and controlled by it).
 func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, string, bool) {
 	if name, ok := podgroup.GroupNameOf(p); ok {
 		k := podgroup.PodGroupKey(p.Namespace, name)
 		_, exists := pgs[k]
 		return k, "label", exists
+	}
+	if name, ok := jobset.PodGroupOfPod(p); ok {
+		k := podgroup.PodGroupKey(p.Namespace, name)
+		if pg, exists := pgs[k]; exists {
+			if ref := metav1.GetControllerOf(pg); ref != nil && string(ref.UID) == p.Labels[jobset.LabelJobSetUID] {
+				return k, "jobset", true
+			}
+		}
+		return podgroup.Key{}, "", false
 	}
 	owner := metav1.GetControllerOf(p)
 	if owner == nil || owner.Kind != "Job" {

@@ -13,6 +13,7 @@ import (
 
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -108,5 +109,24 @@ func TestJSON(t *testing.T) {
 	}
 	if m := back[3].Members[0]; m.Via != "job" {
 		t.Errorf("Job pod joined via %q, want job", m.Via)
+	}
+}
+
+// A pod of a JobSet's child Job is counted in the PodGroup lockstep's workload controller
+// made for that Job, found from the JobSet controller's labels.
+func TestJobSetPodsCountInTheirJobsPodGroup(t *testing.T) {
+	labels := map[string]string{"jobset.sigs.k8s.io/jobset-name": "train", "jobset.sigs.k8s.io/jobset-uid": "js-uid",
+		"jobset.sigs.k8s.io/replicatedjob-name": "workers", "jobset.sigs.k8s.io/job-index": "1", "jobset.sigs.k8s.io/restart-attempt": "0"}
+	p := pod("train-workers-1-0", "", "n1")
+	p.Labels = labels
+	name, ok := jobset.PodGroupOfPod(&p)
+	if !ok {
+		t.Fatal("no PodGroup for a JobSet pod")
+	}
+	pg := gangPG(name, 1, "", nil)
+	pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "train", UID: "js-uid", Controller: ptr.To(true)}}
+	groups := Build(Inputs{PodGroups: []v1alpha1.PodGroup{pg}, Pods: []v1.Pod{p}, Nodes: []v1.Node{node("n1", "z0", "z0-b0", "z0-b0-r0")}, Levels: configv1.DefaultTopologyLevels})
+	if len(groups) != 1 || groups[0].Pods == nil || groups[0].Pods.Bound != 1 {
+		t.Errorf("tree %+v, want the PodGroup with its 1 pod bound", groups)
 	}
 }

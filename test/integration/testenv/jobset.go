@@ -2,15 +2,7 @@ package testenv
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockstep-sched/lockstep/internal/jobsetcontroller"
 )
 
 // The upstream JobSet controller (sigs.k8s.io/jobset, the version pinned in
@@ -88,31 +82,12 @@ func JobSetModuleDir(t *testing.T) string {
 func (e *Env) StartJobSetController(t *testing.T) *Process {
 	t.Helper()
 	bin, moduleDir := jobSetController(t)
-	e.installJobSetCRD(t, filepath.Join(moduleDir, "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"))
+	e.installJobSetCRD(t, jobsetcontroller.CRDPath(moduleDir))
 
 	dir := t.TempDir()
-	writeSelfSignedCert(t, dir)
 	healthPort := freePort(t)
-	config := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
-kind: Configuration
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-webhook:
-  host: 127.0.0.1
-  port: %d
-  certDir: %s
-metrics:
-  bindAddress: "0"
-health:
-  healthProbeBindAddress: 127.0.0.1:%d
-clientConnection:
-  qps: 500
-  burst: 1000
-`, freePort(t), dir, healthPort)
-	cfgPath := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+	cfgPath, err := jobsetcontroller.WriteConfig(dir, freePort(t), healthPort)
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -141,7 +116,7 @@ clientConnection:
 
 	// /readyz answers once the webhook server runs, which upstream's main starts after the
 	// JobSet and Pod reconcilers are set up.
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
+	readyz := jobsetcontroller.ReadyURL(healthPort)
 	client := &http.Client{Timeout: 2 * time.Second}
 	Eventually(t, 60*time.Second, "jobset-controller ready", func() (bool, string) {
 		if exited, err := p.Exited(); exited {
@@ -221,40 +196,5 @@ func jsChild(m map[string]any, key string) map[string]any {
 func jsSetDefault(m map[string]any, key string, v any) {
 	if _, ok := m[key]; !ok {
 		m[key] = v
-	}
-}
-
-// writeSelfSignedCert writes tls.crt and tls.key for 127.0.0.1 into dir.
-func writeSelfSignedCert(t *testing.T, dir string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "jobset-webhook"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]*pem.Block{
-		"tls.crt": {Type: "CERTIFICATE", Bytes: der},
-		"tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	}
-	for name, block := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

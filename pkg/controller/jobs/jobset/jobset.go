@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -120,6 +121,18 @@ func (a *Adapter) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) 
 	attempt, _ := strconv.Atoi(job.Labels[LabelRestartAttempt])
 	n := names{jobSet: owner.Name, uid: owner.UID, attempt: attempt}
 	return n.podGroup(rjob, index), true
+}
+
+// PodGroupOfPod returns the PodGroup of a pod of a JobSet's child Job from the labels the
+// JobSet controller puts on it, for readers that see pods only (kubectl lockstep).
+func PodGroupOfPod(pod *v1.Pod) (string, bool) {
+	l := pod.Labels
+	name, uid, rjob, index := l[LabelJobSetName], l[LabelJobSetUID], l[LabelReplicatedJob], l[LabelJobIndex]
+	if name == "" || uid == "" || rjob == "" || index == "" {
+		return "", false
+	}
+	attempt, _ := strconv.Atoi(l[LabelRestartAttempt])
+	return names{jobSet: name, uid: types.UID(uid), attempt: attempt}.podGroup(rjob, index), true
 }
 
 // get returns the JobSet with uid, if seen.

@@ -2,6 +2,7 @@ package jobset
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -137,6 +139,12 @@ func TestGroupOfJobIsTreesPodGroup(t *testing.T) {
 								t.Errorf("GroupOfJob(Job %s, attempt %d) = %q, %v; treeOf's PodGroup for it is %q", job.Name, attempt, name, ok, pgs[i].Name)
 							}
 							filed.Insert(name)
+							// A reader of pods alone (kubectl lockstep) finds the same PodGroup.
+							pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(job.Labels)}}
+							pod.Labels[LabelJobSetUID] = string(js.UID)
+							if got, ok := PodGroupOfPod(pod); !ok || got != pgs[i].Name {
+								t.Errorf("PodGroupOfPod(pod of Job %s, attempt %d) = %q, %v; want %q", job.Name, attempt, got, ok, pgs[i].Name)
+							}
 						}
 					}
 					if want := sets.New(groupNames(tree.PodGroups)...); !filed.Equal(want) {

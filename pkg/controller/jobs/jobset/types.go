@@ -21,6 +21,7 @@ var (
 // Labels the JobSet controller puts on child Jobs and their pods.
 const (
 	LabelJobSetName     = "jobset.sigs.k8s.io/jobset-name"
+	LabelJobSetUID      = "jobset.sigs.k8s.io/jobset-uid"
 	LabelReplicatedJob  = "jobset.sigs.k8s.io/replicatedjob-name"
 	LabelJobIndex       = "jobset.sigs.k8s.io/job-index"
 	LabelRestartAttempt = "jobset.sigs.k8s.io/restart-attempt"
