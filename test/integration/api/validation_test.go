@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -155,18 +156,22 @@ func TestUpdateValidation(t *testing.T) {
 	}
 }
 
-// kubectl get shows policy, minCount, the scheduled state and age.
+// kubectl get shows a gang's minimum (GANG; nothing for a basic group), the scheduled state
+// and age — not the raw schedulingPolicy JSON.
 func TestPrinterColumns(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "api")
-	env.CreatePodGroups(t, testenv.Gang(ns, "g", 4, ""))
+	basic := testenv.Gang(ns, "b", 1, "")
+	basic.Spec.SchedulingPolicy = v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}
+	env.CreatePodGroups(t, testenv.Gang(ns, "g", 4, ""), basic)
 	env.CreateComposites(t, testenv.Composite(ns, "c", 2, ""))
 	for _, tc := range []struct {
 		resource string
 		want     []string
+		gangs    map[string]any // the GANG cell by name; nil for a basic group
 	}{
-		{"podgroups", []string{"Name", "Policy", "MinCount", "Scheduled", "Reason", "Age"}},
-		{"compositepodgroups", []string{"Name", "Policy", "MinGroupCount", "Scheduled", "Reason", "Age"}},
+		{"podgroups", []string{"Name", "Gang", "Scheduled", "Reason", "Age"}, map[string]any{"g": 4, "b": nil}},
+		{"compositepodgroups", []string{"Name", "Gang", "Scheduled", "Reason", "Age"}, map[string]any{"c": 2}},
 	} {
 		table := &metav1.Table{}
 		err := env.Lockstep.SchedulingV1alpha1().RESTClient().Get().Namespace(ns).Resource(tc.resource).
@@ -183,12 +188,15 @@ func TestPrinterColumns(t *testing.T) {
 		if strings.Join(names, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%s columns %v, want %v", tc.resource, names, tc.want)
 		}
-		if len(table.Rows) != 1 {
-			t.Fatalf("%s rows %d, want 1", tc.resource, len(table.Rows))
+		if len(table.Rows) != len(tc.gangs) {
+			t.Fatalf("%s rows %d, want %d", tc.resource, len(table.Rows), len(tc.gangs))
 		}
-		t.Logf("%s: %v", tc.resource, table.Rows[0].Cells)
-		if !strings.Contains(toString(table.Rows[0].Cells[1]), "gang") {
-			t.Errorf("%s policy column %v, want it to show the gang policy", tc.resource, table.Rows[0].Cells[1])
+		for _, row := range table.Rows {
+			t.Logf("%s: %v", tc.resource, row.Cells)
+			name := toString(row.Cells[0])
+			if want, ok := tc.gangs[name]; !ok || fmt.Sprint(row.Cells[1]) != fmt.Sprint(want) {
+				t.Errorf("%s %s: GANG column %v, want %v", tc.resource, name, row.Cells[1], want)
+			}
 		}
 	}
 }
