@@ -94,3 +94,22 @@ func (g Group) Constraints() *v1alpha1.SchedulingConstraints {
 	}
 	return &v1alpha1.SchedulingConstraints{Topology: g.Topology}
 }
+
+// EnqueueOn calls enqueue with the namespace/name of every object inf adds or updates (a
+// deleted object's groups go with it, by owner reference); it returns what reports that the
+// handler has seen the informer's objects. Adapters' Watch use it.
+func EnqueueOn(inf cache.SharedIndexInformer, enqueue func(key string)) (cache.InformerSynced, error) {
+	add := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			enqueue(key)
+		}
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    add,
+		UpdateFunc: func(_, obj any) { add(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reg.HasSynced, nil
+}

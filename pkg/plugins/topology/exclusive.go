@@ -55,8 +55,13 @@ type hold struct {
 // holdings returns the domains exclusive groups hold: where their members are (the model)
 // and where live plans of other trees put them.
 func (pl *Topology) holdings(topo *topology, except podgroup.Key) holdings {
+	return holdingsOf(topo, pl.trees.Exclusives(), pl.plans.Holds(except))
+}
+
+// holdingsOf places the exclusive groups' members and the plans' holds in topo's domains.
+func holdingsOf(topo *topology, exclusives []podgroup.Exclusive, holds []hold) holdings {
 	h := holdings{}
-	for _, e := range pl.trees.Exclusives() {
+	for _, e := range exclusives {
 		level := topo.levelOf(e.Key)
 		if level < 0 {
 			continue
@@ -69,7 +74,7 @@ func (pl *Topology) holdings(topo *topology, except podgroup.Key) holdings {
 			}
 		}
 	}
-	for _, x := range pl.plans.Holds(except) {
+	for _, x := range holds {
 		h.set(x.level, x.domain, x.group)
 	}
 	return h
@@ -135,10 +140,9 @@ func (pl *Topology) closedTo(pod *v1.Pod, nodes []fwk.NodeInfo) closedNodes {
 		return nil
 	}
 	topo := pl.topology.get(pl.levels, nodes)
-	h := pl.holdings(topo, podgroup.Key{})
-	group, _ := pl.trees.GroupOf(pod)
-	sum, _ := pl.trees.Summary(pod)
-	mine := func(k podgroup.Key) bool { return k == group || k == sum.Root }
+	h := holdingsOf(topo, exclusives, holds)
+	sum, member := pl.trees.Summary(pod)
+	mine := func(k podgroup.Key) bool { return member && (k == sum.Group || k == sum.Root) }
 	out := closedNodes{}
 	for _, n := range topo.nodes {
 		if g, ok := h.holder(n, mine); ok {

@@ -91,28 +91,7 @@ func (e *Env) StartJobSetController(t *testing.T) *Process {
 		t.Fatal(err)
 	}
 
-	p := &Process{Name: "jobset-controller", logPath: filepath.Join(dir, "jobset-controller.log"), done: make(chan struct{})}
-	logFile, err := os.Create(p.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(bin, "--config="+cfgPath, "--kubeconfig="+e.Kubeconfig, "--zap-log-level=2")
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.exitErr = p.cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("log of %s (last 80 lines):\n%s", p.Name, p.Tail(80))
-			p.keepLog(t)
-		}
-	})
+	p := run(t, "jobset-controller", dir, bin, "--config="+cfgPath, "--kubeconfig="+e.Kubeconfig, "--zap-log-level=2")
 
 	// /readyz answers once the webhook server runs, which upstream's main starts after the
 	// JobSet and Pod reconcilers are set up.

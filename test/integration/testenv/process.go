@@ -86,8 +86,16 @@ func (e *Env) StartProcess(t *testing.T, name string, opts ProcessOptions) *Proc
 	if opts.NoWorkloadController {
 		args = append(args, "--workload-controller=false")
 	}
-	p := &Process{Name: name, MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port),
-		logPath: filepath.Join(dir, name+".log"), done: make(chan struct{})}
+	p := run(t, name, dir, bin, args...)
+	p.MetricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
+	return p
+}
+
+// run starts bin with args, its output logged in dir, killed when the test ends; its log is
+// printed (and kept, see keepLog) if the test failed.
+func run(t *testing.T, name, dir, bin string, args ...string) *Process {
+	t.Helper()
+	p := &Process{Name: name, logPath: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		t.Fatal(err)

@@ -39,19 +39,11 @@ func (a *Adapter) Watch(f jobframework.Informers, enqueue func(string)) ([]cache
 	if enqueue == nil {
 		return []cache.InformerSynced{jobs.Informer().HasSynced}, nil
 	}
-	add := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			enqueue(key)
-		}
-	}
-	reg, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    add,
-		UpdateFunc: func(_, obj any) { add(obj) },
-	})
+	synced, err := jobframework.EnqueueOn(jobs.Informer(), enqueue)
 	if err != nil {
 		return nil, err
 	}
-	return []cache.InformerSynced{reg.HasSynced}, nil
+	return []cache.InformerSynced{synced}, nil
 }
 
 // Get implements jobframework.Adapter.

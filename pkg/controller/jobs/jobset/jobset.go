@@ -53,19 +53,11 @@ func (a *Adapter) Watch(f jobframework.Informers, enqueue func(string)) ([]cache
 	if enqueue == nil {
 		return []cache.InformerSynced{a.informer.HasSynced}, nil
 	}
-	add := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			enqueue(key)
-		}
-	}
-	reg, err := a.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    add,
-		UpdateFunc: func(_, obj any) { add(obj) },
-	})
+	synced, err := jobframework.EnqueueOn(a.informer, enqueue)
 	if err != nil {
 		return nil, err
 	}
-	return []cache.InformerSynced{reg.HasSynced}, nil
+	return []cache.InformerSynced{synced}, nil
 }
 
 // Get implements jobframework.Adapter.
