@@ -40,8 +40,8 @@ demo-binaries: build etcd
 	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 	@echo "==> building KWOK $(KWOK_VERSION)"
 	@[ -x $(BIN)/kwok ] && $(BIN)/kwok --version 2>/dev/null | grep -q "$(KWOK_VERSION:v%=%)" || GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
-	@echo "==> building the JobSet controller from tools/jobset (its own module; minutes on a cold Go cache)"
-	cd tools/jobset && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
+	@echo "==> building the JobSet controller from tools/controllers (its own module; minutes on a cold Go cache)"
+	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
 
 ## etcd: the etcd the integration tests run (version pinned in go.mod)
 etcd: $(BIN)/etcd

@@ -1,5 +1,5 @@
 // Package jobsetcontroller prepares the upstream JobSet controller (sigs.k8s.io/jobset, built
-// from the separate tools/jobset module) to run next to lockstep without webhooks and
+// from the separate tools/controllers module) to run next to lockstep without webhooks and
 // without cert-manager, as the integration tests and the demo run it.
 package jobsetcontroller
 
@@ -32,7 +32,7 @@ func WriteConfig(dir string, webhookPort, healthPort int) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	if err := selfSigned(dir); err != nil {
+	if err := SelfSignedCert(dir); err != nil {
 		return "", err
 	}
 	config := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
@@ -61,8 +61,12 @@ clientConnection:
 // starts after the JobSet and Pod reconcilers are set up.
 func ReadyURL(healthPort int) string { return fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort) }
 
-// selfSigned writes tls.crt and tls.key, a self-signed serving certificate for 127.0.0.1.
-func selfSigned(dir string) error {
+// SelfSignedCert writes into dir tls.crt and tls.key, a throwaway self-signed serving
+// certificate for 127.0.0.1, where controller-runtime's webhook server reads them. The
+// upstream controllers' mains start their webhook servers whether or not any webhook is
+// registered with the apiserver, and a webhook server does not start without a certificate:
+// the Trainer controller manager (internal/trainercontroller) gets one too.
+func SelfSignedCert(dir string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -70,7 +74,7 @@ func selfSigned(dir string) error {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "jobset-webhook"},
+		Subject:      pkix.Name{CommonName: "unused-webhook"},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.AddDate(1, 0, 0),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

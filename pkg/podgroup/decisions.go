@@ -114,9 +114,9 @@ func (m *Model) check(logger klog.Logger, pod *v1.Pod, mode checkMode) Verdict {
 	k := mem.Group
 	g := m.index.Get(k)
 	if !g.Exists() {
-		msg := missingGroupMessage(pod, k)
+		msg := m.missingGroupMessage(pod, k)
 		if mode == modeEnqueue {
-			m.awaitJobGroupLocked(pod)
+			m.awaitGroupLocked(pod)
 			// No group object to carry a condition: tell the pod, once.
 			if !m.noticed.Has(pod.UID) && m.recorder != nil {
 				m.noticed.Insert(pod.UID)
@@ -778,7 +778,20 @@ func (m *Model) Related(pod *v1.Pod, k Key) bool {
 	return ok1 && ok2 && r1 == r2
 }
 
-// GroupOf returns the PodGroup a pod belongs to.
+// MinResources is PodGroup k's minResources while it waits for its initial scheduling (an
+// early check of the whole gang), nil once it was scheduled or when it sets none.
+func (m *Model) MinResources(k Key) v1.ResourceList {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.index.Get(k)
+	if g.Scheduled() {
+		return nil
+	}
+	return g.MinResources()
+}
+
+// GroupOf returns the group of a pod: its member's group, or the group the filing rules give
+// a pod not seen yet.
 func (m *Model) GroupOf(pod *v1.Pod) (Key, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

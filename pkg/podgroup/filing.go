@@ -16,8 +16,14 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 )
 
-// A pod of a served profile belongs to a PodGroup in one of two ways:
+// A pod of a served profile belongs to a PodGroup in one of three ways:
 //   - its label scheduling.lockstep.dev/pod-group names the PodGroup (same namespace);
+//   - its labels name a group object of another scheduler's API (a scheduler-plugins
+//     PodGroup, scheduling.x-k8s.io/pod-group): lockstep's workload controller mirrors that
+//     object as a PodGroup of the same name. While the object is not seen (not created yet,
+//     its informer behind the pod's, its API not served or not yet watched), a pod younger
+//     than its profile's jobGroupTimeout waits for it; after that the pod belongs to no
+//     group, as under scheduler-plugins' coscheduling, until the object appears;
 //   - its controller is a batch/v1 Job whose pods belong to a PodGroup by their owner (a Job
 //     that gets a gang, or a Job a JobSet runs; Workloads says which): they need no change
 //     to their pod template. While the Job is not seen yet its pods are taken to belong to
@@ -25,16 +31,40 @@ import (
 //     the Job is older than its profile's jobGroupTimeout: then they belong to no group
 //     (they are scheduled without a gang, and the Job gets an event) until the PodGroup
 //     appears. When nobody creates it (the controller is off), they wait for nothing.
+// Workloads decides between the last two when a pod has both (the launcher Job of an MPI
+// job is its PodGroup's member; a JobSet's staged tree outranks the flat PodGroup Kubeflow
+// Trainer makes for it).
 //
-// Membership depends on the pod, its Job, whether the Job's PodGroup exists and the time, so
-// the model files a Job's pods again whenever any of these change.
+// Membership depends on the pod, its Job, the objects its labels name, whether its PodGroup
+// exists and the time, so the model files a pod again whenever any of these change: pods are
+// remembered per unit (their Job, the object their labels name) and filed again per unit.
 
-// Workloads says which PodGroup the pods of a Job belong to through their owner reference.
+// Workloads says which PodGroup a pod belongs to through its workload: its Job, or a group
+// object of another scheduler's API its labels name.
 type Workloads interface {
 	// GroupOfJob returns the name of the PodGroup in the Job's namespace its pods belong to,
 	// "" for none, and whether lockstep's workload controller creates it (so that the pods
 	// wait for it). schedulerNames are the profiles served.
 	GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (name string, created bool)
+	// GroupOfPod files a pod that names no lockstep PodGroup itself; job is its Job, nil when
+	// it has none.
+	GroupOfPod(pod *v1.Pod, job *batchv1.Job, schedulerNames sets.Set[string]) Filing
+	// Labelled returns the namespace/name of the group object of another scheduler's API a
+	// pod's labels name, if they name one, whether or not it exists.
+	Labelled(pod *v1.Pod) (string, bool)
+}
+
+// Filing is where Workloads files a pod.
+type Filing struct {
+	// Name is the PodGroup (in the pod's namespace), "" for none.
+	Name string
+	// Created: lockstep's workload controller creates it, so the pod waits for it.
+	Created bool
+	// Labelled: the pod is filed by the group object of another scheduler's API its labels
+	// name, mirrored by PodGroup Name; the pod waits for the mirror.
+	Labelled bool
+	// Unseen: that object is not seen (yet); Name is the PodGroup it would get.
+	Unseen bool
 }
 
 // JobGangs files the pods of Jobs that get a gang by their own spec (GangForJob) under the
@@ -49,6 +79,18 @@ func (j JobGangs) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) 
 	}
 	return "", false
 }
+
+// GroupOfPod implements Workloads.
+func (j JobGangs) GroupOfPod(_ *v1.Pod, job *batchv1.Job, schedulerNames sets.Set[string]) Filing {
+	if job == nil {
+		return Filing{}
+	}
+	name, created := j.GroupOfJob(job, schedulerNames)
+	return Filing{Name: name, Created: created}
+}
+
+// Labelled implements Workloads: none.
+func (JobGangs) Labelled(*v1.Pod) (string, bool) { return "", false }
 
 // GroupNameOf returns the PodGroup a pod names through its label, if any.
 func GroupNameOf(pod *v1.Pod) (string, bool) {
@@ -74,55 +116,81 @@ func jobOwner(pod *v1.Pod) (*metav1.OwnerReference, bool) {
 	return owner, true
 }
 
-// jobFiling remembers the pods of Jobs, so that they can be filed again when their Job or
-// its PodGroup changes, and which Jobs wait for a late PodGroup.
-type jobFiling struct {
-	// pods are the latest copies of the pods each Job controls (by Job UID).
-	pods map[types.UID]map[types.UID]*v1.Pod
-	// groupJobs maps the PodGroup of a Job to the Job.
-	groupJobs map[Key]types.UID
-	// timers are the Jobs with a timer for a late PodGroup.
-	timers sets.Set[types.UID]
+// A unit is what a pod's filing depends on besides the pod: its Job, or the group object its
+// labels name.
+type unit string
+
+func jobUnit(uid types.UID) unit      { return unit("job/" + uid) }
+func labelledUnit(object string) unit { return unit("labelled/" + object) }
+
+// filing remembers the pods of each unit, so that they can be filed again when the unit or
+// its PodGroup changes, and which units wait for a late PodGroup or object.
+type filing struct {
+	// pods are the latest copies of the pods of each unit.
+	pods map[unit]map[types.UID]*v1.Pod
+	// groupUnits maps a PodGroup to the units whose pods are filed under (or wait for) it.
+	groupUnits map[Key]sets.Set[unit]
+	// timers are the units with a timer for a late PodGroup or object.
+	timers sets.Set[unit]
 }
 
-func newJobFiling() *jobFiling {
-	return &jobFiling{pods: map[types.UID]map[types.UID]*v1.Pod{}, groupJobs: map[Key]types.UID{}, timers: sets.New[types.UID]()}
+func newFiling() *filing {
+	return &filing{pods: map[unit]map[types.UID]*v1.Pod{}, groupUnits: map[Key]sets.Set[unit]{}, timers: sets.New[unit]()}
 }
 
-// remember keeps the latest copy of a pod of a Job of a served profile.
-func (j *jobFiling) remember(pod *v1.Pod, served bool) {
-	owner, ok := jobOwner(pod)
-	if !ok || !served {
+// unitsOf returns the units a pod's filing depends on.
+func (m *Model) unitsOf(pod *v1.Pod) []unit {
+	var out []unit
+	if owner, ok := jobOwner(pod); ok {
+		out = append(out, jobUnit(owner.UID))
+	}
+	if object, ok := m.workloads.Labelled(pod); ok {
+		out = append(out, labelledUnit(object))
+	}
+	return out
+}
+
+// rememberLocked keeps the latest copy of a pod of a served profile under its units.
+func (m *Model) rememberLocked(pod *v1.Pod) {
+	if !m.servesLocked(pod) {
 		return
 	}
-	pods := j.pods[owner.UID]
-	if pods == nil {
-		pods = map[types.UID]*v1.Pod{}
-		j.pods[owner.UID] = pods
-	}
-	pods[pod.UID] = pod
-}
-
-// filedUnder records that the pods of a Job are filed under (or wait for) PodGroup k.
-func (j *jobFiling) filedUnder(k Key, job types.UID) {
-	if _, ok := j.pods[job]; ok {
-		j.groupJobs[k] = job
+	for _, u := range m.unitsOf(pod) {
+		pods := m.filing.pods[u]
+		if pods == nil {
+			pods = map[types.UID]*v1.Pod{}
+			m.filing.pods[u] = pods
+		}
+		pods[pod.UID] = pod
 	}
 }
 
-func (j *jobFiling) forget(pod *v1.Pod) {
-	owner, ok := jobOwner(pod)
-	if !ok {
+// filedUnder records that the pods of unit u are filed under (or wait for) PodGroup k.
+func (f *filing) filedUnder(k Key, u unit) {
+	if _, ok := f.pods[u]; !ok {
 		return
 	}
-	if pods := j.pods[owner.UID]; pods != nil {
+	if f.groupUnits[k] == nil {
+		f.groupUnits[k] = sets.New[unit]()
+	}
+	f.groupUnits[k].Insert(u)
+}
+
+func (m *Model) forgetLocked(pod *v1.Pod) {
+	for _, u := range m.unitsOf(pod) {
+		pods := m.filing.pods[u]
+		if pods == nil {
+			continue
+		}
 		delete(pods, pod.UID)
-		if len(pods) == 0 {
-			delete(j.pods, owner.UID)
-			for k, uid := range j.groupJobs {
-				if uid == owner.UID {
-					delete(j.groupJobs, k)
-				}
+		if len(pods) > 0 {
+			continue
+		}
+		delete(m.filing.pods, u)
+		for k, units := range m.filing.groupUnits {
+			units.Delete(u)
+			if units.Len() == 0 {
+				delete(m.filing.groupUnits, k)
 			}
 		}
 	}
@@ -136,25 +204,38 @@ func (m *Model) fileLocked(pod *v1.Pod) (Key, bool) {
 	if k, ok := labelKeyOf(pod); ok {
 		return k, true
 	}
-	owner, ok := jobOwner(pod)
-	if !ok || m.jobLister == nil {
+	var job *batchv1.Job
+	if owner, ok := jobOwner(pod); ok && m.jobLister != nil {
+		j, err := m.jobLister.Jobs(pod.Namespace).Get(owner.Name)
+		if err != nil || j.UID != owner.UID {
+			if _, labelled := m.workloads.Labelled(pod); !labelled {
+				// The Job is not seen yet: its pods are taken to belong to the PodGroup it
+				// would get.
+				return PodGroupKey(pod.Namespace, JobGroupName(owner.Name, owner.UID)), true
+			}
+		} else {
+			job = j
+		}
+	}
+	f := m.workloads.GroupOfPod(pod, job, sets.KeySet(m.profiles))
+	if f.Name == "" {
 		return Key{}, false
 	}
-	job, err := m.jobLister.Jobs(pod.Namespace).Get(owner.Name)
-	if err != nil || job.UID != owner.UID {
-		// The Job is not seen yet: its pods are taken to belong to the PodGroup it would get.
-		return PodGroupKey(pod.Namespace, JobGroupName(owner.Name, owner.UID)), true
+	k := PodGroupKey(pod.Namespace, f.Name)
+	for _, u := range m.unitsOf(pod) {
+		m.filing.filedUnder(k, u)
 	}
-	name, created := m.workloads.GroupOfJob(job, sets.KeySet(m.profiles))
-	if name == "" {
-		return Key{}, false
+	if f.Unseen {
+		// Wait for the object a while: its informer may be behind the pod's.
+		return k, m.clock.Now().Sub(pod.CreationTimestamp.Time) <= m.profiles[pod.Spec.SchedulerName].JobGroupTimeout
 	}
-	k := PodGroupKey(pod.Namespace, name)
-	m.jobs.filedUnder(k, job.UID)
 	if m.index.Get(k).Exists() {
 		return k, true
 	}
-	if !created || m.clock.Now().Sub(job.CreationTimestamp.Time) > m.profiles[pod.Spec.SchedulerName].JobGroupTimeout {
+	if !f.Created {
+		return Key{}, false
+	}
+	if !f.Labelled && job != nil && m.clock.Now().Sub(job.CreationTimestamp.Time) > m.profiles[pod.Spec.SchedulerName].JobGroupTimeout {
 		return Key{}, false
 	}
 	return k, true
@@ -173,28 +254,45 @@ func (m *Model) OnJob(obj any) {
 	m.mu.Lock()
 	var eff effects
 	if name, _ := m.workloads.GroupOfJob(job, sets.KeySet(m.profiles)); name != "" {
-		k := PodGroupKey(job.Namespace, name)
-		if m.members.ran[k] != int(job.Status.Succeeded) {
-			m.members.SetRan(k, int(job.Status.Succeeded))
-			m.refreshLocked(&eff, m.index.TopOf(k))
-		}
+		m.setRanLocked(&eff, PodGroupKey(job.Namespace, name), int(job.Status.Succeeded))
 	}
-	m.refileJobLocked(&eff, job.UID)
+	m.refileUnitLocked(&eff, jobUnit(job.UID))
 	m.mu.Unlock()
 	m.apply(eff)
 }
 
-// refileJobGroupLocked files again the pods of the Job whose PodGroup k is, if any: the
-// PodGroup appeared (late) or is gone.
-func (m *Model) refileJobGroupLocked(eff *effects, k Key) {
-	if uid, ok := m.jobs.groupJobs[k]; ok {
-		m.refileJobLocked(eff, uid)
+// OnLabelled files again the pods whose labels name the group object namespace/name of
+// another scheduler's API (it appeared, changed or is gone), and records how many of its
+// pods completed (ran, from the object's status): they count for the gang of the PodGroup
+// that mirrors it, which has its name.
+func (m *Model) OnLabelled(namespace, name string, ran int) {
+	m.mu.Lock()
+	var eff effects
+	m.setRanLocked(&eff, PodGroupKey(namespace, name), ran)
+	m.refileUnitLocked(&eff, labelledUnit(namespace+"/"+name))
+	m.mu.Unlock()
+	m.apply(eff)
+}
+
+// setRanLocked records how many pods of PodGroup k completed.
+func (m *Model) setRanLocked(eff *effects, k Key, ran int) {
+	if m.members.ran[k] != ran {
+		m.members.SetRan(k, ran)
+		m.refreshLocked(eff, m.index.TopOf(k))
 	}
 }
 
-// refileJobLocked files the pods of a Job again; those whose group changed are activated.
-func (m *Model) refileJobLocked(eff *effects, uid types.UID) {
-	for _, pod := range m.jobs.pods[uid] {
+// refileGroupUnitsLocked files again the pods of the units filed under PodGroup k, if any:
+// the PodGroup appeared (late) or is gone.
+func (m *Model) refileGroupUnitsLocked(eff *effects, k Key) {
+	for _, u := range sets.List(m.filing.groupUnits[k]) {
+		m.refileUnitLocked(eff, u)
+	}
+}
+
+// refileUnitLocked files the pods of a unit again; those whose group changed are activated.
+func (m *Model) refileUnitLocked(eff *effects, u unit) {
+	for _, pod := range m.filing.pods[u] {
 		before := m.members.Of(pod.UID)
 		m.filePodLocked(eff, pod)
 		after := m.members.Of(pod.UID)
@@ -204,19 +302,32 @@ func (m *Model) refileJobLocked(eff *effects, uid types.UID) {
 	}
 }
 
-// awaitJobGroupLocked arranges, once per Job, for its pods to be filed again when its
-// PodGroup is late, and for the Job to say so then.
-func (m *Model) awaitJobGroupLocked(pod *v1.Pod) {
+// awaitGroupLocked arranges, once per Job (once per pod for pods whose labels name an
+// object), for the pods of a unit whose PodGroup (or labelled object) is late to be filed
+// again when they stop waiting, and for the workload to say so then.
+func (m *Model) awaitGroupLocked(pod *v1.Pod) {
+	timeout := m.profiles[pod.Spec.SchedulerName].JobGroupTimeout
+	if object, ok := m.workloads.Labelled(pod); ok {
+		// Each pod waits from its own creation, so each gets a timer: one per object would
+		// release only the pods as old as the first, and leave the younger waiting.
+		timer := unit("pod/" + pod.UID)
+		if m.filing.timers.Has(timer) {
+			return
+		}
+		m.filing.timers.Insert(timer)
+		wait := pod.CreationTimestamp.Add(timeout).Sub(m.clock.Now()) + time.Second
+		m.clock.AfterFunc(wait, func() { m.labelledLate(pod, object, timer, timeout) })
+		return
+	}
 	owner, ok := jobOwner(pod)
-	if !ok || m.jobs.timers.Has(owner.UID) || m.jobLister == nil {
+	if !ok || m.filing.timers.Has(jobUnit(owner.UID)) || m.jobLister == nil {
 		return
 	}
 	job, err := m.jobLister.Jobs(pod.Namespace).Get(owner.Name)
 	if err != nil || job.UID != owner.UID {
 		return // filed again when the Job is seen
 	}
-	m.jobs.timers.Insert(owner.UID)
-	timeout := m.profiles[pod.Spec.SchedulerName].JobGroupTimeout
+	m.filing.timers.Insert(jobUnit(job.UID))
 	wait := job.CreationTimestamp.Add(timeout).Sub(m.clock.Now()) + time.Second
 	m.clock.AfterFunc(wait, func() { m.jobGroupLate(job, timeout) })
 }
@@ -234,8 +345,8 @@ func (m *Model) jobGroupName(job *batchv1.Job) string {
 func (m *Model) jobGroupLate(job *batchv1.Job, timeout time.Duration) {
 	m.mu.Lock()
 	var eff effects
-	m.jobs.timers.Delete(job.UID)
-	m.refileJobLocked(&eff, job.UID)
+	m.filing.timers.Delete(jobUnit(job.UID))
+	m.refileUnitLocked(&eff, jobUnit(job.UID))
 	m.mu.Unlock()
 	if len(eff.activate) > 0 {
 		m.logger.V(2).Info("PodGroup of Job is late; its pods are scheduled without a gang", "job", klog.KObj(job), "timeout", timeout)
@@ -248,9 +359,31 @@ func (m *Model) jobGroupLate(job *batchv1.Job, timeout time.Duration) {
 	m.apply(eff)
 }
 
+// labelledLate files the pods naming object again once it is late: those still without it
+// are scheduled without gang semantics, as scheduler-plugins schedules pods whose PodGroup
+// does not exist, and pod says why.
+func (m *Model) labelledLate(pod *v1.Pod, object string, timer unit, timeout time.Duration) {
+	m.mu.Lock()
+	var eff effects
+	m.filing.timers.Delete(timer)
+	m.refileUnitLocked(&eff, labelledUnit(object))
+	m.mu.Unlock()
+	if len(eff.activate) > 0 {
+		m.logger.V(2).Info("Group object named by pod labels is late; its pods are scheduled without a gang", "pod", klog.KObj(pod), "object", object, "timeout", timeout)
+		if m.recorder != nil {
+			m.recorder.Eventf(pod, nil, v1.EventTypeWarning, "PodGroupMissing", "Scheduling",
+				"the group %q this pod's labels name was not seen within %s of its creation; its pods are scheduled without gang semantics until it appears", object, timeout)
+		}
+	}
+	m.apply(eff)
+}
+
 // missingGroupMessage explains why a pod waits for a PodGroup that does not exist.
-func missingGroupMessage(pod *v1.Pod, k Key) string {
+func (m *Model) missingGroupMessage(pod *v1.Pod, k Key) string {
 	if _, labeled := labelKeyOf(pod); !labeled {
+		if object, ok := m.workloads.Labelled(pod); ok && object == k.Namespace+"/"+k.Name {
+			return fmt.Sprintf("waiting for %q, named by the pod's labels, and for lockstep's workload controller to mirror it as PodGroup %q", object, k.Name)
+		}
 		if owner, ok := jobOwner(pod); ok {
 			return fmt.Sprintf("waiting for lockstep's workload controller to create PodGroup %q for Job %q", k.Name, owner.Name)
 		}

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	v1 "k8s.io/api/core/v1"
 	"sort"
 	"strings"
 	"time"
@@ -127,6 +128,14 @@ func (g *Group) ScheduleTimeout() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(*g.pg.Spec.ScheduleTimeoutSeconds) * time.Second, true
+}
+
+// MinResources is a PodGroup's spec.minResources.
+func (g *Group) MinResources() v1.ResourceList {
+	if g == nil || g.pg == nil {
+		return nil
+	}
+	return g.pg.Spec.MinResources
 }
 
 // PriorityClassName is the group's spec.priorityClassName.

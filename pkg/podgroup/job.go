@@ -34,6 +34,9 @@ const JobTemplateName = "pods"
 //
 // Otherwise a Job is a gang when the gang annotation says "true", or when it does not say
 // "false" and parallelism > 1, completionMode is Indexed and completions == parallelism.
+// A Job of several pods whose pod template carries Kueue's topology annotations is a gang
+// too (unless the gang annotation says "false"): its topology needs a group. Its topology
+// is lockstep's annotations on the Job, else Kueue's on the pod template (PodSetTopology).
 // minCount is parallelism unless the min-count annotation sets it. Annotations with invalid
 // values are ignored and returned as problems, for an event on the Job.
 func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []string) {
@@ -51,6 +54,12 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 	}
 	indexed := job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion
 	gang := parallelism > 1 && indexed && job.Spec.Completions != nil && *job.Spec.Completions == parallelism
+	// Kueue's topology annotations on the pod template ask for the pods to be placed
+	// together, which takes a group: they make a Job of several pods a gang.
+	kueue, kueueProblems := PodSetTopology(job.Annotations, job.Labels, &tmpl, parallelism, 0)
+	if len(kueue.Constraints()) > 0 && parallelism > 1 {
+		gang = true
+	}
 	if v, ok := job.Annotations[v1alpha1.JobGangAnnotation]; ok {
 		if b, err := strconv.ParseBool(v); err != nil {
 			problems = append(problems, fmt.Sprintf("annotation %s=%q is not true or false; ignored", v1alpha1.JobGangAnnotation, v))
@@ -73,9 +82,8 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 			g.MinCount = int32(n)
 		}
 	}
-	topology, bad := TopologyFromAnnotations(job.Annotations)
-	g.Topology = topology
-	problems = append(problems, bad...)
+	g.Topology = kueue.Constraints()
+	problems = append(problems, kueueProblems...)
 	return g, problems
 }
 
@@ -96,13 +104,22 @@ func TopologyFromAnnotations(annotations map[string]string) ([]v1alpha1.Topology
 		if !ok {
 			continue
 		}
-		if errs := metav1validation.ValidateLabelName(v, field.NewPath("")); len(errs) > 0 || v == "" {
-			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a label key; ignored", a.annotation, v))
+		if bad := notALabelKey(a.annotation, v); bad != "" {
+			problems = append(problems, bad)
 			continue
 		}
 		out = append(out, v1alpha1.TopologyConstraint{Key: v, Mode: a.mode})
 	}
 	return out, problems
+}
+
+// notALabelKey returns the problem of a topology annotation whose value is not a node label
+// key (the annotation is then ignored), "" when it is one.
+func notALabelKey(annotation, value string) string {
+	if errs := metav1validation.ValidateLabelName(value, field.NewPath("")); len(errs) > 0 || value == "" {
+		return fmt.Sprintf("annotation %s=%q is not a label key; ignored", annotation, value)
+	}
+	return ""
 }
 
 // JobGroupName is the name of a Job's Workload and PodGroup: the Job's name (cut to fit a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -31,7 +32,7 @@ type Model struct {
 	index    *Index
 	members  *Members
 	attempts *Attempts
-	jobs     *jobFiling
+	filing   *filing
 
 	sched    Scheduler
 	status   StatusQueue
@@ -134,7 +135,7 @@ func New(opts Options) *Model {
 		index:      NewIndex(),
 		members:    NewMembers(),
 		attempts:   NewAttempts(),
-		jobs:       newJobFiling(),
+		filing:     newFiling(),
 		sched:      opts.Scheduler,
 		status:     opts.Status,
 		recorder:   opts.Recorder,
@@ -216,13 +217,25 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 	}); err != nil {
 		return err
 	}
+	if s, ok := m.workloads.(interface{ HasSynced() bool }); ok {
+		// Workload kinds of other APIs (scheduler-plugins PodGroups) file pods too.
+		synced = append(synced, s.HasSynced)
+	}
 	m.mu.Lock()
+	// Synced once is synced for good: an informer added later (a workload kind whose CRD is
+	// installed while lockstep runs) must not hold pods again, for nothing would release
+	// them; pods of such a kind wait for their objects by their filing instead.
+	var once atomic.Bool
 	m.synced = func() bool {
+		if once.Load() {
+			return true
+		}
 		for _, s := range synced {
 			if !s() {
 				return false
 			}
 		}
+		once.Store(true)
 		return true
 	}
 	m.mu.Unlock()
@@ -355,7 +368,7 @@ func (m *Model) OnGroup(old, obj any) {
 	var eff effects
 	tops := m.index.Upsert(obj)
 	m.refreshShapeLocked(&eff, tops...)
-	m.refileJobGroupLocked(&eff, k)
+	m.refileGroupUnitsLocked(&eff, k)
 	if old != nil && specChanged(old, obj) {
 		if root, ok := m.index.RootOf(k); ok {
 			m.pokeLocked(root, fmt.Sprintf("%s changed", k))
@@ -393,7 +406,7 @@ func (m *Model) OnGroupDelete(obj any) {
 	tops := m.index.Delete(obj)
 	m.attempts.ForgetGroup(k)
 	m.refreshShapeLocked(&eff, tops...)
-	m.refileJobGroupLocked(&eff, k)
+	m.refileGroupUnitsLocked(&eff, k)
 	m.mu.Unlock()
 	m.apply(eff)
 }
@@ -408,7 +421,7 @@ func (m *Model) OnPod(_, obj any) {
 	}
 	m.mu.Lock()
 	var eff effects
-	m.jobs.remember(pod, m.servesLocked(pod))
+	m.rememberLocked(pod)
 	m.filePodLocked(&eff, pod)
 	m.mu.Unlock()
 	m.apply(eff)
@@ -426,7 +439,7 @@ func (m *Model) OnPodDelete(obj any) {
 	}
 	m.mu.Lock()
 	var eff effects
-	m.jobs.forget(pod)
+	m.forgetLocked(pod)
 	m.removeMemberLocked(&eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
 	delete(m.held, pod.UID)
 	m.noticed.Delete(pod.UID)

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -27,6 +27,7 @@ import (
 	_ "github.com/lockstep-sched/lockstep/pkg/apis/config/scheme"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
@@ -129,7 +130,7 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 	if err != nil {
 		return nil, err
 	}
-	adapters, wlInformers, err := workloadKinds(ctx, h, client)
+	adapters, wlInformers, err := WorkloadKinds(ctx, h.KubeConfig(), h.ClientSet(), h.SharedInformerFactory())
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +144,11 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, a := range adapters {
+		if n, ok := a.(jobframework.Notifier); ok {
+			n.Notify(groups.Model.OnLabelled)
+		}
 	}
 	groups.Frameworks.Add(h)
 	groups.Start(ctx)
@@ -159,36 +165,27 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 	return c, nil
 }
 
-// workloadKinds returns the adapters of the workload kinds lockstep makes groups for (Jobs,
-// JobSets) and the informers they read: the scheduler's own, and a dynamic factory for kinds
-// served by CRDs that may not be installed (a kind whose API is not served when the
-// scheduler starts is ignored until it restarts).
-func workloadKinds(ctx context.Context, h fwk.Handle, client versioned.Interface) ([]jobframework.Adapter, jobframework.Informers, error) {
-	dyn, err := dynamic.NewForConfig(h.KubeConfig())
+// WorkloadKinds returns the adapters of the workload kinds lockstep makes groups for, in the
+// Filer's order of precedence (JobSets, scheduler-plugins PodGroups, Jobs), and the
+// informers they read: the scheduler's own, labelled pods in every phase, and a dynamic
+// factory for kinds served by CRDs that may be installed at any time (watched from the
+// moment they are served, with no restart).
+// factory is the scheduler's informer factory, or a new one for a controller of its own.
+func WorkloadKinds(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, factory informers.SharedInformerFactory) ([]jobframework.Adapter, jobframework.Informers, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, jobframework.Informers{}, err
 	}
-	disco := client.Discovery()
 	f := jobframework.Informers{
-		Kube:    h.SharedInformerFactory(),
+		Kube: factory,
+		Pods: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = coscheduling.Label
+		})),
 		Dynamic: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
-		Served: func(gvr schema.GroupVersionResource) bool {
-			list, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-			if err != nil {
-				if !apierrors.IsNotFound(err) {
-					klog.FromContext(ctx).Error(err, "Cannot tell whether the API serves a workload kind; taken as not served", "resource", gvr)
-				}
-				return false
-			}
-			for _, r := range list.APIResources {
-				if r.Name == gvr.Resource {
-					return true
-				}
-			}
-			return false
-		},
+		APIs:    jobframework.NewAPIs(ctx, kube.Discovery(), dyn),
 	}
-	adapters := []jobframework.Adapter{job.New(), jobset.New()}
+	jobSets := jobset.New()
+	adapters := []jobframework.Adapter{jobSets, coscheduling.New(dyn, jobSets), job.New()}
 	for _, a := range adapters {
 		if _, err := a.Watch(f, nil); err != nil {
 			return nil, f, err

@@ -15,19 +15,19 @@ import (
 )
 
 // The demo runs the upstream JobSet controller (sigs.k8s.io/jobset, the version pinned in
-// tools/jobset/go.mod, which make demo-binaries builds into bin/jobset-controller) so that
+// tools/controllers/go.mod, which make demo-binaries builds into bin/jobset-controller) so that
 // an example can be a JobSet and show the tree lockstep's workload controller gives it. It
 // runs as test/integration/testenv does: no cert-manager and no webhook configurations, so
 // JobSets must set what JobSet's webhook would default (see manifests/examples/08-jobset.yaml).
 
-// jobSetCRD returns the JobSet CRD of the module tools/jobset pins, downloading the module
+// jobSetCRD returns the JobSet CRD of the module tools/controllers pins, downloading the module
 // if the build of bin/jobset-controller did not leave it in the module cache.
 func (c *Cluster) jobSetCRD(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "sigs.k8s.io/jobset")
-	cmd.Dir = filepath.Join(c.Root, "tools", "jobset")
+	cmd.Dir = filepath.Join(c.Root, "tools", "controllers")
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("locating the JobSet module from tools/jobset: %w", err)
+		return "", fmt.Errorf("locating the JobSet module from tools/controllers: %w", err)
 	}
 	var mod struct{ Dir string }
 	if err := json.Unmarshal(out, &mod); err != nil {

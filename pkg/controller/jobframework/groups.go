@@ -125,10 +125,12 @@ func (r *Reconciler) ensurePodGroup(ctx context.Context, it item, a Adapter, obj
 	pg := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: g.Name, OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj), workloadRef(wl)}},
 		Spec: v1alpha1.PodGroupSpec{
-			WorkloadRef:           &v1alpha1.WorkloadReference{WorkloadName: wl.Name, TemplateName: g.Template},
-			SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min}},
-			SchedulingConstraints: g.Constraints(),
-			PriorityClassName:     g.PriorityClassName,
+			WorkloadRef:            &v1alpha1.WorkloadReference{WorkloadName: wl.Name, TemplateName: g.Template},
+			SchedulingPolicy:       v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min}},
+			SchedulingConstraints:  g.Constraints(),
+			PriorityClassName:      g.PriorityClassName,
+			ScheduleTimeoutSeconds: g.ScheduleTimeoutSeconds,
+			MinResources:           g.MinResources,
 		},
 	}
 	if g.Parent != "" {

@@ -10,7 +10,10 @@
 package jobframework
 
 import (
+	"context"
+
 	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // Object is a workload object: events are recorded on it, groups are owned by it.
@@ -51,11 +55,47 @@ type Adapter interface {
 // Informers are the factories adapters register their informers with.
 type Informers struct {
 	Kube informers.SharedInformerFactory
+	// Pods has the pods whose labels name a group of another scheduler's API
+	// (scheduler-plugins' scheduling.x-k8s.io/pod-group), in every phase: the scheduler's
+	// own pod informer leaves finished pods out, and their groups' statuses count them.
+	Pods informers.SharedInformerFactory
 	// Dynamic serves kinds lockstep has no typed client for (JobSet).
 	Dynamic dynamicinformer.DynamicSharedInformerFactory
-	// Served reports whether the API serves a resource; an adapter of a kind whose CRD may
-	// be installed later asks it before it registers its informer.
-	Served func(gvr schema.GroupVersionResource) bool
+	// APIs says when a kind whose CRD may be installed later is served: its adapter
+	// registers its informer with Dynamic then (and starts it, with APIs.Done()).
+	APIs *APIs
+}
+
+// PodAdapter is an Adapter of a kind whose pods name their object by a label rather than
+// through a Job (scheduler-plugins PodGroups). Its objects are mirrored by PodGroups of the
+// same name.
+type PodAdapter interface {
+	Adapter
+	// Labelled returns the namespace/name of the object a pod's labels name, if any.
+	Labelled(pod *v1.Pod) (string, bool)
+	// GroupOfPod files a pod whose labels name an object of this kind: ok false when they
+	// name none. An object not seen (not created yet, or its kind not served) is
+	// podgroup.Filing.Unseen: the pod waits for it a while.
+	GroupOfPod(pod *v1.Pod, schedulerNames sets.Set[string]) (f podgroup.Filing, ok bool)
+}
+
+// StatusSyncer is an Adapter that keeps the status of its objects (a scheduler-plugins
+// PodGroup's phase and counts) as the kind's own controller would; the reconciler calls it
+// after every sync of an object.
+type StatusSyncer interface {
+	SyncStatus(ctx context.Context, obj Object, schedulerNames sets.Set[string]) error
+}
+
+// Notifier is an Adapter whose objects' changes the scheduler's group model must hear of:
+// notify is called with an object's namespace, name and how many of its pods completed.
+type Notifier interface {
+	Notify(notify func(namespace, name string, ran int))
+}
+
+// Synced is an Adapter whose informers the scheduler's group model waits for before it
+// files pods.
+type Synced interface {
+	HasSynced() bool
 }
 
 // Groups is the tree of groups one workload object gets: one Workload, and groups that
@@ -85,6 +125,10 @@ type Group struct {
 	Topology []v1alpha1.TopologyConstraint
 	// PriorityClassName is the priority of the group (for preemption).
 	PriorityClassName string
+	// ScheduleTimeoutSeconds and MinResources are copied into a PodGroup (a scheduler-plugins
+	// PodGroup's own).
+	ScheduleTimeoutSeconds *int32
+	MinResources           v1.ResourceList
 }
 
 // Constraints returns the group's scheduling constraints, nil for none.

@@ -180,7 +180,7 @@ func (r *Reconciler) next(ctx context.Context) bool {
 }
 
 // sync makes the Workload and groups of one object match what its adapter says.
-func (r *Reconciler) sync(ctx context.Context, it item) error {
+func (r *Reconciler) sync(ctx context.Context, it item) (err error) {
 	a := r.adapters[it.kind]
 	ns, name, err := cache.SplitMetaNamespaceKey(it.key)
 	if err != nil {
@@ -196,6 +196,13 @@ func (r *Reconciler) sync(ctx context.Context, it item) error {
 	owned, err := r.owned(obj)
 	if err != nil {
 		return err
+	}
+	if s, ok := a.(StatusSyncer); ok {
+		defer func() {
+			if serr := s.SyncStatus(ctx, obj, r.names); serr != nil && err == nil {
+				err = serr
+			}
+		}()
 	}
 	want, problems := a.Groups(obj, owned.podGroups, r.names)
 	r.report(it, obj, problems)

@@ -53,6 +53,9 @@ func Run(ctx context.Context, cfg *rest.Config, adapters []Adapter, f Informers,
 	}
 	lsInformers.Start(ctx.Done())
 	f.Kube.Start(ctx.Done())
+	if f.Pods != nil {
+		f.Pods.Start(ctx.Done())
+	}
 	if f.Dynamic != nil {
 		f.Dynamic.Start(ctx.Done())
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // PreFilter refuses a member early when its tree cannot be ready any more (pods were
-// deleted or the hierarchy changed since PreEnqueue) or when the tree is backing off after
-// a failed attempt; the model retries the tree when the backoff ends, or sooner when the
+// deleted or the hierarchy changed since PreEnqueue), when the tree is backing off after
+// a failed attempt, or when its PodGroup's minResources exceed what the cluster has free; the model retries the tree when the backoff ends, or sooner when the
 // cluster changes in a way that may let it fit.
 func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if podgroup.Planning(state) {
@@ -24,7 +24,17 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	case podgroup.NotMember:
 		return nil, fwk.NewStatus(fwk.Skip)
 	case podgroup.Proceed:
-		return nil, nil
+		short, err := pl.minResourcesShort(pod, v.Group, pl.groups.MinResources(v.Group))
+		if err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+		if short == "" {
+			return nil, nil
+		}
+		// Not held: PostFilter fails the gang with this message (its condition says it) and
+		// backs it off until the cluster changes.
+		logger.V(4).Info("Member refused", "pod", klog.KObj(pod), "group", v.Group, "root", v.Root, "reason", "MinResources", "why", short)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, short)
 	case podgroup.BackingOff:
 		podgroup.MarkHeld(state)
 		return nil, fwk.NewStatus(fwk.Unschedulable, v.Message)

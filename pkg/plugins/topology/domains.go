@@ -206,9 +206,14 @@ func (t *topology) within(d *domain, level int) []*domain {
 }
 
 // constraintLevels returns the levels of a group's Required and Preferred keys, -1 if unset.
+// A slice constraint (sliceSize) is not the group's Required level: it constrains its
+// slices, not the group (sliceOf).
 func (t *topology) constraintLevels(g *podgroup.GroupView) (required, preferred int) {
 	required, preferred = -1, -1
 	for _, c := range g.Topology {
+		if c.SliceSize != nil {
+			continue
+		}
 		l := t.levelOf(c.Key)
 		if c.Mode == v1alpha1.TopologyPreferred {
 			preferred = l

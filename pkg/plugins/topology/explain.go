@@ -33,7 +33,17 @@ func (c *cluster) explain(root *podgroup.GroupView, failures []failure) string {
 func (c *cluster) describeFailure(f failure) string {
 	who := fmt.Sprintf("%s %s", f.group.Key.Kind, f.group.Key.Name)
 	what := describePods(f.pods)
+	sliced := ""
+	if f.slice.size > 0 {
+		// Room in sum is not the question: the slices are, so the message names their level.
+		sliced = fmt.Sprintf(" in slices of %d pods, each within one %s", f.slice.size, levelName(c.levels[f.slice.level]))
+		what += sliced
+		sliced = " in such slices"
+	}
 	if f.level < 0 {
+		if sliced != "" {
+			return fmt.Sprintf("%s: not enough room for %s; the nodes it may use could take %d%s", who, what, f.best, sliced)
+		}
 		return fmt.Sprintf("%s: not enough free capacity for %s; the nodes it may use could take %d", who, what, f.best)
 	}
 	lvl := levelName(c.levels[f.level])
@@ -41,13 +51,13 @@ func (c *cluster) describeFailure(f failure) string {
 	case f.pin != "" && f.cands == 0:
 		return fmt.Sprintf("%s: %s", who, f.pin)
 	case f.pin != "":
-		return fmt.Sprintf("%s: %s, which has no room for %s; it could take %d", who, f.pin, what, f.best)
+		return fmt.Sprintf("%s: %s, which has no room for %s; it could take %d%s", who, f.pin, what, f.best, sliced)
 	case f.cands == 0:
 		return fmt.Sprintf("%s: no node carries the %s label %s", who, lvl, c.levels[f.level])
 	case f.ineligible == f.cands:
 		return fmt.Sprintf("%s: no %s has a node the pods may use (%s)", who, lvl, f.why)
 	}
-	msg := fmt.Sprintf("%s: no %s has room for %s; the roomiest %s could take %d", who, lvl, what, lvl, f.best)
+	msg := fmt.Sprintf("%s: no %s has room for %s; the roomiest %s could take %d%s", who, lvl, what, lvl, f.best, sliced)
 	if f.ineligible > 0 {
 		msg += fmt.Sprintf("; %d other %ss have no node the pods may use (%s)", f.ineligible, lvl, f.why)
 	}

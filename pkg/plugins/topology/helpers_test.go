@@ -2,6 +2,8 @@ package topology
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
 
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -98,7 +101,7 @@ func podOf(name string, cpu, gpus int64) *v1.Pod {
 }
 
 // gang returns a PodGroup view with n pending pods of cpu cores each and the given
-// constraints ("rack", "~rack" for preferred).
+// constraints ("rack", "~rack" for preferred, "rack/4" for slices of 4 pods per rack).
 func gang(name string, n int, cpu int64, constraints ...string) *podgroup.GroupView {
 	g := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", name), Gang: true, Min: n, Topology: topo(constraints...)}
 	for i := 0; i < n; i++ {
@@ -124,7 +127,12 @@ func topo(constraints ...string) []v1alpha1.TopologyConstraint {
 		if c[0] == '~' {
 			mode, c = v1alpha1.TopologyPreferred, c[1:]
 		}
-		out = append(out, v1alpha1.TopologyConstraint{Key: keys[c], Mode: mode})
+		var size *int32
+		if level, n, ok := strings.Cut(c, "/"); ok {
+			v, _ := strconv.Atoi(n)
+			c, size = level, ptr.To(int32(v))
+		}
+		out = append(out, v1alpha1.TopologyConstraint{Key: keys[c], Mode: mode, SliceSize: size})
 	}
 	return out
 }

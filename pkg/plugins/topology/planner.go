@@ -23,7 +23,9 @@ import (
 //   - bounded backtracking: when a child cannot be placed in the domain its parent chose,
 //     the parent tries its next candidate domain (at most maxCandidates per level);
 //   - pods onto nodes: largest first, each on the node it fills the most (best fit), so
-//     heterogeneous pods are packed, not assumed identical.
+//     heterogeneous pods are packed, not assumed identical;
+//   - slices: a PodGroup with sliceSize is packed a slice at a time, each slice into one
+//     domain of its slice level (slices.go).
 //
 // Capacity is the snapshot's free capacity minus what other trees' plans promised. Members
 // already assumed or bound pin the domains of their groups.
@@ -94,6 +96,9 @@ type failure struct {
 	ineligible int
 	why        string
 	pin        string // why candidates were restricted, if they were
+	// slice is the group's slice constraint when it cut the group inside the candidates
+	// (size 0 otherwise); best then counts pods placed in slices.
+	slice slicing
 }
 
 // planBudget caps the number of packing attempts of one run, whatever the backtracking.
@@ -217,6 +222,10 @@ func (p *planner) index(root *podgroup.GroupView) {
 // Required level in best-fit order, each first at its Preferred level.
 func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 	required, preferred := p.c.constraintLevels(g)
+	if why := sliceProblem(p.c.levels, g.Topology); why != "" {
+		p.fail(g, required, nil, why)
+		return false
+	}
 	cands := []*domain{within}
 	level := within.level
 	if required > within.level {
@@ -274,6 +283,10 @@ func (p *planner) placeIn(g *podgroup.GroupView, d *domain) bool {
 	}
 	if g.Key.Kind == podgroup.KindPodGroup {
 		needed := g.Min - len(g.PlacedNodes)
+		if s, ok := p.c.sliceOf(g); ok {
+			n, ok := p.packSlices(g, d, s)
+			return ok && n >= needed
+		}
 		return p.pack(p.pendingOf[g.Key], d.nodes) >= needed
 	}
 	children := append([]*podgroup.GroupView(nil), g.Children...)
@@ -371,7 +384,13 @@ func (p *planner) placedFirst(g *podgroup.GroupView, ds []*domain) []*domain {
 // (a composite may need fewer children) come last, roomiest first; domains whose eligible
 // nodes cannot hold least in sum are left out.
 func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) []*domain {
-	rep, shape, count := p.shapeOf(g)
+	_, _, count := p.shapeOf(g)
+	return p.bestFitFor(ds, g, least, count)
+}
+
+// bestFitFor is bestFit for count pods of the group's shape: a slice rather than the group.
+func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least Resources, count int64) []*domain {
+	rep, shape, _ := p.shapeOf(g)
 	type scored struct {
 		d     *domain
 		spare int64
@@ -508,6 +527,10 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 	var pods []*pending
 	g.Walk(func(v *podgroup.GroupView) { pods = append(pods, p.pendingOf[v.Key]...) })
 	f := failure{group: g, level: level, pods: pods, cands: len(cands), pin: pin}
+	cut, sliced := p.c.sliceOf(g)
+	if sliced && cut.level > level {
+		f.slice = cut
+	}
 	rep, shape, count := p.shapeOf(g)
 	reasons := map[string]int{}
 	type room struct {
@@ -546,9 +569,15 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 			break
 		}
 		mark := len(p.undo)
-		if n := p.pack(pods, r.d.nodes); n > f.best {
-			f.best = n
+		n := 0
+		if sliced {
+			if placed, ok := p.packSlices(g, r.d, cut); ok {
+				n = placed
+			}
+		} else {
+			n = p.pack(pods, r.d.nodes)
 		}
+		f.best = max(f.best, n)
 		p.rollback(mark)
 	}
 	p.failures = append(p.failures, f)

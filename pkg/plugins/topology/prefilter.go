@@ -304,7 +304,9 @@ func chosenNames(chosen map[podgroup.Key]string) map[string]string {
 
 // keepWithSiblings narrows a member of a basic tree to the domains its placed siblings
 // chose: for each Required key on its path, the domain of the members already placed in
-// that group's subtree.
+// that group's subtree; and, where its PodGroup has slices, to the domain of the slice its
+// placed members left open, so that a member placed outside a plan (a replacement in a
+// scheduled gang) completes the slice rather than starting one.
 func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	var path []*podgroup.GroupView
 	tree.Walk(func(g *podgroup.GroupView) {
@@ -325,7 +327,7 @@ func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key,
 		g.Walk(func(v *podgroup.GroupView) { placed = append(placed, v.PlacedNodes...) })
 		for _, t := range g.Topology {
 			level := c.levelOf(t.Key)
-			if t.Mode == v1alpha1.TopologyPreferred || level < 0 || len(placed) == 0 {
+			if t.Mode == v1alpha1.TopologyPreferred || t.SliceSize != nil || level < 0 || len(placed) == 0 {
 				continue
 			}
 			anchor, ok := c.byName[placed[0]]
@@ -338,6 +340,16 @@ func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key,
 			}
 			for _, n := range c.nodes {
 				if k, ok := n.domainOf(level); !ok || k != want {
+					allowed.Delete(n.name)
+				}
+			}
+			narrowed = true
+		}
+	}
+	if len(path) > 0 {
+		if level, open := c.openSlices(path[0]); open != nil {
+			for _, n := range c.nodes {
+				if k, ok := n.domainOf(level); !ok || !open.Has(k) {
 					allowed.Delete(n.name)
 				}
 			}

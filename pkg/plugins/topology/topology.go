@@ -147,15 +147,16 @@ func defaultArgs() *config.LockstepTopologyArgs {
 // Name returns the name of the plugin.
 func (pl *Topology) Name() string { return Name }
 
-// validate refuses topology keys that are not configured levels: the schema can only check
-// that they are label keys.
+// validate refuses topology keys that are not configured levels, and slices broader than
+// the group's Required level: the schema can only check that keys are label keys, not how
+// the configured levels nest.
 func (pl *Topology) validate(_ podgroup.Key, topology []v1alpha1.TopologyConstraint) string {
 	for _, t := range topology {
 		if !contains(pl.levels, t.Key) {
 			return fmt.Sprintf("topology key %q is not a configured level (%s)", t.Key, strings.Join(pl.levels, ", "))
 		}
 	}
-	return ""
+	return sliceProblem(pl.levels, topology)
 }
 
 func contains(list []string, s string) bool {

@@ -1,5 +1,5 @@
 // Package jobset runs lockstep with the real JobSet controller (v0.12.0, built from
-// tools/jobset) against the test control plane, without webhooks: controller_test.go checks
+// tools/controllers) against the test control plane, without webhooks: controller_test.go checks
 // that the controller runs as expected there (child Jobs and pods with JobSet's labels);
 // gangs_test.go submits JobSets to lockstep.
 package jobset

@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -15,8 +12,7 @@ import (
 	"k8s.io/kubernetes/test/integration/util"
 
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
-	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
-	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
+	"github.com/lockstep-sched/lockstep/pkg/scheduler"
 )
 
 // StartKubeControllers runs the upstream Job controller and garbage collector in-process,
@@ -62,15 +58,11 @@ func (e *Env) StartJobController(t *testing.T) *JobController {
 	t.Helper()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	kubeClient := kubernetes.NewForConfigOrDie(e.Config)
-	f := jobframework.Informers{
-		Kube:    informers.NewSharedInformerFactory(kubeClient, 0),
-		Dynamic: dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(e.Config), 0),
-		Served: func(gvr schema.GroupVersionResource) bool {
-			_, err := kubeClient.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-			return err == nil
-		},
+	adapters, f, err := scheduler.WorkloadKinds(ctx, e.Config, kubeClient, informers.NewSharedInformerFactory(kubeClient, 0))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
 	}
-	adapters := []jobframework.Adapter{job.New(), jobset.New()}
 	j := &JobController{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(j.done)

@@ -24,46 +24,58 @@ import (
 )
 
 // The upstream JobSet controller (sigs.k8s.io/jobset, the version pinned in
-// tools/jobset/go.mod) runs as its own process, built from the separate tools/jobset module
-// so that its dependencies never touch lockstep's go.mod. No webhook is registered with
+// tools/controllers/go.mod) runs as its own process, built from the separate tools/controllers
+// module so that its dependencies never touch lockstep's go.mod. No webhook is registered with
 // the apiserver: test JobSets must set what the JobSet webhook would default (see
 // DefaultJobSet).
 
 // JobSetGVR is the JobSet resource served once the JobSet CRD is installed.
 var JobSetGVR = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 
-var (
-	jobsetOnce   sync.Once
-	jobsetBinary string
-	jobsetDir    string
-	jobsetErr    error
-)
+// toolBuild is an upstream controller built from tools/controllers once per test process.
+type toolBuild struct {
+	once       sync.Once
+	binary     string
+	moduleDirs []string
+	err        error
+}
 
-// jobSetController builds bin/jobset-controller from tools/jobset once per test process and
-// returns it with the directory of the sigs.k8s.io/jobset module (in the module cache).
-func jobSetController(t *testing.T) (binary, moduleDir string) {
+var jobsetBuild toolBuild
+
+// get builds package pkg of the tools/controllers module into bin/name once per test process
+// and returns the binary with the directories (in the module cache) of modules, in order: the
+// upstream modules' CRDs are read from there.
+func (b *toolBuild) get(t *testing.T, name, pkg string, modules ...string) (binary string, moduleDirs []string) {
 	t.Helper()
-	jobsetOnce.Do(func() {
-		tools := filepath.Join(RepoRoot(), "tools", "jobset")
-		jobsetBinary = filepath.Join(RepoRoot(), "bin", "jobset-controller")
-		build := exec.Command("go", "build", "-o", jobsetBinary, "sigs.k8s.io/jobset")
+	b.once.Do(func() {
+		tools := filepath.Join(RepoRoot(), "tools", "controllers")
+		b.binary = filepath.Join(RepoRoot(), "bin", name)
+		build := exec.Command("go", "build", "-o", b.binary, pkg)
 		build.Dir = tools
 		if out, err := build.CombinedOutput(); err != nil {
-			jobsetErr = fmt.Errorf("go build sigs.k8s.io/jobset in tools/jobset: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s in tools/controllers: %v\n%s", pkg, err, out)
 			return
 		}
-		list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/jobset")
+		list := exec.Command("go", append([]string{"list", "-m", "-f", "{{.Dir}}"}, modules...)...)
 		list.Dir = tools
 		out, err := list.Output()
-		jobsetDir = strings.TrimSpace(string(out))
-		if err != nil || jobsetDir == "" {
-			jobsetErr = fmt.Errorf("go list -m sigs.k8s.io/jobset in tools/jobset: %q %v", out, err)
+		b.moduleDirs = strings.Fields(string(out))
+		if err != nil || len(b.moduleDirs) != len(modules) {
+			b.err = fmt.Errorf("go list -m %s in tools/controllers: %q %v", strings.Join(modules, " "), out, err)
 		}
 	})
-	if jobsetErr != nil {
-		t.Fatal(jobsetErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return jobsetBinary, jobsetDir
+	return b.binary, b.moduleDirs
+}
+
+// jobSetController builds bin/jobset-controller once per test process and returns it with the
+// directory of the sigs.k8s.io/jobset module.
+func jobSetController(t *testing.T) (binary, moduleDir string) {
+	t.Helper()
+	bin, dirs := jobsetBuild.get(t, "jobset-controller", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset")
+	return bin, dirs[0]
 }
 
 // JobSetModuleDir is the directory of the sigs.k8s.io/jobset module (CRDs, examples).
@@ -82,7 +94,7 @@ func JobSetModuleDir(t *testing.T) string {
 func (e *Env) StartJobSetController(t *testing.T) *Process {
 	t.Helper()
 	bin, moduleDir := jobSetController(t)
-	e.installJobSetCRD(t, jobsetcontroller.CRDPath(moduleDir))
+	e.installCRD(t, jobsetcontroller.CRDPath(moduleDir), JobSetGVR)
 
 	dir := t.TempDir()
 	healthPort := freePort(t)
@@ -95,24 +107,31 @@ func (e *Env) StartJobSetController(t *testing.T) *Process {
 
 	// /readyz answers once the webhook server runs, which upstream's main starts after the
 	// JobSet and Pod reconcilers are set up.
-	readyz := jobsetcontroller.ReadyURL(healthPort)
+	waitReady(t, p, jobsetcontroller.ReadyURL(healthPort))
+	return p
+}
+
+// waitReady waits up to a minute until url (a controller's readiness probe) answers 200 OK,
+// and fails the test at once if the process exits.
+func waitReady(t *testing.T, p *Process, url string) {
+	t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second}
-	Eventually(t, 60*time.Second, "jobset-controller ready", func() (bool, string) {
+	Eventually(t, 60*time.Second, p.Name+" ready", func() (bool, string) {
 		if exited, err := p.Exited(); exited {
-			t.Fatalf("jobset-controller exited: %v\n%s", err, p.Tail(40))
+			t.Fatalf("%s exited: %v\n%s", p.Name, err, p.Tail(40))
 		}
-		resp, err := client.Get(readyz)
+		resp, err := client.Get(url)
 		if err != nil {
 			return false, err.Error()
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
-	return p
 }
 
-// installJobSetCRD creates the JobSet CRD from path and waits until JobSets are served.
-func (e *Env) installJobSetCRD(t *testing.T, path string) {
+// installCRD creates the CRD in the file at path (upstream's, from the module cache) and
+// waits until the API serves gvr, one of its resources.
+func (e *Env) installCRD(t *testing.T, path string, gvr schema.GroupVersionResource) {
 	t.Helper()
 	ctx := context.Background()
 	data, err := os.ReadFile(path)
@@ -127,13 +146,13 @@ func (e *Env) installJobSetCRD(t *testing.T, path string) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating CRD %s: %v", crd.Name, err)
 	}
-	jobsets := dynamic.NewForConfigOrDie(e.Config).Resource(JobSetGVR)
+	resources := dynamic.NewForConfigOrDie(e.Config).Resource(gvr)
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := jobsets.List(ctx, metav1.ListOptions{})
+		_, err := resources.List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("JobSet CRD not served: %v", err)
+		t.Fatalf("CRD %s not served: %v", crd.Name, err)
 	}
 }
 

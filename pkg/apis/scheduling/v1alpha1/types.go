@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -111,6 +112,11 @@ type PodGroupSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+
+	// minResources (ext, scheduler-plugins' PodGroup): the resources the whole gang needs;
+	// while the cluster's free allocatable is below it the gang's pods are not attempted.
+	// +optional
+	MinResources v1.ResourceList `json:"minResources,omitempty"`
 }
 
 // PodGroupSchedulingPolicy is a union: exactly one of basic or gang. The variant is
@@ -152,12 +158,14 @@ type WorkloadReference struct {
 
 // SchedulingConstraints holds placement constraints for a group.
 type SchedulingConstraints struct {
-	// topology constraints: at most one Required and one Preferred key.
+	// topology constraints: at most one Required and one Preferred key for the whole group,
+	// and at most one slice constraint (a Required key with sliceSize).
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=2
-	// +kubebuilder:validation:XValidation:rule="self.filter(t, !has(t.mode) || t.mode == 'Required').size() <= 1",message="at most one Required topology key"
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:XValidation:rule="self.filter(t, (!has(t.mode) || t.mode == 'Required') && !has(t.sliceSize)).size() <= 1",message="at most one Required topology key"
 	// +kubebuilder:validation:XValidation:rule="self.filter(t, has(t.mode) && t.mode == 'Preferred').size() <= 1",message="at most one Preferred topology key"
+	// +kubebuilder:validation:XValidation:rule="self.filter(t, has(t.sliceSize)).size() <= 1",message="at most one topology key with sliceSize"
 	Topology []TopologyConstraint `json:"topology,omitempty"`
 }
 
@@ -175,6 +183,8 @@ const (
 
 // TopologyConstraint names a node label whose value identifies a topology domain.
 // +kubebuilder:validation:XValidation:rule="!has(self.exclusive) || !self.exclusive || !has(self.mode) || self.mode == 'Required'",message="exclusive needs mode Required"
+// +kubebuilder:validation:XValidation:rule="!has(self.sliceSize) || !has(self.mode) || self.mode == 'Required'",message="sliceSize needs mode Required"
+// +kubebuilder:validation:XValidation:rule="!has(self.sliceSize) || !has(self.exclusive) || !self.exclusive",message="sliceSize and exclusive cannot be combined"
 type TopologyConstraint struct {
 	// key is a node label key, e.g. topology.kubernetes.io/rack.
 	// +kubebuilder:validation:MinLength=1
@@ -195,6 +205,17 @@ type TopologyConstraint struct {
 	// that domain while the group has members there (JobSet's exclusive-topology).
 	// +optional
 	Exclusive bool `json:"exclusive,omitempty"`
+
+	// sliceSize (ext, Kueue's podset-slice-size), with mode Required: the group's pods are
+	// placed in slices of sliceSize pods, each slice inside one domain of key, several slices
+	// per domain allowed; when the group's size or minimum is not a multiple of sliceSize, one
+	// slice is short. Unlike a Required key alone, it keeps parts of a gang close (e.g. the 4
+	// pods of each replica on one host) without the whole gang in one domain. key must be the
+	// group's Required level or finer (the scheduler marks the group Invalid otherwise).
+	// PodGroups only.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	SliceSize *int32 `json:"sliceSize,omitempty"`
 }
 
 // PodGroupStatus is written by the scheduler.
@@ -267,9 +288,10 @@ type CompositePodGroupSpec struct {
 	// together).
 	SchedulingPolicy CompositePodGroupSchedulingPolicy `json:"schedulingPolicy"`
 
-	// schedulingConstraints (topology) for the whole subtree. Immutable.
+	// schedulingConstraints (topology) for the whole subtree, without sliceSize. Immutable.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="schedulingConstraints is immutable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.topology) || self.topology.all(t, !has(t.sliceSize))",message="sliceSize applies to PodGroups only"
 	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
 
 	// priorityClassName of the group: the priority of its tree in lockstep's queue (on the root
@@ -406,6 +428,7 @@ type CompositePodGroupTemplate struct {
 	SchedulingPolicy CompositePodGroupSchedulingPolicy `json:"schedulingPolicy"`
 	// schedulingConstraints copied into the CompositePodGroup.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.topology) || self.topology.all(t, !has(t.sliceSize))",message="sliceSize applies to PodGroups only"
 	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
 	// priorityClassName copied into the CompositePodGroup.
 	// +optional

@@ -15,7 +15,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,9 +28,8 @@ import (
 
 // Adapter is the JobSet adapter.
 type Adapter struct {
-	lister cache.GenericLister
-	// informer is set once the JobSet API is served.
-	informer cache.SharedIndexInformer
+	// jobSets are the JobSets, once their API is served.
+	jobSets jobframework.OptionalKind
 }
 
 var _ jobframework.Adapter = &Adapter{}
@@ -43,40 +41,15 @@ func New() *Adapter { return &Adapter{} }
 func (a *Adapter) GVK() schema.GroupVersionKind { return GVK }
 
 // Watch implements jobframework.Adapter. The JobSet CRD may be installed after lockstep
-// starts: until it is served, there are no JobSets and nothing to wait for.
+// starts: until it is served, there are no JobSets and nothing to wait for; once it is, they
+// are watched, with no restart.
 func (a *Adapter) Watch(f jobframework.Informers, enqueue func(string)) ([]cache.InformerSynced, error) {
-	if f.Dynamic == nil || (f.Served != nil && !f.Served(GVR)) {
-		return nil, nil
-	}
-	inf := f.Dynamic.ForResource(GVR)
-	a.lister, a.informer = inf.Lister(), inf.Informer()
-	if enqueue == nil {
-		return []cache.InformerSynced{a.informer.HasSynced}, nil
-	}
-	synced, err := jobframework.EnqueueOn(a.informer, enqueue)
-	if err != nil {
-		return nil, err
-	}
-	return []cache.InformerSynced{synced}, nil
+	return a.jobSets.Watch(f, GVR, enqueue), nil
 }
 
 // Get implements jobframework.Adapter.
 func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
-	if a.lister == nil {
-		return nil, nil
-	}
-	obj, err := a.lister.ByNamespace(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("JobSet %s/%s: unexpected %T", namespace, name, obj)
-	}
-	return u, nil
+	return a.jobSets.Get(namespace, name)
 }
 
 // Groups implements jobframework.Adapter.

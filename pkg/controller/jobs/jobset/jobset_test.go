@@ -64,10 +64,10 @@ func adapterWith(t *testing.T, jobSets ...*jobSet) *Adapter {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{GVR: "JobSetList"}, objs...)
 	f := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
 	a := New()
-	if _, err := a.Watch(jobframework.Informers{Dynamic: f, Served: func(schema.GroupVersionResource) bool { return true }}, nil); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if _, err := a.Watch(jobframework.Informers{Dynamic: f, APIs: jobframework.ServedAPIs(ctx, GVR)}, nil); err != nil {
 		t.Fatalf("Watch: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	f.Start(ctx.Done())
 	t.Cleanup(func() {
 		cancel() // stops the informers; Shutdown waits for them
@@ -277,7 +277,7 @@ func TestAdapterGroupsReadsTheServedJobSet(t *testing.T) {
 	unserved := New()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{GVR: "JobSetList"})
 	synced, err := unserved.Watch(jobframework.Informers{Dynamic: dynamicinformer.NewDynamicSharedInformerFactory(client, 0),
-		Served: func(schema.GroupVersionResource) bool { return false }}, func(string) {})
+		APIs: jobframework.ServedAPIs(context.Background())}, func(string) {})
 	if err != nil || len(synced) != 0 {
 		t.Errorf("Watch while JobSets are not served = %d synced, %v; want nothing to wait for", len(synced), err)
 	}

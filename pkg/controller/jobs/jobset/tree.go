@@ -2,6 +2,7 @@ package jobset
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -125,7 +126,9 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 	priority := ""
 	stages := stagesOf(js, ours)
 	for si, stage := range stages {
-		root := jobframework.Group{Name: n.stage(stage[0].Name), Template: fmt.Sprintf("stage-%d", si), Min: int32(len(stage)), Topology: rootTopology}
+		units, bad := unitsOf(js, stage)
+		problems = append(problems, bad...)
+		root := jobframework.Group{Name: n.stage(stage[0].Name), Template: fmt.Sprintf("stage-%d", si), Min: int32(len(units)), Topology: rootTopology}
 		if len(stages) == 1 {
 			root.Name, root.Template = n.of(js.Name), "jobset"
 		}
@@ -133,28 +136,47 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 			SchedulingPolicy:      v1alpha1.CompositePodGroupSchedulingPolicy{Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: root.Min}},
 			SchedulingConstraints: root.Constraints()}
 		out.Composites = append(out.Composites, root)
-		for _, rj := range stage {
-			replicas := max(rj.Replicas, 1)
-			topology, bad := podgroup.TopologyFromAnnotations(rj.Template.Annotations)
-			problems = append(problems, bad...)
-			pc := rj.Template.Spec.Template.Spec.PriorityClassName
-			if priority == "" {
-				priority = pc
+		for _, u := range units {
+			parent, into := root.Name, &tmpl.CompositePodGroupTemplates
+			var groupTmpl *v1alpha1.CompositePodGroupTemplate
+			if u.group != "" {
+				// ReplicatedJobs of one Kueue podset group share a domain: a composite
+				// above them carries their topology.
+				g := jobframework.Group{Name: n.of(js.Name + "-group-" + u.group), Parent: root.Name, Template: "group-" + u.group,
+					Min: int32(len(u.rjobs)), Topology: u.topology}
+				out.Composites = append(out.Composites, g)
+				groupTmpl = &v1alpha1.CompositePodGroupTemplate{Name: g.Template,
+					SchedulingPolicy:      v1alpha1.CompositePodGroupSchedulingPolicy{Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: g.Min}},
+					SchedulingConstraints: g.Constraints()}
+				parent, into = g.Name, &groupTmpl.CompositePodGroupTemplates
 			}
-			mid := jobframework.Group{Name: n.replicatedJob(rj.Name), Parent: root.Name, Template: rj.Name, Min: replicas, Topology: topology, PriorityClassName: pc}
-			out.Composites = append(out.Composites, mid)
-			minCount := podsOf(rj)
-			child := v1alpha1.PodGroupTemplate{Name: "job",
-				SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount}},
-				SchedulingConstraints: (jobframework.Group{Topology: exclusive}).Constraints(), PriorityClassName: pc}
-			if len(tmpl.CompositePodGroupTemplates) < v1alpha1.MaxTemplates {
-				tmpl.CompositePodGroupTemplates = append(tmpl.CompositePodGroupTemplates, v1alpha1.CompositePodGroupTemplate{Name: rj.Name,
-					SchedulingPolicy:      v1alpha1.CompositePodGroupSchedulingPolicy{Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: replicas}},
-					SchedulingConstraints: mid.Constraints(), PriorityClassName: pc, PodGroupTemplates: []v1alpha1.PodGroupTemplate{child}})
+			for _, r := range u.rjobs {
+				rj := r.rjob
+				replicas := max(rj.Replicas, 1)
+				pc := rj.Template.Spec.Template.Spec.PriorityClassName
+				if priority == "" {
+					priority = pc
+				}
+				mid := jobframework.Group{Name: n.replicatedJob(rj.Name), Parent: parent, Template: rj.Name, Min: replicas, Topology: r.topology.PodSet, PriorityClassName: pc}
+				out.Composites = append(out.Composites, mid)
+				minCount := podsOf(rj)
+				childTopology, bad := jobTopology(rj, r.topology.Slice, exclusive)
+				problems = append(problems, bad...)
+				child := v1alpha1.PodGroupTemplate{Name: "job",
+					SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount}},
+					SchedulingConstraints: (jobframework.Group{Topology: childTopology}).Constraints(), PriorityClassName: pc}
+				if len(*into) < v1alpha1.MaxTemplates {
+					*into = append(*into, v1alpha1.CompositePodGroupTemplate{Name: rj.Name,
+						SchedulingPolicy:      v1alpha1.CompositePodGroupSchedulingPolicy{Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: replicas}},
+						SchedulingConstraints: mid.Constraints(), PriorityClassName: pc, PodGroupTemplates: []v1alpha1.PodGroupTemplate{child}})
+				}
+				for i := range replicas {
+					out.PodGroups = append(out.PodGroups, jobframework.Group{Name: n.podGroup(rj.Name, strconv.Itoa(int(i))), Parent: mid.Name,
+						Template: "job", Min: minCount, Topology: childTopology, PriorityClassName: pc})
+				}
 			}
-			for i := range replicas {
-				out.PodGroups = append(out.PodGroups, jobframework.Group{Name: n.podGroup(rj.Name, strconv.Itoa(int(i))), Parent: mid.Name,
-					Template: "job", Min: minCount, Topology: exclusive, PriorityClassName: pc})
+			if groupTmpl != nil && len(tmpl.CompositePodGroupTemplates) < v1alpha1.MaxTemplates {
+				tmpl.CompositePodGroupTemplates = append(tmpl.CompositePodGroupTemplates, *groupTmpl)
 			}
 		}
 		if len(stage) > v1alpha1.MaxTemplates {
@@ -176,6 +198,78 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 		out.Spec.CompositePodGroupTemplates[i].PriorityClassName = priority
 	}
 	return out, problems
+}
+
+// placed is a ReplicatedJob with the topology its annotations ask for.
+type placed struct {
+	rjob     replicatedJob
+	topology podgroup.KueueTopology
+}
+
+// unit is what a stage root's child is: one ReplicatedJob, or the ReplicatedJobs of one
+// Kueue podset group (podset-group-name) under a composite with their shared topology.
+type unit struct {
+	group    string
+	topology []v1alpha1.TopologyConstraint
+	rjobs    []placed
+}
+
+// unitsOf reads the topology of each ReplicatedJob of a stage (lockstep's annotations on
+// its Job template, else Kueue's on its pod template) and gathers those of one Kueue podset
+// group.
+func unitsOf(js *jobSet, stage []replicatedJob) ([]unit, []string) {
+	var out []unit
+	var problems []string
+	groups := map[string]int{}
+	for _, rj := range stage {
+		replicas := max(rj.Replicas, 1)
+		kt, bad := podgroup.PodSetTopology(rj.Template.Annotations, js.Labels, &rj.Template.Spec.Template, replicas*podsOf(rj), 0)
+		problems = append(problems, bad...)
+		p := placed{rjob: rj, topology: kt}
+		if kt.GroupName == "" {
+			out = append(out, unit{rjobs: []placed{p}})
+			continue
+		}
+		i, ok := groups[kt.GroupName]
+		if !ok {
+			groups[kt.GroupName] = len(out)
+			out = append(out, unit{group: kt.GroupName, topology: kt.PodSet, rjobs: []placed{p}})
+			continue
+		}
+		if !reflect.DeepEqual(out[i].topology, kt.PodSet) {
+			problems = append(problems, fmt.Sprintf("ReplicatedJob %s is in podset group %q but asks for another topology than %s; the group's first topology holds",
+				rj.Name, kt.GroupName, out[i].rjobs[0].rjob.Name))
+		}
+		out[i].rjobs = append(out[i].rjobs, p)
+	}
+	for i := range out {
+		if out[i].group != "" && len(out[i].rjobs) == 1 {
+			out[i].group, out[i].topology = "", nil // a group of one is its ReplicatedJob
+		}
+	}
+	return out, problems
+}
+
+// jobTopology is the topology of each child Job's PodGroup: the exclusive-topology
+// constraint, and Kueue's slices cut from the child Job's pods. A slice of the whole Job is
+// a Required constraint on it; smaller slices that divide it are slices of its PodGroup;
+// slices across child Jobs cannot be cut from per-Job PodGroups and are ignored, with a
+// problem.
+func jobTopology(rj replicatedJob, slice *v1alpha1.TopologyConstraint, exclusive []v1alpha1.TopologyConstraint) ([]v1alpha1.TopologyConstraint, []string) {
+	if slice == nil {
+		return exclusive, nil
+	}
+	pods := podsOf(rj)
+	size := ptr.Deref(slice.SliceSize, 0)
+	switch {
+	case len(exclusive) > 0:
+		return exclusive, []string{fmt.Sprintf("ReplicatedJob %s: Kueue slices cannot be combined with exclusive placement; slices ignored", rj.Name)}
+	case size == pods:
+		return []v1alpha1.TopologyConstraint{{Key: slice.Key, Mode: v1alpha1.TopologyRequired}}, nil
+	case size < pods && pods%size == 0:
+		return []v1alpha1.TopologyConstraint{*slice}, nil
+	}
+	return nil, []string{fmt.Sprintf("ReplicatedJob %s: slices of %d pods cannot be cut from its Jobs of %d pods (a slice must be a whole Job or divide it); slices ignored", rj.Name, size, pods)}
 }
 
 // podsOf is the minCount of a ReplicatedJob's child Job: the pods that run at once.

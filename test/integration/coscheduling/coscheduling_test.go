@@ -1,0 +1,243 @@
+// Package coscheduling checks scheduler-plugins PodGroups (scheduling.x-k8s.io/v1alpha1,
+// the CRD from the sigs.k8s.io/scheduler-plugins module) under lockstep, against a real
+// apiserver with the real scheduler and workload controller: a flat gang created the way
+// the MPI operator creates one (a launcher Job and worker pods), minResources, the status
+// lockstep keeps, and the CRD installed while lockstep runs.
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/test/integration/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m)
+}
+
+// label is the scheduler-plugins membership label.
+const label = "scheduling.x-k8s.io/pod-group"
+
+// podGroup is a scheduler-plugins PodGroup.
+func podGroup(ns, name string, minMember int64, spec map[string]any) *unstructured.Unstructured {
+	s := map[string]any{"minMember": minMember}
+	for k, v := range spec {
+		s[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.x-k8s.io/v1alpha1",
+		"kind":       "PodGroup",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec":       s,
+	}}
+}
+
+type env struct {
+	*testenv.Env
+	t      *testing.T
+	ns     string
+	groups dynamic.ResourceInterface
+}
+
+// start runs the control plane (with the scheduler-plugins CRD unless withoutCRD), the Job
+// and garbage collectors, lockstep's workload controller and scheduler, and kubelets that
+// keep bound pods running.
+func start(t *testing.T, withCRD bool, args testenv.GangArgs, nodes ...*v1.Node) *env {
+	e := &env{Env: testenv.Start(t), t: t}
+	if withCRD {
+		e.InstallSchedulerPluginsCRD(t)
+	}
+	e.ns = e.Namespace(t, "cosched")
+	e.CreateNodes(t, nodes...)
+	e.StartKubeControllers(t)
+	e.StartJobController(t)
+	if args == nil {
+		args = testenv.GangArgs{}
+	}
+	args["backoffSeconds"] = 1
+	e.StartScheduler(t, args)
+	e.RunPods(t, e.ns, nil)
+	e.groups = dynamic.NewForConfigOrDie(e.Config).Resource(testenv.SchedulerPluginsPodGroupGVR).Namespace(e.ns)
+	return e
+}
+
+func (e *env) createGroup(pg *unstructured.Unstructured) {
+	e.t.Helper()
+	if _, err := e.groups.Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// member is a pod of the lockstep profile labelled for scheduler-plugins PodGroup group.
+func (e *env) member(name, group, cpu string) *v1.Pod {
+	p := testenv.Pod(e.ns, name, "", cpu)
+	p.Labels[label] = group
+	return p
+}
+
+// status returns a scheduler-plugins PodGroup's status.
+func (e *env) status(name string) map[string]any {
+	e.t.Helper()
+	pg, err := e.groups.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	st, _, _ := unstructured.NestedMap(pg.Object, "status")
+	return st
+}
+
+// waitPhase waits until a scheduler-plugins PodGroup's status has phase and the counts want.
+func (e *env) waitPhase(name, phase string, want map[string]int64) map[string]any {
+	e.t.Helper()
+	var st map[string]any
+	testenv.Eventually(e.t, 60*time.Second, fmt.Sprintf("PodGroup %s %s %v", name, phase, want), func() (bool, string) {
+		st = e.status(name)
+		if st["phase"] != phase {
+			return false, fmt.Sprintf("status %v", st)
+		}
+		for k, v := range want {
+			if got, _ := st[k].(int64); got != v {
+				return false, fmt.Sprintf("status %v", st)
+			}
+		}
+		return true, ""
+	})
+	return st
+}
+
+// TestMPIJobStylePodGroup creates what the MPI operator creates for an MPIJob of 4
+// workers under scheduler-plugins' coscheduling: a PodGroup of minMember 5 with minResources
+// and scheduleTimeoutSeconds, the worker pods, and the launcher as a batch Job, all labelled
+// for the PodGroup. Nothing binds while the launcher does not exist (4 of 5), then all 5
+// bind together, the launcher a member like the workers (not a gang of its own Job); the
+// mirror PodGroup carries the scheduler-plugins PodGroup's settings, and its status is
+// kept as scheduler-plugins' controller would.
+func TestMPIJobStylePodGroup(t *testing.T) {
+	e := start(t, true, nil, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	e.createGroup(podGroup(e.ns, "pi", 5, map[string]any{
+		"scheduleTimeoutSeconds": int64(90),
+		"minResources":           map[string]any{"cpu": "5"},
+	}))
+	var workers []string
+	for i := range 4 {
+		name := fmt.Sprintf("pi-worker-%d", i)
+		workers = append(workers, name)
+		e.CreatePods(t, e.member(name, "pi", "1"))
+	}
+	testenv.Consistently(t, 3*time.Second, "no worker binds while the gang has 4 of 5 pods", func() (bool, string) {
+		n := e.BoundCount(t, e.ns, workers...)
+		return n == 0, fmt.Sprintf("%d bound", n)
+	})
+	if st := e.status("pi"); st["phase"] != "Pending" {
+		t.Errorf("status with 4 of 5 pods: %v, want phase Pending", st)
+	}
+
+	launcher := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "pi-launcher"},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](0),
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{label: "pi"}},
+				Spec:       e.member("", "pi", "1").Spec,
+			},
+		},
+	}
+	launcher.Spec.Template.Spec.RestartPolicy = v1.RestartPolicyNever
+	if _, err := e.Client.BatchV1().Jobs(e.ns).Create(context.Background(), launcher, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var launcherPod string
+	testenv.Eventually(t, 30*time.Second, "the launcher's pod", func() (bool, string) {
+		list, err := e.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=pi-launcher"})
+		if err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprintf("%v", err)
+		}
+		launcherPod = list.Items[0].Name
+		return true, ""
+	})
+	e.WaitBound(t, e.ns, append(workers, launcherPod)...)
+
+	mirror, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).Get(context.Background(), "pi", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("lockstep's PodGroup mirroring pi: %v", err)
+	}
+	if g := mirror.Spec.SchedulingPolicy.Gang; g == nil || g.MinCount != 5 {
+		t.Errorf("mirror policy %+v, want gang of 5", mirror.Spec.SchedulingPolicy)
+	}
+	if ptr.Deref(mirror.Spec.ScheduleTimeoutSeconds, 0) != 90 || mirror.Spec.MinResources.Cpu().String() != "5" {
+		t.Errorf("mirror scheduleTimeoutSeconds %v minResources %v, want 90 and cpu 5", mirror.Spec.ScheduleTimeoutSeconds, mirror.Spec.MinResources)
+	}
+	if ref := metav1.GetControllerOf(mirror); ref == nil || ref.Kind != "PodGroup" || ref.APIVersion != "scheduling.x-k8s.io/v1alpha1" {
+		t.Errorf("mirror's controller %v, want the scheduler-plugins PodGroup", ref)
+	}
+	if _, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// (scheduler-plugins' current CRD has no status.scheduled: the apiserver prunes it.)
+	st := e.waitPhase("pi", "Running", map[string]int64{"running": 5})
+	if st["scheduleStartTime"] == nil {
+		t.Errorf("status %v: want scheduleStartTime set", st)
+	}
+	groups, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups.Items) != 1 {
+		t.Errorf("lockstep PodGroups %d, want only the mirror (the launcher Job gets no gang of its own)", len(groups.Items))
+	}
+}
+
+// TestMinResourcesRefusesAGangTheClusterCannotHold: a PodGroup whose minResources exceed
+// the cluster's free allocatable binds nothing, and its condition says which resource is
+// short; other pods schedule as usual.
+func TestMinResourcesRefusesAGangTheClusterCannotHold(t *testing.T) {
+	e := start(t, true, nil, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	e.createGroup(podGroup(e.ns, "big", 2, map[string]any{"minResources": map[string]any{"cpu": "9"}}))
+	e.CreatePods(t, e.member("big-0", "big", "1"), e.member("big-1", "big", "1"))
+	e.waitMirror("big")
+	e.WaitCondition(t, "PodGroup", e.ns, "big", metav1.ConditionFalse, "Unschedulable", "minResources cpu=9")
+	e.AssertUnbound(t, e.ns, "big-0", "big-1")
+	e.CreatePods(t, testenv.Pod(e.ns, "plain", "", "1"))
+	e.WaitBound(t, e.ns, "plain")
+}
+
+// TestCRDInstalledWhileLockstepRuns: without the scheduler-plugins CRD, a labelled pod
+// waits for its PodGroup for jobGroupTimeoutSeconds, then is scheduled as a pod of no group
+// (as scheduler-plugins does when the PodGroup is missing) and told why; once the CRD is
+// installed, with no restart, PodGroups are gangs.
+func TestCRDInstalledWhileLockstepRuns(t *testing.T) {
+	e := start(t, false, testenv.GangArgs{"jobGroupTimeoutSeconds": 4}, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	e.CreatePods(t, e.member("early", "none", "1"))
+	e.WaitEvent(t, e.ns, "early", "PodGroupMissing", "scheduled without gang semantics")
+	e.WaitBound(t, e.ns, "early")
+
+	e.InstallSchedulerPluginsCRD(t)
+	e.createGroup(podGroup(e.ns, "late", 3, nil))
+	e.CreatePods(t, e.member("late-0", "late", "1"), e.member("late-1", "late", "1"))
+	testenv.Consistently(t, 3*time.Second, "2 of 3 members do not bind", func() (bool, string) {
+		n := e.BoundCount(t, e.ns, "late-0", "late-1")
+		return n == 0, fmt.Sprintf("%d bound", n)
+	})
+	e.CreatePods(t, e.member("late-2", "late", "1"))
+	e.WaitBound(t, e.ns, "late-0", "late-1", "late-2")
+	e.waitPhase("late", "Running", map[string]int64{"running": 3})
+}
+
+// waitMirror waits for lockstep's PodGroup mirroring scheduler-plugins PodGroup name.
+func (e *env) waitMirror(name string) {
+	e.t.Helper()
+	testenv.Eventually(e.t, 30*time.Second, "lockstep's PodGroup mirroring "+name, func() (bool, string) {
+		_, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+}
