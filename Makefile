@@ -10,7 +10,7 @@ GOTESTFLAGS ?=
 
 KWOK_VERSION ?= v0.8.0
 
-.PHONY: all build etcd generate verify vet fmt test test-unit test-integration run clean \
+.PHONY: all build etcd generate verify vet fmt test test-unit test-integration controllers run clean \
 	demo demo-down demo-test demo-binaries bench bench-perf
 
 all: build
@@ -43,6 +43,12 @@ demo-binaries: build etcd
 	@echo "==> building the JobSet controller from tools/controllers (its own module; minutes on a cold Go cache)"
 	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
 
+## controllers: the upstream JobSet and Kubeflow Trainer controllers the integration tests run,
+## built before the tests start so that their compilation does not compete with timed scenarios
+controllers:
+	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
+	cd tools/controllers && $(GO) build -o $(BIN)/trainer-controller-manager github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
+
 ## etcd: the etcd the integration tests run (version pinned in go.mod)
 etcd: $(BIN)/etcd
 $(BIN)/etcd: go.mod
@@ -69,7 +75,7 @@ test: verify test-unit test-integration bench demo-test
 test-unit:
 	$(GO) test $(GOTESTFLAGS) ./cmd/... ./pkg/... ./hack/...
 
-test-integration: etcd
+test-integration: etcd controllers
 	$(GO) test $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) $$($(GO) list ./test/integration/... | grep -v scheduler_perf)
 
 BENCH_DIR ?= $(CURDIR)/_output/bench

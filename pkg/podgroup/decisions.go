@@ -784,7 +784,7 @@ func (m *Model) MinResources(k Key) v1.ResourceList {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.index.Get(k)
-	if g.Scheduled() {
+	if g == nil || g.Scheduled() { // nil: deleted since the caller's Check
 		return nil
 	}
 	return g.MinResources()

@@ -55,9 +55,11 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 	indexed := job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion
 	gang := parallelism > 1 && indexed && job.Spec.Completions != nil && *job.Spec.Completions == parallelism
 	// Kueue's topology annotations on the pod template ask for the pods to be placed
-	// together, which takes a group: they make a Job of several pods a gang.
+	// together, which takes a group: they make a Job of several pods a gang (lockstep's own
+	// topology annotations on the Job, which win over them, do not: as before, they only
+	// shape a Job that is a gang anyway).
 	kueue, kueueProblems := PodSetTopology(job.Annotations, job.Labels, &tmpl, parallelism, 0)
-	if len(kueue.Constraints()) > 0 && parallelism > 1 {
+	if asked, _ := PodSetTopology(nil, job.Labels, &tmpl, parallelism, 0); len(asked.Constraints()) > 0 && parallelism > 1 {
 		gang = true
 	}
 	if v, ok := job.Annotations[v1alpha1.JobGangAnnotation]; ok {

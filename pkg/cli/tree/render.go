@@ -70,7 +70,9 @@ func header(g *Group) string {
 	if len(g.Topology) > 0 {
 		var t []string
 		for _, k := range g.Topology {
-			if strings.HasPrefix(k, "~") {
+			if key, size, ok := strings.Cut(k, "#"); ok {
+				t = append(t, fmt.Sprintf("slices of %s per %s", size, short(key)))
+			} else if strings.HasPrefix(k, "~") {
 				t = append(t, "preferred "+short(k[1:]))
 			} else {
 				t = append(t, "required "+short(k))

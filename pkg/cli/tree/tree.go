@@ -4,13 +4,16 @@
 package tree
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
@@ -144,9 +147,10 @@ func Build(in Inputs) []*Group {
 	return roots
 }
 
-// memberOf finds the PodGroup of a pod: by label, as a pod of a JobSet's child Job (from
-// the JobSet controller's labels), or as a pod of a Job through the Job's PodGroup (named
-// after the Job and controlled by it).
+// memberOf finds the PodGroup of a pod as the scheduler files it: by label, as a pod of a
+// JobSet's child Job (from the JobSet controller's labels), by a scheduler-plugins PodGroup's
+// label (its mirror, controlled by it), or as a pod of a Job through the Job's PodGroup
+// (named after the Job and controlled by it).
 func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, string, bool) {
 	if name, ok := podgroup.GroupNameOf(p); ok {
 		k := podgroup.PodGroupKey(p.Namespace, name)
@@ -161,6 +165,14 @@ func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key,
 			}
 		}
 		return podgroup.Key{}, "", false
+	}
+	if name := p.Labels[coscheduling.Label]; name != "" {
+		k := podgroup.PodGroupKey(p.Namespace, name)
+		if pg, exists := pgs[k]; exists {
+			if ref := metav1.GetControllerOf(pg); ref != nil && ref.Kind == coscheduling.GVK.Kind && strings.HasPrefix(ref.APIVersion, coscheduling.GVK.Group+"/") {
+				return k, "scheduler-plugins", true
+			}
+		}
 	}
 	owner := metav1.GetControllerOf(p)
 	if owner == nil || owner.Kind != "Job" {
@@ -196,8 +208,11 @@ func topology(c *v1alpha1.SchedulingConstraints) []string {
 	var out []string
 	for _, t := range c.Topology {
 		s := t.Key
-		if t.Mode == v1alpha1.TopologyPreferred {
+		switch {
+		case t.Mode == v1alpha1.TopologyPreferred:
 			s = "~" + s
+		case t.SliceSize != nil:
+			s = fmt.Sprintf("%s#%d", s, *t.SliceSize)
 		}
 		out = append(out, s)
 	}

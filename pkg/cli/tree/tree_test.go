@@ -13,6 +13,7 @@ import (
 
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
@@ -128,5 +129,36 @@ func TestJobSetPodsCountInTheirJobsPodGroup(t *testing.T) {
 	groups := Build(Inputs{PodGroups: []v1alpha1.PodGroup{pg}, Pods: []v1.Pod{p}, Nodes: []v1.Node{node("n1", "z0", "z0-b0", "z0-b0-r0")}, Levels: configv1.DefaultTopologyLevels})
 	if len(groups) != 1 || groups[0].Pods == nil || groups[0].Pods.Bound != 1 {
 		t.Errorf("tree %+v, want the PodGroup with its 1 pod bound", groups)
+	}
+}
+
+// TestSchedulerPluginsPodsCountInTheirMirror: a pod labelled for a scheduler-plugins
+// PodGroup counts in the lockstep PodGroup that mirrors it (same name, controlled by it),
+// and a slice constraint is shown as slices.
+func TestSchedulerPluginsPodsCountInTheirMirror(t *testing.T) {
+	p := pod("pi-worker-0", "", "n1")
+	p.Labels = map[string]string{coscheduling.Label: "pi"}
+	mirror := gangPG("pi", 4, "", nil)
+	mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "scheduling.x-k8s.io/v1alpha1", Kind: "PodGroup", Name: "pi", UID: "spg-uid", Controller: ptr.To(true)}}
+	mirror.Spec.SchedulingConstraints = &v1alpha1.SchedulingConstraints{Topology: []v1alpha1.TopologyConstraint{
+		{Key: "topology.kubernetes.io/block"}, {Key: "topology.kubernetes.io/rack", SliceSize: ptr.To[int32](2)}}}
+	notMirror := gangPG("other", 1, "", nil)
+	q := pod("other-0", "", "n1")
+	q.Labels = map[string]string{coscheduling.Label: "other"}
+	groups := Build(Inputs{PodGroups: []v1alpha1.PodGroup{mirror, notMirror}, Pods: []v1.Pod{p, q},
+		Nodes: []v1.Node{node("n1", "z0", "z0-b0", "z0-b0-r0")}, Levels: configv1.DefaultTopologyLevels})
+	counts := map[string]int{}
+	for _, g := range groups {
+		if g.Pods != nil {
+			counts[g.Name] = g.Pods.Bound
+		}
+	}
+	if counts["pi"] != 1 || counts["other"] != 0 {
+		t.Errorf("bound pods per group %v, want pi 1 (its mirror) and other 0 (not controlled by a scheduler-plugins PodGroup)", counts)
+	}
+	var out bytes.Buffer
+	Render(&out, groups)
+	if !bytes.Contains(out.Bytes(), []byte("topology: required block, slices of 2 per rack")) {
+		t.Errorf("rendered:\n%s\nwant the slice constraint shown", out.String())
 	}
 }

@@ -260,13 +260,13 @@ func (a *Adapter) takenAhead(pod *v1.Pod, schedulerNames sets.Set[string]) bool 
 
 // topologyOf returns the topology the PodGroup asks for: lockstep's annotations on it, or
 // else Kueue's topology annotations on its pods' template (read from its oldest member).
+// The pod stands for the template (its labels, annotations and scheduling gates); the
+// PodSet is minMember pods.
 func (a *Adapter) topologyOf(pg *podGroup, pod *v1.Pod) ([]v1alpha1.TopologyConstraint, []string) {
-	topology, problems := podgroup.TopologyFromAnnotations(pg.Annotations)
-	if len(topology) > 0 {
-		return topology, problems
-	}
-	_ = pod
-	return nil, problems
+	tmpl := &v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},
+		Spec: v1.PodSpec{SchedulingGates: pod.Spec.SchedulingGates}}
+	kt, problems := podgroup.PodSetTopology(pg.Annotations, pg.Labels, tmpl, max(pg.Spec.MinMember, 1), 0)
+	return kt.Constraints(), problems
 }
 
 // SyncStatus implements jobframework.StatusSyncer: the PodGroup's status as

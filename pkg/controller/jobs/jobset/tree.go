@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -60,6 +61,12 @@ func (n names) stage(first string) string {
 func (n names) replicatedJob(rj string) string { return n.of(n.jobSet + "-" + rj) }
 func (n names) podGroup(rj, index string) string {
 	return n.of(n.jobSet + "-" + rj + "-" + index)
+}
+
+// group is the name of stage si's CompositePodGroup of a Kueue podset group: hashed apart
+// from the same group name in other stages and from a ReplicatedJob named "group-<name>".
+func (n names) group(si int, name string) string {
+	return podgroup.JobGroupName(n.jobSet+"-group-"+name, types.UID(fmt.Sprintf("%s/%d/group/%d/%s", n.uid, n.attempt, si, name)))
 }
 
 // stagesOf splits the ReplicatedJobs into stages, in start order.
@@ -142,7 +149,7 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 			if u.group != "" {
 				// ReplicatedJobs of one Kueue podset group share a domain: a composite
 				// above them carries their topology.
-				g := jobframework.Group{Name: n.of(js.Name + "-group-" + u.group), Parent: root.Name, Template: "group-" + u.group,
+				g := jobframework.Group{Name: n.group(si, u.group), Parent: root.Name, Template: groupTemplate(stage, u.group),
 					Min: int32(len(u.rjobs)), Topology: u.topology}
 				out.Composites = append(out.Composites, g)
 				groupTmpl = &v1alpha1.CompositePodGroupTemplate{Name: g.Template,
@@ -223,8 +230,15 @@ func unitsOf(js *jobSet, stage []replicatedJob) ([]unit, []string) {
 	groups := map[string]int{}
 	for _, rj := range stage {
 		replicas := max(rj.Replicas, 1)
-		kt, bad := podgroup.PodSetTopology(rj.Template.Annotations, js.Labels, &rj.Template.Spec.Template, replicas*podsOf(rj), 0)
+		// A slice is a whole child Job unless slice-size says otherwise (KEP-2724's default
+		// for JobSet).
+		kt, bad := podgroup.PodSetTopology(rj.Template.Annotations, js.Labels, &rj.Template.Spec.Template, replicas*podsOf(rj), podsOf(rj))
 		problems = append(problems, bad...)
+		if kt.GroupName != "" && len(validation.IsDNS1123Label("group-"+kt.GroupName)) > 0 {
+			// The group's CompositePodGroup and template are named for it.
+			problems = append(problems, fmt.Sprintf("ReplicatedJob %s: podset group name %q is not a lowercase DNS label of at most 57 characters; the group is ignored", rj.Name, kt.GroupName))
+			kt.GroupName = ""
+		}
 		p := placed{rjob: rj, topology: kt}
 		if kt.GroupName == "" {
 			out = append(out, unit{rjobs: []placed{p}})
@@ -248,6 +262,21 @@ func unitsOf(js *jobSet, stage []replicatedJob) ([]unit, []string) {
 		}
 	}
 	return out, problems
+}
+
+// groupTemplate is the Workload template name of a podset group's CompositePodGroup,
+// "group-<name>", suffixed when a ReplicatedJob of the stage (a template beside it) has
+// that name.
+func groupTemplate(stage []replicatedJob, name string) string {
+	taken := sets.New[string]()
+	for _, rj := range stage {
+		taken.Insert(rj.Name)
+	}
+	t := "group-" + name
+	for i := 2; taken.Has(t); i++ {
+		t = fmt.Sprintf("group-%s-%d", name, i)
+	}
+	return t
 }
 
 // jobTopology is the topology of each child Job's PodGroup: the exclusive-topology
