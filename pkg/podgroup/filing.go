@@ -307,7 +307,7 @@ func (m *Model) refileUnitLocked(eff *effects, u unit) {
 // again when they stop waiting, and for the workload to say so then.
 func (m *Model) awaitGroupLocked(pod *v1.Pod) {
 	timeout := m.profiles[pod.Spec.SchedulerName].JobGroupTimeout
-	if object, ok := m.workloads.Labelled(pod); ok {
+	if object, ok := m.workloads.Labelled(pod); ok && m.waitsForMirrorLocked(pod, object) {
 		// Each pod waits from its own creation, so each gets a timer: one per object would
 		// release only the pods as old as the first, and leave the younger waiting.
 		timer := unit("pod/" + pod.UID)
@@ -330,6 +330,13 @@ func (m *Model) awaitGroupLocked(pod *v1.Pod) {
 	m.filing.timers.Insert(jobUnit(job.UID))
 	wait := job.CreationTimestamp.Add(timeout).Sub(m.clock.Now()) + time.Second
 	m.clock.AfterFunc(wait, func() { m.jobGroupLate(job, timeout) })
+}
+
+// waitsForMirrorLocked reports whether a pod is filed under the PodGroup mirroring object
+// (rather than, say, its JobSet's).
+func (m *Model) waitsForMirrorLocked(pod *v1.Pod, object string) bool {
+	mem := m.members.Of(pod.UID)
+	return mem != nil && mem.Group.Namespace+"/"+mem.Group.Name == object
 }
 
 // jobGroupName is the PodGroup the pods of a Job belong to.
