@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -107,6 +108,16 @@ func (k *OptionalKind) Get(namespace, name string) (Object, error) {
 		return nil, fmt.Errorf("%s/%s: unexpected %T", namespace, name, obj)
 	}
 	return u, nil
+}
+
+// Decode reads an object of a kind lockstep keeps local types for (the fields it reads of a
+// JobSet, a scheduler-plugins PodGroup) from the dynamic client's object.
+func Decode[T any](u *unstructured.Unstructured) (*T, error) {
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Served reports whether the kind is served (its informer runs), and whether the informer

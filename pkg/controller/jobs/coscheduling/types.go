@@ -4,8 +4,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
 )
 
 // The fields of scheduling.x-k8s.io/v1alpha1 PodGroups (scheduler-plugins) the adapter reads
@@ -53,10 +54,4 @@ type podGroupStatus struct {
 }
 
 // decode reads a PodGroup from the dynamic client's object.
-func decode(u *unstructured.Unstructured) (*podGroup, error) {
-	pg := &podGroup{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pg); err != nil {
-		return nil, err
-	}
-	return pg, nil
-}
+func decode(u *unstructured.Unstructured) (*podGroup, error) { return jobframework.Decode[podGroup](u) }

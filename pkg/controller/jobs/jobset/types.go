@@ -4,8 +4,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
 )
 
 // The fields of jobset.x-k8s.io/v1alpha2 (JobSet v0.12.0) the adapter reads. lockstep reads
@@ -72,10 +73,4 @@ type jobSetStatus struct {
 }
 
 // decode reads a JobSet from the dynamic client's object.
-func decode(u *unstructured.Unstructured) (*jobSet, error) {
-	js := &jobSet{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, js); err != nil {
-		return nil, err
-	}
-	return js, nil
-}
+func decode(u *unstructured.Unstructured) (*jobSet, error) { return jobframework.Decode[jobSet](u) }
