@@ -63,6 +63,9 @@ type Verdict struct {
 	Group   Key
 	Root    Key
 	Message string
+	// MinResources, with Proceed, is the PodGroup's minResources while it waits for its
+	// initial scheduling (MinResources), read under the same lock as the verdict.
+	MinResources v1.ResourceList
 }
 
 // checkMode says who asks: the queue (PreEnqueue), the scheduling cycle (PreFilter), or a
@@ -146,7 +149,7 @@ func (m *Model) check(logger klog.Logger, pod *v1.Pod, mode checkMode) Verdict {
 			}
 		}
 	}
-	return Verdict{Code: Proceed, Group: k, Root: root}
+	return Verdict{Code: Proceed, Group: k, Root: root, MinResources: m.minResourcesLocked(k)}
 }
 
 // SortKey returns what QueueSort orders a gang member by: its tree's priority (the root's
@@ -783,8 +786,12 @@ func (m *Model) Related(pod *v1.Pod, k Key) bool {
 func (m *Model) MinResources(k Key) v1.ResourceList {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.minResourcesLocked(k)
+}
+
+func (m *Model) minResourcesLocked(k Key) v1.ResourceList {
 	g := m.index.Get(k)
-	if g == nil || g.Scheduled() { // nil: deleted since the caller's Check
+	if g == nil || g.Scheduled() {
 		return nil
 	}
 	return g.MinResources()

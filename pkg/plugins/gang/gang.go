@@ -43,8 +43,6 @@ type Groups interface {
 	Fail(logger klog.Logger, pod *v1.Pod, reason string, p podgroup.Policy) string
 	Unreserve(logger klog.Logger, pod *v1.Pod)
 	GroupOf(pod *v1.Pod) (podgroup.Key, bool)
-	// MinResources is a PodGroup's spec.minResources.
-	MinResources(k podgroup.Key) v1.ResourceList
 	Related(pod *v1.Pod, k podgroup.Key) bool
 }
 

@@ -24,7 +24,7 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	case podgroup.NotMember:
 		return nil, fwk.NewStatus(fwk.Skip)
 	case podgroup.Proceed:
-		short, err := pl.minResourcesShort(pod, v.Group, pl.groups.MinResources(v.Group))
+		short, err := pl.minResourcesShort(pod, v.Group, v.MinResources)
 		if err != nil {
 			return nil, fwk.AsStatus(err)
 		}

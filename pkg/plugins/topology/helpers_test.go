@@ -138,6 +138,27 @@ func topo(constraints ...string) []v1alpha1.TopologyConstraint {
 }
 
 // planOn plans a tree on nodes.
+// planExpecting plans root on nodes and checks the outcome's kind: with fail set, that the
+// plan failed with an explanation containing it (placed false); otherwise that it placed
+// the tree (placed true), for the caller to check how.
+func planExpecting(t *testing.T, nodes []testNode, root *podgroup.GroupView, fail string) (out outcome, c *cluster, placed bool) {
+	t.Helper()
+	out, c = planOn(t, nodes, root, nil)
+	if fail != "" {
+		if out.ok {
+			t.Fatalf("placed %v, want failure", placementOf(out, root))
+		}
+		if msg := c.explain(root, out.failures); !strings.Contains(msg, fail) {
+			t.Fatalf("explanation %q, want it to contain %q", msg, fail)
+		}
+		return out, c, false
+	}
+	if !out.ok {
+		t.Fatalf("not placed: %s", c.explain(root, out.failures))
+	}
+	return out, c, true
+}
+
 func planOn(t *testing.T, nodes []testNode, root *podgroup.GroupView, promised map[string]Resources) (outcome, *cluster) {
 	t.Helper()
 	c := clusterOf(nodeInfos(nodes), promised)

@@ -138,18 +138,9 @@ func TestSlices(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := tc.tree()
-			out, c := planOn(t, tc.nodes, root, nil)
-			if tc.fail != "" {
-				if out.ok {
-					t.Fatalf("placed %v, want failure", placementOf(out, root))
-				}
-				if msg := c.explain(root, out.failures); !strings.Contains(msg, tc.fail) {
-					t.Fatalf("explanation %q, want it to contain %q", msg, tc.fail)
-				}
+			out, c, placed := planExpecting(t, tc.nodes, root, tc.fail)
+			if !placed {
 				return
-			}
-			if !out.ok {
-				t.Fatalf("not placed: %s", c.explain(root, out.failures))
 			}
 			if got := sliceCountsOf(out, c, root, c.levelOf(rackKey)); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("members per rack %v, want %v (placement %v)", got, tc.want, placementOf(out, root))

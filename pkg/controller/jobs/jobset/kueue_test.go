@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -43,40 +42,15 @@ func kueueRJob(name string, replicas, pods int32, kv ...string) replicatedJob {
 //   - the Workload's templates mirror the Composites level by level, whatever the depth.
 func checkKueueTree(t *testing.T, g *jobframework.Groups) {
 	t.Helper()
-	checkName := func(kind, name string) {
-		if errs := validation.IsDNS1123Subdomain(name); len(name) > 63 || len(errs) > 0 {
-			t.Errorf("%s name %q is not a valid object name of at most 63 characters: %v", kind, name, errs)
-		}
-	}
-	composites := map[string]jobframework.Group{}
-	for i, c := range g.Composites {
-		checkName("CompositePodGroup", c.Name)
+	checkGroups(t, g)
+	for _, c := range g.Composites {
 		for _, tc := range c.Topology {
 			if tc.SliceSize != nil {
 				t.Errorf("CompositePodGroup %q has a sliceSize constraint %+v", c.Name, tc)
 			}
 		}
-		if _, dup := composites[c.Name]; dup {
-			t.Errorf("Composites[%d]: CompositePodGroup name %q is used twice", i, c.Name)
-		}
-		if c.Parent != "" {
-			if _, ok := composites[c.Parent]; !ok {
-				t.Errorf("Composites[%d] %q: parent %q is not a CompositePodGroup listed before it", i, c.Name, c.Parent)
-			}
-		}
-		composites[c.Name] = c
 	}
-	pgs := sets.New[string]()
 	for i, pg := range g.PodGroups {
-		checkName("PodGroup", pg.Name)
-		if pgs.Has(pg.Name) {
-			t.Errorf("PodGroups[%d]: PodGroup name %q is used twice", i, pg.Name)
-		}
-		pgs.Insert(pg.Name)
-		parent, ok := composites[pg.Parent]
-		if !ok || parent.Parent == "" {
-			t.Errorf("PodGroups[%d] %q: parent %q is not a non-root CompositePodGroup", i, pg.Name, pg.Parent)
-		}
 		if len(childrenOf(g.Composites, pg.Parent)) > 0 {
 			t.Errorf("PodGroups[%d] %q: parent %q also has CompositePodGroups below it", i, pg.Name, pg.Parent)
 		}

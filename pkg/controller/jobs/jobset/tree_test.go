@@ -80,39 +80,8 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 //     matches; template names are DNS labels unique within their level.
 func checkTree(t *testing.T, g *jobframework.Groups) {
 	t.Helper()
-	checkName := func(kind, name string) {
-		if len(name) > 63 {
-			t.Errorf("%s name %q is %d characters, more than 63", kind, name, len(name))
-		}
-		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			t.Errorf("%s name %q is not a valid object name: %v", kind, name, errs)
-		}
-	}
-	checkName("Workload", g.Workload)
-	composites := map[string]jobframework.Group{}
-	for i, c := range g.Composites {
-		checkName("CompositePodGroup", c.Name)
-		if _, dup := composites[c.Name]; dup {
-			t.Errorf("Composites[%d]: CompositePodGroup name %q is used twice", i, c.Name)
-		}
-		if c.Parent != "" {
-			if _, ok := composites[c.Parent]; !ok {
-				t.Errorf("Composites[%d] %q: parent %q is not a CompositePodGroup listed before it", i, c.Name, c.Parent)
-			}
-		}
-		composites[c.Name] = c
-	}
-	pgs := sets.New[string]()
-	for i, pg := range g.PodGroups {
-		checkName("PodGroup", pg.Name)
-		if pgs.Has(pg.Name) {
-			t.Errorf("PodGroups[%d]: PodGroup name %q is used twice", i, pg.Name)
-		}
-		pgs.Insert(pg.Name)
-		if parent, ok := composites[pg.Parent]; !ok || parent.Parent == "" {
-			t.Errorf("PodGroups[%d] %q: parent %q is not a ReplicatedJob CompositePodGroup of the tree", i, pg.Name, pg.Parent)
-		}
-	}
+	checkName(t, "Workload", g.Workload)
+	checkGroups(t, g)
 
 	// The Workload's templates, as the groups say they should be.
 	checkTemplateName := func(level, name string, seen sets.Set[string]) {
@@ -753,4 +722,47 @@ func TestNamesOfAreDistinct(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkName asserts that name is a valid object name of at most 63 characters.
+func checkName(t *testing.T, kind, name string) {
+	t.Helper()
+	if len(name) > 63 {
+		t.Errorf("%s name %q is %d characters, more than 63", kind, name, len(name))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		t.Errorf("%s name %q is not a valid object name: %v", kind, name, errs)
+	}
+}
+
+// checkGroups asserts what holds of the groups of every tree: valid names, unique per kind;
+// every Composite's Parent a Composite listed before it; every PodGroup's parent a Composite
+// that is not a root. It returns the Composites by name.
+func checkGroups(t *testing.T, g *jobframework.Groups) map[string]jobframework.Group {
+	t.Helper()
+	composites := map[string]jobframework.Group{}
+	for i, c := range g.Composites {
+		checkName(t, "CompositePodGroup", c.Name)
+		if _, dup := composites[c.Name]; dup {
+			t.Errorf("Composites[%d]: CompositePodGroup name %q is used twice", i, c.Name)
+		}
+		if c.Parent != "" {
+			if _, ok := composites[c.Parent]; !ok {
+				t.Errorf("Composites[%d] %q: parent %q is not a CompositePodGroup listed before it", i, c.Name, c.Parent)
+			}
+		}
+		composites[c.Name] = c
+	}
+	pgs := sets.New[string]()
+	for i, pg := range g.PodGroups {
+		checkName(t, "PodGroup", pg.Name)
+		if pgs.Has(pg.Name) {
+			t.Errorf("PodGroups[%d]: PodGroup name %q is used twice", i, pg.Name)
+		}
+		pgs.Insert(pg.Name)
+		if parent, ok := composites[pg.Parent]; !ok || parent.Parent == "" {
+			t.Errorf("PodGroups[%d] %q: parent %q is not a non-root CompositePodGroup of the tree", i, pg.Name, pg.Parent)
+		}
+	}
+	return composites
 }
