@@ -50,6 +50,18 @@ type Attempt struct {
 	Node      string
 	State     AttemptState
 	WaitStart time.Time
+	// Deadline ends the member's wait at Permit (its group's scheduleTimeoutSeconds or the
+	// policy's permit timeout after WaitStart); it keeps it until it leaves. Recheck, when
+	// later, is when a waiter kept past its deadline is looked at again (Permits.expire).
+	Deadline, Recheck time.Time
+}
+
+// due is when the member's wait is looked at: its deadline, or its recheck if later.
+func (a *Attempt) due() time.Time {
+	if a.Recheck.After(a.Deadline) {
+		return a.Recheck
+	}
+	return a.Deadline
 }
 
 // Round is a root's current attempt and the memory of its last failed one.
@@ -64,7 +76,7 @@ type Round struct {
 	failed map[types.UID]Key
 	// waiting are the members waiting at Permit.
 	waiting map[types.UID]*Attempt
-	// deadline ends the wait of the current attempt (the earliest of its waiters' timeouts).
+	// deadline is when deadlineTimer ends waits: the earliest of the waiters' deadlines.
 	deadline      time.Time
 	deadlineTimer Timer
 	// backoff is the gang policy of the profile whose member first waited.
@@ -88,6 +100,12 @@ type Round struct {
 
 	// boundRecorded: the whole tree was seen bound (for the end-to-end latency metric).
 	boundRecorded bool
+
+	// waitingSince is when the tree's first failed attempt since it was last scheduled
+	// failed: how long it has waited for room. reserveAfter and reservationTimeout are the
+	// policy of the profile whose member failed last.
+	waitingSince                     time.Time
+	reserveAfter, reservationTimeout time.Duration
 }
 
 // Outcome is how a group's last attempt ended, for its condition.
@@ -99,6 +117,9 @@ type Outcome struct {
 	// Preempting says where the tree is preempting and whom (set on the root); cleared when
 	// its victims are gone or it is scheduled.
 	Preempting string
+	// Reserving says which domain is held for the tree (set on the root); cleared when the
+	// reservation ends.
+	Reserving string
 }
 
 // NewAttempts returns an empty record.
@@ -177,15 +198,26 @@ func (as *Attempts) Remove(uid types.UID) *Attempt {
 	return a
 }
 
-// Wait records that an attempt waits at Permit.
-func (as *Attempts) Wait(a *Attempt, now time.Time) {
+// Wait records that an attempt waits at Permit, until deadline at the latest.
+func (as *Attempts) Wait(a *Attempt, now, deadline time.Time) {
 	r := as.RoundOf(a.Root)
 	if len(r.waiting) == 0 {
 		as.waitingRoots++
 		metrics.waitingGangs.Set(float64(as.waitingRoots))
 	}
-	a.State, a.WaitStart = Waiting, now
+	a.State, a.WaitStart, a.Deadline, a.Recheck = Waiting, now, deadline, time.Time{}
 	r.waiting[a.Pod.UID] = a
+}
+
+// firstDeadline is the earliest deadline of the round's waiters, zero for none.
+func (r *Round) firstDeadline() time.Time {
+	var first time.Time
+	for _, w := range r.waiting {
+		if due := w.due(); first.IsZero() || due.Before(first) {
+			first = due
+		}
+	}
+	return first
 }
 
 // Allow records that an attempt may bind.
@@ -197,7 +229,7 @@ func (as *Attempts) Allow(a *Attempt) {
 		as.unwait(r, a.Pod.UID)
 		as.deactivate(r)
 	}
-	a.State, a.WaitStart = Allowed, time.Time{}
+	a.State, a.WaitStart, a.Deadline, a.Recheck = Allowed, time.Time{}, time.Time{}, time.Time{}
 	as.inFlight[a.Group]++
 }
 

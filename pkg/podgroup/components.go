@@ -14,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 	"github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
 )
@@ -44,7 +45,7 @@ type ComponentOptions struct {
 	// PermitPlugin is the plugin whose Permit waits the model ends.
 	PermitPlugin string
 	// Workloads files the pods of Jobs (nil: Jobs that get a gang by their own spec).
-	Workloads Workloads
+	Workloads filing.Workloads
 }
 
 // NewComponents builds the group model of the scheduler that owns handle and connects it to
@@ -82,7 +83,7 @@ func (c *Components) Start(ctx context.Context) { c.informers.Start(ctx.Done()) 
 // writing status, until ctx is done.
 func (c *Components) Lead(ctx context.Context) {
 	c.Model.Lead()
-	c.Status.Run(ctx, c.Model)
+	c.Status.Run(ctx, c.Model.Gate())
 }
 
 // checkAPI says, with an actionable message, when the CRDs are not installed.

@@ -26,7 +26,8 @@ func ExclusiveKey(constraints []v1alpha1.TopologyConstraint) string {
 
 // Exclusives returns the exclusive groups of valid trees that have members bound or
 // reserved: the domains they hold.
-func (m *Model) Exclusives() []Exclusive {
+func (g *Gate) Exclusives() []Exclusive {
+	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Exclusive
@@ -42,7 +43,7 @@ func (m *Model) Exclusives() []Exclusive {
 		}
 		e := Exclusive{Group: k, Root: root, Key: key}
 		for _, mem := range m.members.InGroup(k) {
-			switch a := m.attempts.Of(mem.Pod.UID); {
+			switch a := m.permits.attempts.Of(mem.Pod.UID); {
 			case mem.Bound():
 				e.Nodes = append(e.Nodes, mem.Pod.Spec.NodeName)
 			case a != nil:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -104,4 +105,74 @@ func (f *Frameworks) Live(pod *v1.Pod) bool {
 	}
 	cur, err := f.pods.Pods(pod.Namespace).Get(pod.Name)
 	return err == nil && cur.UID == pod.UID && !terminated(cur)
+}
+
+// Rejecter is asked before a waiting pod is rejected in memory (Permits.Rejecting).
+type Rejecter interface {
+	Rejecting(logger klog.Logger, pod *v1.Pod, why string) bool
+}
+
+// Guard returns fh, but for its waiting pods: rejecting or preempting one in memory asks
+// the group model first (Permits.Rejecting), so that a member the framework stops counts no
+// more before any other member of its tree can be allowed, and a member the model already
+// allowed is not stopped: it is allowed at once if its Allow is still on its way, and the
+// rejection fails, so that upstream's preemption executor deletes it instead, as it deletes
+// a bound victim. Preemption executors (lockstep's own, and upstream's DefaultPreemption
+// where lockstep builds it) reject waiting pods through such a handle.
+func Guard(fh fwk.Handle, r Rejecter, permitPlugin string) fwk.Handle {
+	return guardedHandle{Handle: fh, r: r, plugin: permitPlugin}
+}
+
+type guardedHandle struct {
+	fwk.Handle
+	r      Rejecter
+	plugin string
+}
+
+func (g guardedHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
+	wp := g.Handle.GetWaitingPod(uid)
+	if wp == nil {
+		return nil
+	}
+	return guardedWaitingPod{WaitingPod: wp, g: g}
+}
+
+func (g guardedHandle) RejectWaitingPod(uid types.UID) bool {
+	if wp := g.GetWaitingPod(uid); wp != nil {
+		return wp.Reject("", "removed")
+	}
+	return false
+}
+
+func (g guardedHandle) IterateOverWaitingPods(callback func(fwk.WaitingPod)) {
+	g.Handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) { callback(guardedWaitingPod{WaitingPod: wp, g: g}) })
+}
+
+type guardedWaitingPod struct {
+	fwk.WaitingPod
+	g guardedHandle
+}
+
+func (w guardedWaitingPod) Reject(pluginName, msg string) bool {
+	if !w.rejecting(msg) {
+		return false
+	}
+	return w.WaitingPod.Reject(pluginName, msg)
+}
+
+func (w guardedWaitingPod) Preempt(pluginName, msg string) bool {
+	if !w.rejecting(msg) {
+		return false
+	}
+	return w.WaitingPod.Preempt(pluginName, msg)
+}
+
+// rejecting asks the model; a pod it allowed is allowed here too (its Allow may still be on
+// its way, see Frameworks.onWaiting), so that the rejection that follows fails.
+func (w guardedWaitingPod) rejecting(msg string) bool {
+	if w.g.r.Rejecting(klog.Background(), w.GetPod(), msg) {
+		return true
+	}
+	w.WaitingPod.Allow(w.g.plugin)
+	return false
 }

@@ -1,26 +1,22 @@
 package podgroup
 
 import (
-	"fmt"
 	"sort"
 	"sync"
 	"testing"
-	"time"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
-	"k8s.io/utils/ptr"
-
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 )
 
-const testScheduler = "lockstep-scheduler"
+const testScheduler = lt.SchedulerName
 
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var epoch = lt.Epoch
 
 // recorder is a Scheduler that records what the model asks of it; pods in gone are not live.
 type recorder struct {
@@ -81,54 +77,26 @@ func testModel(t *testing.T) (*Model, *simClock, *recorder) {
 	return m, clk, rec
 }
 
-func pg(name string, minCount int32, parent string) *v1alpha1.PodGroup {
-	g := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pg-" + name), CreationTimestamp: metav1.NewTime(epoch)},
-	}
-	if minCount > 0 {
-		g.Spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: minCount}
-	} else {
-		g.Spec.SchedulingPolicy.Basic = &v1alpha1.BasicSchedulingPolicy{}
-	}
-	if parent != "" {
-		g.Spec.ParentCompositePodGroupName = ptr.To(parent)
-	}
-	return g
-}
-
-func cpg(name string, minGroupCount int32, parent string) *v1alpha1.CompositePodGroup {
-	g := &v1alpha1.CompositePodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("cpg-" + name), CreationTimestamp: metav1.NewTime(epoch)},
-	}
-	if minGroupCount > 0 {
-		g.Spec.SchedulingPolicy.Gang = &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: minGroupCount}
-	} else {
-		g.Spec.SchedulingPolicy.Basic = &v1alpha1.BasicSchedulingPolicy{}
-	}
-	if parent != "" {
-		g.Spec.ParentCompositePodGroupName = ptr.To(parent)
-	}
-	return g
-}
-
-// pod returns pod <group>-<i> of the lockstep profile; node "" for pending.
-func pod(group string, i int, node string) *v1.Pod {
-	name := fmt.Sprintf("%s-%d", group, i)
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
-			Labels: map[string]string{v1alpha1.PodGroupLabel: group}, CreationTimestamp: metav1.NewTime(epoch)},
-		Spec: v1.PodSpec{SchedulerName: testScheduler, NodeName: node},
-	}
-}
-
 // addPods adds n pending pods of group to m and returns them.
 func addPods(m *Model, group string, n int) []*v1.Pod {
 	out := make([]*v1.Pod, n)
 	for i := range out {
-		out[i] = pod(group, i, "")
+		out[i] = lt.Member("ns", group, i).Obj()
 		m.OnPod(nil, out[i])
 	}
 	return out
+}
+
+// gangWithWaiters adds PodGroup name, a gang of minCount n, and its n pending pods, the
+// first waiting of them waiting at Permit, and forgets what the recorder saw so far.
+func gangWithWaiters(m *Model, rec *recorder, name string, n, waiting int) []*v1.Pod {
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(int32(n)).Obj())
+	pods := addPods(m, name, n)
+	for _, p := range pods[:waiting] {
+		reservePermit(m, p)
+	}
+	rec.take()
+	return pods
 }
 
 // assumed returns the scheduler's copy of a pod reserved on node.
@@ -141,6 +109,6 @@ func assumed(p *v1.Pod, node string) *v1.Pod {
 // reservePermit runs Reserve and Permit for a pod, as a scheduling cycle does.
 func reservePermit(m *Model, p *v1.Pod) PermitDecision {
 	a := assumed(p, "n1")
-	m.Reserve(klog.Background(), a, "n1")
-	return m.Permit(klog.Background(), a, testPolicy)
+	m.Permits().Reserve(klog.Background(), a, "n1")
+	return m.Permits().Permit(klog.Background(), a, testPolicy)
 }

@@ -2,10 +2,11 @@ package podgroup
 
 import (
 	"fmt"
-	v1 "k8s.io/api/core/v1"
 	"sort"
 	"strings"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,6 +129,21 @@ func (g *Group) ScheduleTimeout() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(*g.pg.Spec.ScheduleTimeoutSeconds) * time.Second, true
+}
+
+// ReserveAfter is the group's spec.reserveAfterSeconds, if set.
+func (g *Group) ReserveAfter() (time.Duration, bool) {
+	var s *int32
+	switch {
+	case g.pg != nil:
+		s = g.pg.Spec.ReserveAfterSeconds
+	case g.cpg != nil:
+		s = g.cpg.Spec.ReserveAfterSeconds
+	}
+	if s == nil {
+		return 0, false
+	}
+	return time.Duration(*s) * time.Second, true
 }
 
 // MinResources is a PodGroup's spec.minResources.

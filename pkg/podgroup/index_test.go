@@ -3,6 +3,8 @@ package podgroup
 import (
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -18,64 +20,64 @@ func TestHierarchyProblem(t *testing.T) {
 	}{
 		{
 			name:   "root PodGroup",
-			pgs:    []any{pg("a", 2, "")},
+			pgs:    []any{lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()},
 			target: PodGroupKey("ns", "a"),
 		},
 		{
 			name:   "PodGroup under a CompositePodGroup",
-			pgs:    []any{cpg("root", 1, ""), pg("a", 2, "root")},
+			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("root").Gang(1).Obj(), lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("root").Obj()},
 			target: PodGroupKey("ns", "a"),
 		},
 		{
 			name:   "missing parent",
-			pgs:    []any{pg("a", 2, "nope")},
+			pgs:    []any{lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("nope").Obj()},
 			target: PodGroupKey("ns", "a"),
 			want:   `parent CompositePodGroup "nope" not found`,
 		},
 		{
 			name:   "missing grandparent",
-			pgs:    []any{cpg("mid", 1, "nope"), pg("a", 2, "mid")},
+			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("mid").Gang(1).Parent("nope").Obj(), lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("mid").Obj()},
 			target: PodGroupKey("ns", "a"),
 			want:   `parent CompositePodGroup "nope" not found`,
 		},
 		{
 			name:   "parent is a PodGroup",
-			pgs:    []any{pg("p", 1, ""), pg("a", 2, "p")},
+			pgs:    []any{lt.MakePodGroup().Namespace("ns").Name("p").Gang(1).Obj(), lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("p").Obj()},
 			target: PodGroupKey("ns", "a"),
 			want:   `parent "p" is a PodGroup; parentCompositePodGroupName must name a CompositePodGroup`,
 		},
 		{
 			name:   "cycle of two seen from a member",
-			pgs:    []any{cpg("a", 1, "b"), cpg("b", 1, "a")},
+			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("a").Gang(1).Parent("b").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("b").Gang(1).Parent("a").Obj()},
 			target: CompositePodGroupKey("ns", "a"),
 			want:   "cycle: a → b → a",
 		},
 		{
 			name:   "cycle seen from a PodGroup below it",
-			pgs:    []any{cpg("a", 1, "b"), cpg("b", 1, "a"), pg("leaf", 1, "a")},
+			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("a").Gang(1).Parent("b").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("b").Gang(1).Parent("a").Obj(), lt.MakePodGroup().Namespace("ns").Name("leaf").Gang(1).Parent("a").Obj()},
 			target: PodGroupKey("ns", "leaf"),
 			want:   "cycle: a → b → a",
 		},
 		{
 			name:   "self parent",
-			pgs:    []any{cpg("a", 1, "a")},
+			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("a").Gang(1).Parent("a").Obj()},
 			target: CompositePodGroupKey("ns", "a"),
 			want:   "cycle: a → a",
 		},
 		{
 			name:   "four levels are allowed",
-			pgs:    []any{cpg("d1", 1, ""), cpg("d2", 1, "d1"), cpg("d3", 1, "d2"), pg("leaf", 1, "d3")},
+			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("d1").Gang(1).Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("d2").Gang(1).Parent("d1").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("d3").Gang(1).Parent("d2").Obj(), lt.MakePodGroup().Namespace("ns").Name("leaf").Gang(1).Parent("d3").Obj()},
 			target: PodGroupKey("ns", "leaf"),
 		},
 		{
 			name:   "five levels are not",
-			pgs:    []any{cpg("d1", 1, ""), cpg("d2", 1, "d1"), cpg("d3", 1, "d2"), cpg("d4", 1, "d3"), pg("leaf", 1, "d4")},
+			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("d1").Gang(1).Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("d2").Gang(1).Parent("d1").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("d3").Gang(1).Parent("d2").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("d4").Gang(1).Parent("d3").Obj(), lt.MakePodGroup().Namespace("ns").Name("leaf").Gang(1).Parent("d4").Obj()},
 			target: PodGroupKey("ns", "leaf"),
 			want:   "tree too deep: d1 → d2 → d3 → d4 → leaf has more than 4 levels",
 		},
 		{
 			name:   "a valid group above a too deep one stays valid",
-			pgs:    []any{cpg("d1", 1, ""), cpg("d2", 1, "d1"), cpg("d3", 1, "d2"), cpg("d4", 1, "d3"), pg("leaf", 1, "d4")},
+			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("d1").Gang(1).Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("d2").Gang(1).Parent("d1").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("d3").Gang(1).Parent("d2").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("d4").Gang(1).Parent("d3").Obj(), lt.MakePodGroup().Namespace("ns").Name("leaf").Gang(1).Parent("d4").Obj()},
 			target: CompositePodGroupKey("ns", "d3"),
 		},
 	}
@@ -112,7 +114,7 @@ func TestReadiness(t *testing.T) {
 	}{
 		{
 			name:    "gang PodGroup below and at minCount",
-			objs:    []any{pg("a", 3, ""), pg("b", 2, "")},
+			objs:    []any{lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj(), lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Obj()},
 			pods:    map[string]counts{"a": {pending: 2}, "b": {pending: 1, bound: 1}},
 			subtree: map[Key]bool{PodGroupKey("ns", "a"): false, PodGroupKey("ns", "b"): true},
 			schedPath: map[Key]bool{
@@ -121,14 +123,14 @@ func TestReadiness(t *testing.T) {
 		},
 		{
 			name:      "basic PodGroup needs one pod",
-			objs:      []any{pg("a", 0, "")},
+			objs:      []any{lt.MakePodGroup().Namespace("ns").Name("a").Basic().Obj()},
 			pods:      map[string]counts{"a": {bound: 1}},
 			subtree:   map[Key]bool{PodGroupKey("ns", "a"): true},
 			schedPath: map[Key]bool{PodGroupKey("ns", "a"): true},
 		},
 		{
 			name: "gang CompositePodGroup counts ready children",
-			objs: []any{cpg("job", 2, ""), pg("s0", 2, "job"), pg("s1", 2, "job"), pg("s2", 2, "job")},
+			objs: []any{lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).Obj(), lt.MakePodGroup().Namespace("ns").Name("s0").Gang(2).Parent("job").Obj(), lt.MakePodGroup().Namespace("ns").Name("s1").Gang(2).Parent("job").Obj(), lt.MakePodGroup().Namespace("ns").Name("s2").Gang(2).Parent("job").Obj()},
 			pods: map[string]counts{"s0": {pending: 2}, "s1": {pending: 2}, "s2": {pending: 1}},
 			subtree: map[Key]bool{
 				CompositePodGroupKey("ns", "job"): true, PodGroupKey("ns", "s2"): false,
@@ -139,7 +141,7 @@ func TestReadiness(t *testing.T) {
 		},
 		{
 			name: "gang CompositePodGroup short of children holds every child",
-			objs: []any{cpg("job", 2, ""), pg("s0", 2, "job"), pg("s1", 2, "job")},
+			objs: []any{lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).Obj(), lt.MakePodGroup().Namespace("ns").Name("s0").Gang(2).Parent("job").Obj(), lt.MakePodGroup().Namespace("ns").Name("s1").Gang(2).Parent("job").Obj()},
 			pods: map[string]counts{"s0": {pending: 2}, "s1": {pending: 1}},
 			subtree: map[Key]bool{
 				CompositePodGroupKey("ns", "job"): false, PodGroupKey("ns", "s0"): true,
@@ -148,15 +150,15 @@ func TestReadiness(t *testing.T) {
 		},
 		{
 			name:    "basic CompositePodGroup is ready with one ready child",
-			objs:    []any{cpg("job", 0, ""), pg("s0", 2, "job"), pg("s1", 2, "job")},
+			objs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("job").Basic().Obj(), lt.MakePodGroup().Namespace("ns").Name("s0").Gang(2).Parent("job").Obj(), lt.MakePodGroup().Namespace("ns").Name("s1").Gang(2).Parent("job").Obj()},
 			pods:    map[string]counts{"s0": {pending: 2}, "s1": {pending: 1}},
 			subtree: map[Key]bool{CompositePodGroupKey("ns", "job"): true},
 			path:    map[Key]bool{PodGroupKey("ns", "s0"): true, PodGroupKey("ns", "s1"): false},
 		},
 		{
 			name: "three levels",
-			objs: []any{cpg("root", 2, ""), cpg("m0", 2, "root"), cpg("m1", 1, "root"),
-				pg("l00", 1, "m0"), pg("l01", 1, "m0"), pg("l10", 1, "m1")},
+			objs: []any{lt.MakeCompositePodGroup().Namespace("ns").Name("root").Gang(2).Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("m0").Gang(2).Parent("root").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("m1").Gang(1).Parent("root").Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("l00").Gang(1).Parent("m0").Obj(), lt.MakePodGroup().Namespace("ns").Name("l01").Gang(1).Parent("m0").Obj(), lt.MakePodGroup().Namespace("ns").Name("l10").Gang(1).Parent("m1").Obj()},
 			pods: map[string]counts{"l00": {pending: 1}, "l01": {}, "l10": {bound: 1}},
 			subtree: map[Key]bool{
 				CompositePodGroupKey("ns", "m0"): false, CompositePodGroupKey("ns", "m1"): true,
@@ -167,7 +169,7 @@ func TestReadiness(t *testing.T) {
 		},
 		{
 			name:    "an invalid group is never ready",
-			objs:    []any{pg("a", 1, "nope")},
+			objs:    []any{lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Parent("nope").Obj()},
 			pods:    map[string]counts{"a": {pending: 3}},
 			subtree: map[Key]bool{PodGroupKey("ns", "a"): false},
 		},
@@ -186,10 +188,10 @@ func TestReadiness(t *testing.T) {
 			}
 			for g, c := range tc.pods {
 				for i := 0; i < c.pending; i++ {
-					m.OnPod(nil, pod(g, i, ""))
+					m.OnPod(nil, lt.Member("ns", g, i).Obj())
 				}
 				for i := 0; i < c.bound; i++ {
-					m.OnPod(nil, pod(g, 100+i, "node"))
+					m.OnPod(nil, lt.Member("ns", g, 100+i).Node("node").Obj())
 				}
 			}
 			known := m.index.readiness(m.members.Known, false)
@@ -203,7 +205,7 @@ func TestReadiness(t *testing.T) {
 					t.Errorf("path(%s) by known pods = %v, want %v", k, got, want)
 				}
 			}
-			sched := m.index.readiness(m.placedCounter(), false)
+			sched := m.index.readiness(m.permits.placedCounter(), false)
 			for k, want := range tc.schedPath {
 				if got := sched.path(k); got != want {
 					t.Errorf("path(%s) by scheduled pods = %v, want %v", k, got, want)
@@ -217,10 +219,10 @@ func TestReadiness(t *testing.T) {
 // children and members are linked to the new object.
 func TestIndexDeleteAndRecreate(t *testing.T) {
 	ix := NewIndex()
-	job := cpg("job", 1, "")
+	job := lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj()
 	job.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
 	ix.Upsert(job)
-	ix.Upsert(pg("a", 1, "job"))
+	ix.Upsert(lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Parent("job").Obj())
 	ix.Revalidate(CompositePodGroupKey("ns", "job"), nil)
 	if !ix.Get(CompositePodGroupKey("ns", "job")).Scheduled() {
 		t.Fatal("a group whose object says it was scheduled (with its current spec) is scheduled")
@@ -230,7 +232,7 @@ func TestIndexDeleteAndRecreate(t *testing.T) {
 	if got := ix.Get(PodGroupKey("ns", "a")).Problem(); got != `parent CompositePodGroup "job" not found` {
 		t.Errorf("child of a deleted parent: problem %q", got)
 	}
-	ix.Upsert(cpg("job", 1, ""))
+	ix.Upsert(lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj())
 	ix.Revalidate(CompositePodGroupKey("ns", "job"), nil)
 	if ix.Get(CompositePodGroupKey("ns", "job")).Scheduled() {
 		t.Error("a group created again is scheduled")
@@ -239,7 +241,7 @@ func TestIndexDeleteAndRecreate(t *testing.T) {
 		t.Errorf("RootOf = %v %v, want the new parent", root, ok)
 	}
 	// A condition written for an older spec (observedGeneration behind) is not taken.
-	stale := pg("b", 3, "")
+	stale := lt.MakePodGroup().Namespace("ns").Name("b").Gang(3).Obj()
 	stale.Generation = 2
 	stale.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, ObservedGeneration: 1}}
 	ix.Upsert(stale)

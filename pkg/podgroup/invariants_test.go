@@ -33,9 +33,16 @@ import (
 //   - nothing panics;
 //   - at quiescence, with room for every pod, nothing that may be scheduled stays pending.
 //
+//   - the model never allows a pod that does not wait at Permit any more: one the framework
+//     rejected (preemption, its own timeout) or that was deleted.
+//
 // The world is the ground truth: group objects, pods, and the framework's waiting pods. The
 // model under test sees the cluster through informer events that lag behind it, as the
-// scheduler's own handlers and the model's handlers of one informer run independently.
+// scheduler's own handlers and the model's handlers of one informer run independently: pod
+// events and group events come through separate queues, each in order, randomly
+// interleaved. The framework rejects waiting pods on its own (a preemption taking one as a
+// victim, its permit timeout on the same clock as the model's timers), as the scheduler
+// does, asking the model first where the scheduler does (Frameworks.Guard).
 
 // sut is the group model under test, fed as the scheduler feeds it.
 type sut interface {
@@ -50,6 +57,9 @@ type sut interface {
 	permit(p *v1.Pod) (string, time.Duration)
 	postFilter(p *v1.Pod, reason string)
 	unreserve(p *v1.Pod)
+	// rejecting is asked before the framework rejects a waiting pod in memory (preemption);
+	// false: the rejection must not happen.
+	rejecting(p *v1.Pod) bool
 	waiters() []types.UID
 	// condition is the PodGroupInitiallyScheduled condition the model wants on a group.
 	condition(kind Kind, name string) (Condition, bool)
@@ -86,6 +96,7 @@ type simPod struct {
 	unfit    bool      // fits nowhere (until the end of the sequence)
 	deadline time.Time // the framework's permit timeout while waiting
 	rejected bool      // rejected at Permit by the framework; Unreserve pending
+	wait     int       // numbers the pod's waits, for the framework's timer
 }
 
 type world struct {
@@ -98,8 +109,8 @@ type world struct {
 	pods   map[types.UID]*simPod
 	gone   map[types.UID]*simPod // deleted or completed, for late Unreserves
 	nextID int
-	// events the model has not seen yet, in order
-	lag []func()
+	// events the model has not seen yet: pod events and group events, each in order
+	podLag, groupLag []func()
 	// what the model has seen of groups and of pods' labels: the membership it can know
 	seenGroups map[Key]runtime.Object
 	seenLabels map[types.UID]string
@@ -149,7 +160,7 @@ func (w *world) sendPod(old, cur *v1.Pod) {
 }
 
 func (w *world) podEventLater(old, cur *v1.Pod) {
-	w.lag = append(w.lag, func() { w.sendPod(old, cur) })
+	w.podLag = append(w.podLag, func() { w.sendPod(old, cur) })
 }
 
 // sendGroup hands the model a group event now.
@@ -166,15 +177,22 @@ func (w *world) sendGroup(old, cur runtime.Object) {
 }
 
 func (w *world) groupEventLater(old, cur runtime.Object) {
-	w.lag = append(w.lag, func() { w.sendGroup(old, cur) })
+	w.groupLag = append(w.groupLag, func() { w.sendGroup(old, cur) })
 }
+
+// lagging counts the events the model has not seen yet.
+func (w *world) lagging() int { return len(w.podLag) + len(w.groupLag) }
 
 // --- simFramework ---
 
 func (w *world) allow(p *v1.Pod) {
 	sp := w.pods[p.UID]
 	if sp == nil || sp.state != stateWaiting || sp.rejected {
-		w.logf("allow %s: no effect (not waiting)", p.Name)
+		state := "deleted"
+		if sp != nil {
+			state = fmt.Sprintf("%s, rejected=%v", sp.state, sp.rejected)
+		}
+		w.violation("the model allowed %s, which no longer waits at Permit (%s)", p.Name, state)
 		return
 	}
 	sp.state = stateBinding
@@ -254,6 +272,22 @@ func (w *world) deletePod() {
 	w.gone[sp.obj.UID] = sp
 	obj := sp.obj
 	w.podEventLater(obj, nil)
+}
+
+// preemptWaiter: a preemption takes a pod waiting at Permit as its victim and rejects it in
+// memory, as upstream's preemption executor does, asking the model first (the guarded
+// handle); the model may refuse (it allowed the pod already: the preemptor deletes it).
+func (w *world) preemptWaiter() {
+	sp := w.randomPod(func(sp *simPod) bool { return sp.state == stateWaiting && !sp.rejected })
+	if sp == nil {
+		return
+	}
+	w.logf("preemption takes waiter %s", sp.obj.Name)
+	if !w.model.rejecting(sp.assumed) {
+		w.logf("the model refused the preemption of %s", sp.obj.Name)
+		return
+	}
+	w.reject(sp.obj, "preempted")
 }
 
 // completePod: a bound pod succeeds; the scheduler's informer (which excludes terminated
@@ -414,6 +448,14 @@ func (w *world) cycle(sp *simPod, allFit bool) {
 	assumed.Spec.NodeName = node
 	sp.assumed = assumed
 	w.model.reserve(assumed, node)
+	if !allFit && w.rng.Intn(8) == 0 {
+		// The model's timers run on their own goroutine: they may fire between a member's
+		// Reserve and its Permit.
+		w.advance(time.Duration(w.rng.Intn(70000)) * time.Millisecond)
+		if w.pods[sp.obj.UID] != sp {
+			return
+		}
+	}
 	// The pod waits before Permit returns: a concurrent Allow of the same pod is no news.
 	sp.state = stateWaiting
 	code, timeout := w.model.permit(assumed)
@@ -428,6 +470,15 @@ func (w *world) cycle(sp *simPod, allFit bool) {
 		w.logf("permit allowed %s", p.Name)
 	case code == "wait":
 		sp.deadline = w.clk.Now().Add(timeout)
+		sp.wait++
+		wait := sp.wait
+		// The framework's own permit timeout runs on the same clock as the model's timers.
+		w.clk.AfterFunc(timeout, func() {
+			if cur := w.pods[sp.obj.UID]; cur == sp && sp.state == stateWaiting && !sp.rejected && sp.wait == wait {
+				w.logf("framework timeout %s", sp.obj.Name)
+				w.reject(sp.obj, "timeout")
+			}
+		})
 		w.logf("permit %s waits %s", p.Name, timeout)
 	default:
 		w.logf("permit rejected %s", p.Name)
@@ -474,17 +525,12 @@ func (w *world) bindOne() {
 	w.podEventLater(old, cur)
 }
 
-// advance moves time: the framework rejects waiters past their timeout, the model's own
-// timers fire.
+// advance moves time: the model's timers and the framework's permit timeouts fire, in the
+// order of their times.
 func (w *world) advance(d time.Duration) {
 	w.logf("advance %s", d)
 	w.clk.Step(d)
-	for _, sp := range w.sortedPods() {
-		if sp.state == stateWaiting && !sp.rejected && !w.clk.Now().Before(sp.deadline) {
-			w.logf("framework timeout %s", sp.obj.Name)
-			w.reject(sp.obj, "timeout")
-		}
-	}
+	w.checkBatch()
 }
 
 func (w *world) sortedPods() []*simPod {
@@ -496,12 +542,16 @@ func (w *world) sortedPods() []*simPod {
 	return out
 }
 
-// deliver hands the model the first n lagging informer events.
+// deliver hands the model n lagging informer events, each taken from the front of the pod
+// or the group queue, at random: the informers of pods and of groups deliver independently.
 func (w *world) deliver(n int) {
-	n = min(n, len(w.lag))
-	events := w.lag[:n]
-	w.lag = append([]func(){}, w.lag[n:]...)
-	for _, e := range events {
+	for ; n > 0 && w.lagging() > 0; n-- {
+		q := &w.podLag
+		if len(w.podLag) == 0 || (len(w.groupLag) > 0 && w.rng.Intn(2) == 0) {
+			q = &w.groupLag
+		}
+		e := (*q)[0]
+		*q = (*q)[1:]
 		e()
 	}
 }
@@ -538,7 +588,7 @@ func (w *world) syncStatus() {
 // (waiting and binding pods are pending again), as when the scheduler is killed.
 func (w *world) restart() {
 	w.logf("restart")
-	w.lag, w.unreserves = nil, nil
+	w.podLag, w.groupLag, w.unreserves = nil, nil, nil
 	for _, sp := range w.pods {
 		if sp.state == stateWaiting || sp.state == stateBinding {
 			sp.state, sp.rejected, sp.assumed = statePending, false, nil
@@ -677,9 +727,11 @@ func (w *world) checkBatch() {
 			w.violation("%s allowed to bind but its tree is not ready counting live members (path %v)", sp.obj.Name, path)
 		}
 	}
-	// Record groups that are now initially scheduled.
-	for k, obj := range w.seenGroups {
-		if m, ok := w.scheduled[k]; (ok && minimumOf(obj) <= m) || k.Kind != KindPodGroup {
+	// Record groups that are now initially scheduled: every group on the path of a PodGroup
+	// whose path is ready (a PodGroup scheduled long ago still makes its parent ready under a
+	// minimum raised since).
+	for k := range w.seenGroups {
+		if k.Kind != KindPodGroup {
 			continue
 		}
 		if ok, path := w.truthPathReady(k); ok {
@@ -727,10 +779,10 @@ func (w *world) checkQuiet() {
 // timeouts pass, the scheduler retries every pod it may schedule, bindings complete.
 func (w *world) settle() {
 	for round := 0; round < 12; round++ {
-		w.deliver(len(w.lag))
+		w.deliver(w.lagging())
 		for len(w.unreserves) > 0 {
 			w.runUnreserve()
-			w.deliver(len(w.lag))
+			w.deliver(w.lagging())
 		}
 		for _, sp := range w.sortedPods() {
 			if sp.state == statePending {
@@ -748,13 +800,13 @@ func (w *world) settle() {
 			}
 		}
 		w.advance(2 * time.Minute)
-		w.deliver(len(w.lag))
+		w.deliver(w.lagging())
 		for len(w.unreserves) > 0 {
 			w.runUnreserve()
 		}
 		w.checkBatch()
 	}
-	w.deliver(len(w.lag))
+	w.deliver(w.lagging())
 	w.checkQuiet()
 	for _, sp := range w.sortedPods() {
 		if sp.state != statePending {
@@ -781,8 +833,10 @@ func (w *world) step() {
 		w.relabelPod()
 	case r < 27:
 		w.completePod()
-	case r < 52:
+	case r < 48:
 		w.scheduleOne()
+	case r < 52:
+		w.preemptWaiter()
 	case r < 64:
 		w.deliver(1 + w.rng.Intn(4))
 	case r < 72:
@@ -806,7 +860,7 @@ func (w *world) step() {
 		w.restart()
 	}
 	w.checkBatch()
-	if len(w.lag) == 0 && len(w.unreserves) == 0 {
+	if w.lagging() == 0 && len(w.unreserves) == 0 {
 		w.checkQuiet()
 	}
 }
@@ -853,14 +907,14 @@ func TestGroupModelInvariants(t *testing.T) {
 		if i := strings.IndexAny(kind, "0123456789"); i > 0 {
 			kind = kind[:i]
 		}
-		for _, marker := range []string{"allowed to bind", "holds", "unknown to the model", "without a reason", "never bound", "panic"} {
+		for _, marker := range []string{"allowed to bind", "no longer waits", "holds", "unknown to the model", "without a reason", "never bound", "panic"} {
 			if strings.Contains(fails[0], marker) {
 				kind = marker
 			}
 		}
 		kinds[kind]++
 		if kinds[kind] == 1 {
-			if len(log) > 60 {
+			if len(log) > 60 && os.Getenv("INVARIANT_SEED") == "" {
 				log = log[len(log)-60:]
 			}
 			t.Errorf("seed %d: %s\nlast steps:\n  %s", seed, strings.Join(fails, "\n"), strings.Join(log, "\n  "))

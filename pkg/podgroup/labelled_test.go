@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,22 +36,22 @@ type labelWorkloads struct {
 	jobFirst bool
 }
 
-var _ Workloads = &labelWorkloads{}
+var _ filing.Workloads = &labelWorkloads{}
 
 func (w *labelWorkloads) GroupOfJob(job *batchv1.Job, names sets.Set[string]) (string, bool) {
-	return JobGangs{Created: true}.GroupOfJob(job, names)
+	return filing.JobGangs{Created: true}.GroupOfJob(job, names)
 }
 
-func (w *labelWorkloads) GroupOfPod(pod *v1.Pod, job *batchv1.Job, names sets.Set[string]) Filing {
+func (w *labelWorkloads) GroupOfPod(pod *v1.Pod, job *batchv1.Job, names sets.Set[string]) filing.Filing {
 	if job != nil && w.jobFirst {
 		if name, created := w.GroupOfJob(job, names); name != "" {
-			return Filing{Name: name, Created: created}
+			return filing.Filing{Name: name, Created: created}
 		}
 	}
 	if object, ok := w.Labelled(pod); ok {
-		return Filing{Name: pod.Labels[otherLabel], Created: true, Labelled: true, Unseen: !w.seen.Has(object)}
+		return filing.Filing{Name: pod.Labels[otherLabel], Created: true, Labelled: true, Unseen: !w.seen.Has(object)}
 	}
-	return JobGangs{Created: true}.GroupOfPod(pod, job, names)
+	return filing.JobGangs{Created: true}.GroupOfPod(pod, job, names)
 }
 
 func (w *labelWorkloads) Labelled(pod *v1.Pod) (string, bool) {
@@ -90,14 +94,14 @@ func labelModel(t *testing.T) (*Model, *simClock, *recorder, *labelWorkloads, *e
 	m, clk, rec := testModel(t)
 	w := &labelWorkloads{seen: sets.New[string]()}
 	ev := &eventLog{}
-	m.workloads, m.recorder = w, ev
+	m.book, m.recorder = filing.NewBook(w), ev
 	return m, clk, rec, w, ev
 }
 
 // labelled returns pod <object>-<i> of the lockstep profile, labelled for the object of
 // another scheduler's API named object, created at created.
 func labelled(object string, i int, created time.Time) *v1.Pod {
-	p := pod(object, i, "")
+	p := lt.Member("ns", object, i).Obj()
 	p.Labels = map[string]string{otherLabel: object}
 	p.CreationTimestamp = metav1.NewTime(created)
 	return p
@@ -111,13 +115,13 @@ func TestLabelledPodWaitsForItsObject(t *testing.T) {
 	m, clk, rec, w, ev := labelModel(t)
 	pods := []*v1.Pod{labelled("mpi", 0, epoch), labelled("mpi", 1, epoch)}
 	mirror := PodGroupKey("ns", "mpi")
-	if v := m.Admit(klog.Background(), pods[0]); v.Code != Unseen || v.Group != mirror {
+	if v := m.Gate().Admit(klog.Background(), pods[0]); v.Code != Unseen || v.Group != mirror {
 		t.Fatalf("Admit before the model saw the pod = %+v, want Unseen for %s", v, mirror)
 	}
 	for _, p := range pods {
 		m.OnPod(nil, p)
 	}
-	v := m.Admit(klog.Background(), pods[0])
+	v := m.Gate().Admit(klog.Background(), pods[0])
 	if v.Code != MissingGroup || v.Group != mirror || !strings.Contains(v.Message, `"ns/mpi", named by the pod's labels`) {
 		t.Fatalf("Admit = %+v, want MissingGroup for %s, naming the object", v, mirror)
 	}
@@ -128,7 +132,7 @@ func TestLabelledPodWaitsForItsObject(t *testing.T) {
 
 	// Within the timeout: still waiting.
 	clk.Step(time.Minute)
-	if v := m.Admit(klog.Background(), pods[1]); v.Code != MissingGroup {
+	if v := m.Gate().Admit(klog.Background(), pods[1]); v.Code != MissingGroup {
 		t.Fatalf("Admit a minute later = %+v, want MissingGroup", v)
 	}
 	if activated, _, _ := rec.take(); len(activated) != 0 {
@@ -140,7 +144,7 @@ func TestLabelledPodWaitsForItsObject(t *testing.T) {
 		t.Errorf("activated %v after the timeout, want both pods", activated)
 	}
 	for _, p := range pods {
-		if v := m.Admit(klog.Background(), p); v.Code != NotMember {
+		if v := m.Gate().Admit(klog.Background(), p); v.Code != NotMember {
 			t.Errorf("Admit(%s) after the timeout = %+v, want NotMember", p.Name, v)
 		}
 	}
@@ -154,13 +158,13 @@ func TestLabelledPodWaitsForItsObject(t *testing.T) {
 	if activated, _, _ := rec.take(); !slices.Equal(activated, []string{"mpi-0", "mpi-1"}) {
 		t.Errorf("activated %v once the object is seen, want both pods", activated)
 	}
-	if v := m.Admit(klog.Background(), pods[0]); v.Code != MissingGroup || v.Group != mirror || !strings.Contains(v.Message, "mirror it as PodGroup") {
+	if v := m.Gate().Admit(klog.Background(), pods[0]); v.Code != MissingGroup || v.Group != mirror || !strings.Contains(v.Message, "mirror it as PodGroup") {
 		t.Fatalf("Admit once the object is seen = %+v, want MissingGroup for the mirror %s", v, mirror)
 	}
 	// Its mirror appears: they proceed, a gang.
-	m.OnGroup(nil, pg("mpi", 2, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("mpi").Gang(2).Obj())
 	for _, p := range pods {
-		if v := m.Admit(klog.Background(), p); v.Code != Proceed || v.Group != mirror {
+		if v := m.Gate().Admit(klog.Background(), p); v.Code != Proceed || v.Group != mirror {
 			t.Fatalf("Admit(%s) with the mirror = %+v, want Proceed", p.Name, v)
 		}
 	}
@@ -180,16 +184,16 @@ func TestLabelledPodJoinsMirrorOfUnseenObject(t *testing.T) {
 	for _, p := range pods {
 		m.OnPod(nil, p)
 	}
-	if v := m.Admit(klog.Background(), pods[0]); v.Code != MissingGroup {
+	if v := m.Gate().Admit(klog.Background(), pods[0]); v.Code != MissingGroup {
 		t.Fatalf("Admit = %+v, want MissingGroup", v)
 	}
 	rec.take()
-	m.OnGroup(nil, pg("mpi", 2, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("mpi").Gang(2).Obj())
 	if activated, _, _ := rec.take(); len(activated) == 0 {
 		t.Errorf("no pod activated when the mirror appeared")
 	}
 	for _, p := range pods {
-		if v := m.Admit(klog.Background(), p); v.Code != Proceed || v.Group != PodGroupKey("ns", "mpi") {
+		if v := m.Gate().Admit(klog.Background(), p); v.Code != Proceed || v.Group != PodGroupKey("ns", "mpi") {
 			t.Errorf("Admit(%s) = %+v, want Proceed with the mirror", p.Name, v)
 		}
 	}
@@ -204,7 +208,7 @@ func TestLabelledPodsTimeOutEachInTurn(t *testing.T) {
 	second := labelled("mpi", 1, clk.Now())
 	for _, p := range []*v1.Pod{first, second} {
 		m.OnPod(nil, p)
-		if v := m.Admit(klog.Background(), p); v.Code != MissingGroup {
+		if v := m.Gate().Admit(klog.Background(), p); v.Code != MissingGroup {
 			t.Fatalf("Admit(%s) = %+v, want MissingGroup", p.Name, v)
 		}
 	}
@@ -215,14 +219,14 @@ func TestLabelledPodsTimeOutEachInTurn(t *testing.T) {
 		t.Errorf("activated %v at the first pod's timeout, want mpi-0 alone", activated)
 	}
 	// (Peek: a pod held at PreEnqueue is asked again only when activated.)
-	if v := m.Peek(second); v.Code != MissingGroup {
+	if v := m.Gate().Peek(second); v.Code != MissingGroup {
 		t.Errorf("Peek(mpi-1) before its own timeout = %+v, want MissingGroup", v)
 	}
 	clk.Step(time.Minute) // the second's is over too
 	if activated, _, _ := rec.take(); !slices.Contains(activated, "mpi-1") {
 		t.Fatalf("activated %v after the second pod's timeout, want mpi-1: it would wait for nothing, forever", activated)
 	}
-	if v := m.Admit(klog.Background(), second); v.Code != NotMember {
+	if v := m.Gate().Admit(klog.Background(), second); v.Code != NotMember {
 		t.Errorf("Admit(mpi-1) after its timeout = %+v, want NotMember", v)
 	}
 	if got := ev.take(); !slices.Contains(got, "mpi-1 PodGroupMissing") {
@@ -246,13 +250,13 @@ func TestLabelledRanCountsForTheGang(t *testing.T) {
 		t.Run(fmt.Sprintf("ran %d", tc.ran), func(t *testing.T) {
 			m, _, _, w, _ := labelModel(t)
 			w.seen.Insert("ns/mpi")
-			m.OnGroup(nil, pg("mpi", 3, ""))
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("mpi").Gang(3).Obj())
 			pods := []*v1.Pod{labelled("mpi", 0, epoch), labelled("mpi", 1, epoch)}
 			for _, p := range pods {
 				m.OnPod(nil, p)
 			}
 			m.OnLabelled("ns", "mpi", tc.ran)
-			v := m.Admit(klog.Background(), pods[0])
+			v := m.Gate().Admit(klog.Background(), pods[0])
 			if v.Code != tc.wantCode {
 				t.Fatalf("Admit = %+v, want %v", v, tc.wantCode)
 			}
@@ -271,19 +275,19 @@ func TestLabelledRanCountsForTheGang(t *testing.T) {
 	// ran is the object's, not added up: told 0 again, the gang is short again.
 	m, _, _, w, _ := labelModel(t)
 	w.seen.Insert("ns/mpi")
-	m.OnGroup(nil, pg("mpi", 3, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("mpi").Gang(3).Obj())
 	p := labelled("mpi", 0, epoch)
 	m.OnPod(nil, p)
 	m.OnLabelled("ns", "mpi", 2)
 	m.OnLabelled("ns", "mpi", 2)
-	if v := m.Admit(klog.Background(), p); v.Code != Proceed {
+	if v := m.Gate().Admit(klog.Background(), p); v.Code != Proceed {
 		t.Fatalf("Admit with 2 ran = %+v, want Proceed", v)
 	}
 	m.OnLabelled("ns", "other", 5)
 	m.OnLabelled("ns", "mpi", 0)
 	fresh := labelled("mpi", 1, epoch)
 	m.OnPod(nil, fresh)
-	if v := m.Admit(klog.Background(), fresh); v.Code != WaitingForPods {
+	if v := m.Gate().Admit(klog.Background(), fresh); v.Code != WaitingForPods {
 		t.Errorf("Admit with none ran = %+v, want WaitingForPods", v)
 	}
 }
@@ -297,17 +301,17 @@ func TestLabelledJobPodFollowsWorkloads(t *testing.T) {
 			m, _, rec, w, _ := labelModel(t)
 			w.jobFirst = jobFirst
 			w.seen.Insert("ns/mpi")
-			job := indexedJob("launcher", 2, nil)
+			job := lt.MakeJob().Namespace("ns").Name("launcher").Indexed(2).Obj()
 			factory := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
-			m.jobLister = factory.Batch().V1().Jobs().Lister()
-			jobGroup := PodGroupKey("ns", JobGroupName(job.Name, job.UID))
+			m.book.SetJobs(factory.Batch().V1().Jobs().Lister())
+			jobGroup := PodGroupKey("ns", filing.JobGroupName(job.Name, job.UID))
 			mirror := PodGroupKey("ns", "mpi")
-			m.OnGroup(nil, pg(jobGroup.Name, 2, ""))
-			m.OnGroup(nil, pg(mirror.Name, 2, ""))
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(jobGroup.Name).Gang(2).Obj())
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(mirror.Name).Gang(2).Obj())
 			p := labelled("mpi", 0, epoch)
 			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
 			m.OnPod(nil, p)
-			if v := m.Peek(p); v.Group != mirror {
+			if v := m.Gate().Peek(p); v.Group != mirror {
 				t.Errorf("filed under %v while its Job is not seen, want the mirror %v", v.Group, mirror)
 			}
 			rec.take()
@@ -319,7 +323,7 @@ func TestLabelledJobPodFollowsWorkloads(t *testing.T) {
 			if jobFirst {
 				want = jobGroup
 			}
-			if v := m.Peek(p); v.Group != want {
+			if v := m.Gate().Peek(p); v.Group != want {
 				t.Errorf("filed under %v once its Job is seen, want %v", v.Group, want)
 			}
 			activated, _, _ := rec.take()
@@ -335,9 +339,9 @@ func TestLabelledJobPodFollowsWorkloads(t *testing.T) {
 func TestLabelledPodOfOldJobWaitsForTheMirror(t *testing.T) {
 	m, clk, _, w, _ := labelModel(t)
 	w.seen.Insert("ns/mpi")
-	job := indexedJob("launcher", 2, nil)
+	job := lt.MakeJob().Namespace("ns").Name("launcher").Indexed(2).Obj()
 	factory := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
-	m.jobLister = factory.Batch().V1().Jobs().Lister()
+	m.book.SetJobs(factory.Batch().V1().Jobs().Lister())
 	if err := factory.Batch().V1().Jobs().Informer().GetStore().Add(job); err != nil {
 		t.Fatal(err)
 	}
@@ -345,11 +349,11 @@ func TestLabelledPodOfOldJobWaitsForTheMirror(t *testing.T) {
 	p := labelled("mpi", 0, epoch)
 	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
 	m.OnPod(nil, p)
-	if v := m.Admit(klog.Background(), p); v.Code != MissingGroup || v.Group != PodGroupKey("ns", "mpi") {
+	if v := m.Gate().Admit(klog.Background(), p); v.Code != MissingGroup || v.Group != PodGroupKey("ns", "mpi") {
 		t.Fatalf("Admit = %+v, want MissingGroup for the mirror", v)
 	}
 	clk.Step(time.Hour)
-	if v := m.Peek(p); v.Code != MissingGroup {
+	if v := m.Gate().Peek(p); v.Code != MissingGroup {
 		t.Errorf("Peek an hour later = %+v, want still MissingGroup", v)
 	}
 }

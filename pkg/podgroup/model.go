@@ -12,34 +12,42 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 	"github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
 )
 
-// Model is the group model of one scheduler, shared by its profiles: the Index of groups,
-// the Members of each PodGroup and the Attempts the scheduler makes, kept consistent under
-// one lock. Informer events change it; the plugins ask it questions and report what the
-// scheduler did (decisions.go); it tells the scheduler what follows (activate, allow or
-// reject pods) through Scheduler, never while holding its lock.
+// Model is the group model of one scheduler, shared by its profiles. It keeps, under one
+// lock, the Index of groups, the Members of each PodGroup (filed by a filing.Book) and the
+// Attempts the scheduler makes, and splits its work by role:
+//   - the Model itself takes the informers' news (groups, pods, Jobs, nodes) and keeps the
+//     trees and their members (membership.go, settle.go);
+//   - the Gate answers the plugins' read-only questions: may a pod be scheduled, in which
+//     order, what its tree looks like (gate.go, views.go, status.go);
+//   - Permits owns the attempts: reservations, waits at Permit, failures, deadlines and
+//     retries, and is the only one to allow or reject a waiting pod (permits.go,
+//     retries.go).
+//
+// It tells the scheduler what follows (activate, allow or reject pods) through Scheduler,
+// never while holding its lock, except Permits' allowing, which must not be interleaved
+// with a rejection (see Permits).
 type Model struct {
 	mu       sync.Mutex
 	index    *Index
 	members  *Members
-	attempts *Attempts
-	filing   *filing
-
+	book     *filing.Book
+	permits  *Permits
+	gate     *Gate
 	sched    Scheduler
 	status   StatusQueue
 	recorder events.EventRecorder
 	clock    Clock
 	logger   klog.Logger
-	observer RoundObserver
 
 	// profiles are the scheduler names served, with what each profile's plugins set.
 	profiles map[string]*Profile
@@ -55,12 +63,7 @@ type Model struct {
 	// at the last refresh: a flip to ready activates its gated members.
 	knownReady map[Key]bool
 
-	jobLister      batchlisters.JobLister
-	workloads      Workloads
 	priorityLister schedulinglisters.PriorityClassLister
-	// retryFloor is the least time between two attempts of a tree: news retries a failed
-	// tree at once, but no faster than this, so that a stream of events is no hot loop.
-	retryFloor time.Duration
 }
 
 // Profile is one scheduling profile the model serves.
@@ -74,8 +77,7 @@ type Profile struct {
 	Validators []Validator
 }
 
-// Scheduler is what the model asks of the scheduler it serves. The model never calls it with
-// its lock held.
+// Scheduler is what the model asks of the scheduler it serves.
 type Scheduler interface {
 	// Activate moves pods to the active queue, whatever held them back.
 	Activate(logger klog.Logger, pods []*v1.Pod)
@@ -93,9 +95,12 @@ type StatusQueue interface {
 	EnqueueAfter(k Key, d time.Duration)
 }
 
-// RoundObserver hears when a tree's attempt ends (its plan, if any, is stale then).
+// RoundObserver hears when a tree's attempt ends (its plan, if any, is stale then), when a
+// tree was scheduled, and when a group is gone: what was held for the tree may go.
 type RoundObserver interface {
 	AttemptEnded(root Key)
+	TreeScheduled(root Key)
+	TreeGone(root Key)
 }
 
 // Clock is the model's time and timers.
@@ -122,8 +127,8 @@ type Options struct {
 	Observer  RoundObserver
 	Logger    klog.Logger
 	// Workloads files the pods of Jobs; nil for Jobs that get a gang by their own spec
-	// (JobGangs), their PodGroups created by a workload controller.
-	Workloads Workloads
+	// (filing.JobGangs), their PodGroups created by a workload controller.
+	Workloads filing.Workloads
 }
 
 // DefaultRetryFloor is the least time between two attempts of a tree that news retries.
@@ -134,24 +139,17 @@ func New(opts Options) *Model {
 	m := &Model{
 		index:      NewIndex(),
 		members:    NewMembers(),
-		attempts:   NewAttempts(),
-		filing:     newFiling(),
+		book:       filing.NewBook(opts.Workloads),
 		sched:      opts.Scheduler,
 		status:     opts.Status,
 		recorder:   opts.Recorder,
 		clock:      opts.Clock,
-		observer:   opts.Observer,
 		logger:     opts.Logger,
 		profiles:   map[string]*Profile{},
 		synced:     func() bool { return true },
 		held:       map[types.UID]*v1.Pod{},
 		noticed:    sets.New[types.UID](),
 		knownReady: map[Key]bool{},
-		retryFloor: DefaultRetryFloor,
-		workloads:  opts.Workloads,
-	}
-	if m.workloads == nil {
-		m.workloads = JobGangs{Created: true}
 	}
 	if m.clock == nil {
 		m.clock = RealClock{}
@@ -159,8 +157,16 @@ func New(opts Options) *Model {
 	if m.status == nil {
 		m.status = nopStatus{}
 	}
+	m.gate = &Gate{m: m}
+	m.permits = newPermits(m, opts.Observer)
 	return m
 }
+
+// Gate is the model's read-only role: what the plugins ask before and while scheduling.
+func (m *Model) Gate() *Gate { return m.gate }
+
+// Permits is the model's role that owns the scheduler's attempts.
+func (m *Model) Permits() *Permits { return m.permits }
 
 type nopStatus struct{}
 
@@ -193,7 +199,9 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 		return err
 	}
 	jobs := kube.Batch().V1().Jobs()
-	m.jobLister = jobs.Lister()
+	m.mu.Lock()
+	m.book.SetJobs(jobs.Lister())
+	m.mu.Unlock()
 	if err := add(jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.OnJob,
 		UpdateFunc: func(_, obj any) { m.OnJob(obj) },
@@ -217,7 +225,7 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 	}); err != nil {
 		return err
 	}
-	if s, ok := m.workloads.(interface{ HasSynced() bool }); ok {
+	if s, ok := m.book.Workloads().(interface{ HasSynced() bool }); ok {
 		// Workload kinds of other APIs (scheduler-plugins PodGroups) file pods too.
 		synced = append(synced, s.HasSynced)
 	}
@@ -272,14 +280,13 @@ func (m *Model) AddProfile(p Profile) {
 		prof.JobGroupTimeout = p.JobGroupTimeout
 	}
 	prof.Validators = append(prof.Validators, p.Validators...)
-	var eff effects
+	eff := m.newEffects(m.logger)
 	if len(p.Validators) > 0 {
-		tops := sets.New[Key]()
 		for _, k := range m.index.Keys() {
-			tops.Insert(m.index.TopOf(k))
+			eff.reshape(m.index.TopOf(k))
 		}
-		m.refreshShapeLocked(&eff, tops.UnsortedList()...)
 	}
+	m.settleLocked(eff)
 	m.mu.Unlock()
 	m.apply(eff)
 }
@@ -298,13 +305,16 @@ func (m *Model) validatorsLocked() []Validator {
 }
 
 // effects are what the model asks of the scheduler after a change, applied once its lock
-// is released.
+// is released, and the trees the change touched, which settleLocked brings up to date
+// before the lock is released.
 type effects struct {
 	logger   klog.Logger
 	activate []*v1.Pod
-	allow    []*v1.Pod
 	reject   []rejection
 	ended    []Key
+	// dirty are the tops of trees to refresh (settle.go), true for those whose shape (groups,
+	// validity) may have changed.
+	dirty map[Key]bool
 }
 
 type rejection struct {
@@ -312,30 +322,36 @@ type rejection struct {
 	msg string
 }
 
+func (m *Model) newEffects(logger klog.Logger) *effects {
+	if logger.GetSink() == nil {
+		logger = m.logger
+	}
+	return &effects{logger: logger, dirty: map[Key]bool{}}
+}
+
 func (e *effects) rejectPod(p *v1.Pod, msg string) {
 	e.reject = append(e.reject, rejection{pod: p, msg: msg})
 }
 
+// touch marks the tree of top for a refresh.
+func (e *effects) touch(top Key) {
+	if _, ok := e.dirty[top]; !ok {
+		e.dirty[top] = false
+	}
+}
+
+// reshape marks the tree of top for a refresh of its shape.
+func (e *effects) reshape(top Key) { e.dirty[top] = true }
+
 // apply carries out effects. Never called with m.mu held.
-func (m *Model) apply(e effects) {
+func (m *Model) apply(e *effects) {
 	if m.sched != nil {
-		for _, p := range e.allow {
-			m.sched.Allow(p)
-		}
 		for _, r := range e.reject {
 			m.sched.Reject(r.pod, r.msg)
 		}
 	}
-	if m.observer != nil {
-		for _, root := range e.ended {
-			m.observer.AttemptEnded(root)
-		}
-	}
-	logger := e.logger
-	if logger.GetSink() == nil {
-		logger = m.logger
-	}
-	m.activate(logger, e.activate)
+	m.permits.ended(e.ended)
+	m.activate(e.logger, e.activate)
 }
 
 func (m *Model) activate(logger klog.Logger, pods []*v1.Pod) {
@@ -354,6 +370,16 @@ func (m *Model) takeHeldLocked() []*v1.Pod {
 	return out
 }
 
+// update runs fn under the lock, settles the trees it touched, and applies its effects.
+func (m *Model) update(logger klog.Logger, fn func(eff *effects)) {
+	m.mu.Lock()
+	eff := m.newEffects(logger)
+	fn(eff)
+	m.settleLocked(eff)
+	m.mu.Unlock()
+	m.apply(eff)
+}
+
 // --- groups ---
 
 // OnGroup records a PodGroup or CompositePodGroup that was added (old nil) or updated. A
@@ -364,18 +390,17 @@ func (m *Model) OnGroup(old, obj any) {
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	var eff effects
-	tops := m.index.Upsert(obj)
-	m.refreshShapeLocked(&eff, tops...)
-	m.refileGroupUnitsLocked(&eff, k)
-	if old != nil && specChanged(old, obj) {
-		if root, ok := m.index.RootOf(k); ok {
-			m.pokeLocked(root, fmt.Sprintf("%s changed", k))
+	m.update(m.logger, func(eff *effects) {
+		for _, top := range m.index.Upsert(obj) {
+			eff.reshape(top)
 		}
-	}
-	m.mu.Unlock()
-	m.apply(eff)
+		m.refileGroupUnitsLocked(eff, k)
+		if old != nil && specChanged(old, obj) {
+			if root, ok := m.index.RootOf(k); ok {
+				m.permits.pokeLocked(root, fmt.Sprintf("%s changed", k))
+			}
+		}
+	})
 }
 
 func specChanged(old, cur any) bool {
@@ -401,14 +426,16 @@ func (m *Model) OnGroupDelete(obj any) {
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	var eff effects
-	tops := m.index.Delete(obj)
-	m.attempts.ForgetGroup(k)
-	m.refreshShapeLocked(&eff, tops...)
-	m.refileGroupUnitsLocked(&eff, k)
-	m.mu.Unlock()
-	m.apply(eff)
+	m.update(m.logger, func(eff *effects) {
+		for _, top := range m.index.Delete(obj) {
+			eff.reshape(top)
+		}
+		m.permits.forgetGroupLocked(k)
+		m.refileGroupUnitsLocked(eff, k)
+	})
+	if m.permits.observer != nil {
+		m.permits.observer.TreeGone(k)
+	}
 }
 
 // --- pods ---
@@ -419,12 +446,12 @@ func (m *Model) OnPod(_, obj any) {
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	var eff effects
-	m.rememberLocked(pod)
-	m.filePodLocked(&eff, pod)
-	m.mu.Unlock()
-	m.apply(eff)
+	m.update(m.logger, func(eff *effects) {
+		if m.servesLocked(pod) {
+			m.book.Remember(pod)
+		}
+		m.filePodLocked(eff, pod)
+	})
 }
 
 // OnPodDelete forgets a pod. A pod that had a node leaves room: trees that failed for want
@@ -437,108 +464,16 @@ func (m *Model) OnPodDelete(obj any) {
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	var eff effects
-	m.forgetLocked(pod)
-	m.removeMemberLocked(&eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
-	delete(m.held, pod.UID)
-	m.noticed.Delete(pod.UID)
-	if pod.Spec.NodeName != "" {
-		m.pokeStalledLocked(fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
-	}
-	m.mu.Unlock()
-	m.apply(eff)
-}
-
-// filePodLocked puts a pod in the group the filing rules give it, or out of every group.
-func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
-	k, member := m.fileLocked(pod)
-	if terminated(pod) {
-		member = false
-	}
-	prev := m.members.Of(pod.UID)
-	if !member {
-		if prev != nil {
-			m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s left PodGroup %s", pod.Name, prev.Group.Name))
-		}
-		return
-	}
-	if prev != nil && prev.Group != k {
-		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s moved to PodGroup %s", pod.Name, k.Name))
-		prev = nil
-	}
-	wasBound := prev != nil && prev.Bound()
-	m.members.Put(pod, k)
-	if held, ok := m.held[pod.UID]; ok && m.synced() {
+	m.update(m.logger, func(eff *effects) {
+		m.book.Forget(pod)
+		m.gate.forget(pod.UID)
+		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
 		delete(m.held, pod.UID)
-		eff.activate = append(eff.activate, held)
-	}
-	switch {
-	case prev == nil:
-		// A new member may complete its tree (activations in refresh), and is news for a
-		// tree held back after a failed attempt.
-		m.refreshLocked(eff, m.index.TopOf(k))
-		if root, ok := m.index.RootOf(k); ok {
-			m.pokeLocked(root, fmt.Sprintf("pod %s joined PodGroup %s", pod.Name, k.Name))
+		m.noticed.Delete(pod.UID)
+		if pod.Spec.NodeName != "" {
+			m.permits.pokeStalledLocked(fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
 		}
-	case !wasBound && pod.Spec.NodeName != "":
-		m.boundLocked(eff, pod, k)
-	}
-}
-
-// terminated reports whether a pod no longer counts: it finished or is being deleted.
-func terminated(pod *v1.Pod) bool {
-	return pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
-}
-
-// boundLocked records that the informer shows a member bound: its reservation is over.
-func (m *Model) boundLocked(eff *effects, pod *v1.Pod, k Key) {
-	if a := m.attempts.Remove(pod.UID); a != nil {
-		m.logger.V(5).Info("Member bound", "pod", klog.KObj(pod), "group", k, "node", pod.Spec.NodeName)
-	}
-	if g := m.index.Get(k); g.Exists() && m.members.BoundOrRan(k) >= g.Minimum() {
-		m.attempts.Outcome(k).Partial = ""
-	}
-	// The conditions of the groups above wait for the binds of the members they allowed too.
-	if path, ok := m.index.Path(k); ok {
-		for _, pk := range path {
-			m.status.Enqueue(pk)
-		}
-	} else {
-		m.status.Enqueue(k)
-	}
-	m.refreshLocked(eff, m.index.TopOf(k))
-	if root, ok := m.index.RootOf(k); ok {
-		m.observeBoundLocked(root)
-	}
-}
-
-// removeMemberLocked forgets a member: it stops counting at once. If it held a reservation
-// it is released (a pod still waiting at Permit that merely left its group is rejected; a
-// deleted one the scheduler rejects itself), and if its tree can no longer be ready with the
-// pods that exist, every member of the tree waiting at Permit is released.
-func (m *Model) removeMemberLocked(eff *effects, uid types.UID, why string) {
-	mem := m.members.Remove(uid)
-	if mem == nil {
-		return
-	}
-	root, hasRoot := m.index.RootOf(mem.Group)
-	if a := m.attempts.Remove(uid); a != nil {
-		root, hasRoot = a.Root, true
-		if a.State == Waiting {
-			eff.rejectPod(a.Pod, why)
-		}
-		if m.attempts.Ended(a.Root) {
-			eff.ended = append(eff.ended, a.Root)
-		}
-	}
-	if hasRoot {
-		if r := m.attempts.Round(root); r != nil {
-			delete(r.failed, uid)
-		}
-		m.releaseHopelessLocked(eff, m.logger, root, why)
-	}
-	m.refreshLocked(eff, m.index.TopOf(mem.Group))
+	})
 }
 
 // --- capacity ---
@@ -583,37 +518,15 @@ func (m *Model) OnNodeDelete(obj any) {
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	eff := effects{logger: m.logger}
-	why := fmt.Sprintf("node %s was deleted", node.Name)
-	roots := sets.New[Key]()
-	for _, uid := range m.attempts.WaitingUIDs() {
-		a := m.attempts.Of(uid)
-		if a == nil || a.Node != node.Name {
-			continue
-		}
-		m.attempts.Remove(uid)
-		eff.rejectPod(a.Pod, why)
-		eff.activate = append(eff.activate, a.Pod)
-		roots.Insert(a.Root)
-		m.logger.V(4).Info("Waiting member released: its node is gone", "pod", klog.KObj(a.Pod), "group", a.Group, "root", a.Root, "node", node.Name)
-	}
-	for root := range roots {
-		eff.ended = append(eff.ended, root) // its plan placed members on the node
-		m.releaseHopelessLocked(&eff, m.logger, root, why)
-	}
-	m.mu.Unlock()
-	m.apply(eff)
+	m.update(m.logger, func(eff *effects) { m.permits.nodeGoneLocked(eff, node.Name) })
 }
 
 // OnCapacity tells the model that room may have appeared (a node added or grown, a pod
 // gone): trees that failed for want of room are retried now.
 func (m *Model) OnCapacity(why string) {
 	m.mu.Lock()
-	var eff effects
-	m.pokeStalledLocked(why)
+	m.permits.pokeStalledLocked(why)
 	m.mu.Unlock()
-	m.apply(eff)
 }
 
 // --- priority ---
@@ -630,4 +543,22 @@ func (m *Model) priorityLocked(pod *v1.Pod, root Key) int32 {
 		return *pod.Spec.Priority
 	}
 	return 0
+}
+
+// Lead is called when the scheduler becomes the leader: what a standby did not announce is
+// announced now (events per pod, conditions), and held members are looked at again.
+func (m *Model) Lead() {
+	m.mu.Lock()
+	m.noticed = sets.New[types.UID]()
+	for _, k := range m.index.Keys() {
+		if m.index.Get(k).Exists() {
+			m.status.Enqueue(k)
+		}
+	}
+	var pods []*v1.Pod
+	for _, k := range m.members.Groups() {
+		pods = append(pods, m.pendingOfLocked(k)...)
+	}
+	m.mu.Unlock()
+	m.activate(m.logger, pods)
 }

@@ -1,6 +1,8 @@
 package podgroup
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -18,29 +20,41 @@ type Preemptor struct {
 	// Failed: the tree's last attempt failed and it backs off; preemption is decided once per
 	// failed attempt.
 	Failed bool
+	// WaitingSince is when the tree started failing to fit (zero while it does not);
+	// ReserveAfter how long it may before a domain is held for it (0: never), and
+	// ReservationTimeout how long one reservation lasts.
+	WaitingSince                     time.Time
+	ReserveAfter, ReservationTimeout time.Duration
 }
 
 // Preemptor describes the tree of a member for preemption, false while the pod has no valid
 // tree.
-func (m *Model) Preemptor(pod *v1.Pod) (Preemptor, bool) {
+func (g *Gate) Preemptor(pod *v1.Pod) (Preemptor, bool) {
+	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	root, ok := m.rootOfLocked(pod)
 	if !ok {
 		return Preemptor{}, false
 	}
-	g := m.index.Get(root)
-	p := Preemptor{Root: root, Priority: m.priorityLocked(pod, root), Object: g.Object()}
+	grp := m.index.Get(root)
+	p := Preemptor{Root: root, Priority: m.priorityLocked(pod, root), Object: grp.Object()}
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		p.Never = true
 	}
-	if name := g.PriorityClassName(); name != "" && m.priorityLister != nil {
+	if name := grp.PriorityClassName(); name != "" && m.priorityLister != nil {
 		if pc, err := m.priorityLister.Get(name); err == nil && pc.PreemptionPolicy != nil && *pc.PreemptionPolicy == v1.PreemptNever {
 			p.Never = true
 		}
 	}
-	if r := m.attempts.Round(root); r != nil && r.backoffUntil.After(m.clock.Now()) {
+	if m.permits.backoffLeftLocked(root) > 0 {
 		p.Failed = true
+	}
+	if r := m.permits.attempts.Round(root); r != nil {
+		p.WaitingSince, p.ReserveAfter, p.ReservationTimeout = r.waitingSince, r.reserveAfter, r.reservationTimeout
+		if d, ok := grp.ReserveAfter(); ok {
+			p.ReserveAfter = d
+		}
 	}
 	return p, true
 }
@@ -60,7 +74,8 @@ type Unit struct {
 
 // UnitOf returns the gang a bound pod belongs to, false if the pod is not a member of a tree
 // with the gang policy (such a pod is a victim on its own).
-func (m *Model) UnitOf(pod *v1.Pod) (Unit, bool) {
+func (g *Gate) UnitOf(pod *v1.Pod) (Unit, bool) {
+	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	root, ok := m.rootOfLocked(pod)
@@ -72,7 +87,7 @@ func (m *Model) UnitOf(pod *v1.Pod) (Unit, bool) {
 	for _, k := range m.index.Subtree(root) {
 		gang = gang || m.index.Get(k).IsGang()
 		for _, mm := range m.members.InGroup(k) {
-			switch a := m.attempts.Of(mm.Pod.UID); {
+			switch a := m.permits.attempts.Of(mm.Pod.UID); {
 			case mm.Pod.DeletionTimestamp != nil:
 			case mm.Bound():
 				u.Pods = append(u.Pods, mm.Pod)
@@ -94,20 +109,6 @@ func (m *Model) UnitOf(pod *v1.Pod) (Unit, bool) {
 		}
 	}
 	return u, true
-}
-
-// NotePreempting records that a tree is preempting (msg says where and whom), for its
-// condition and event, or clears it (msg ""). The victims' deletions are news that retry
-// the tree.
-func (m *Model) NotePreempting(root Key, msg string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o := m.attempts.Outcome(root)
-	if o.Preempting == msg {
-		return
-	}
-	o.Preempting = msg
-	m.status.Enqueue(root)
 }
 
 // rootOfLocked returns the root of a member's tree, false if the pod is no member or its tree

@@ -3,6 +3,8 @@ package podgroup
 import (
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,28 +31,28 @@ func TestPreemptor(t *testing.T) {
 	withPriorityClasses(m,
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Value: 1000},
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "polite"}, Value: 1000, PreemptionPolicy: ptr.To(v1.PreemptNever)})
-	prod, polite := pg("prod", 2, ""), pg("polite", 2, "")
+	prod, polite := lt.MakePodGroup().Namespace("ns").Name("prod").Gang(2).Obj(), lt.MakePodGroup().Namespace("ns").Name("polite").Gang(2).Obj()
 	prod.Spec.PriorityClassName, polite.Spec.PriorityClassName = "prod", "polite"
 	m.OnGroup(nil, prod)
 	m.OnGroup(nil, polite)
 	p := addPods(m, "prod", 2)
 	q := addPods(m, "polite", 2)
 
-	got, ok := m.Preemptor(p[0])
+	got, ok := m.Gate().Preemptor(p[0])
 	if !ok || got.Priority != 1000 || got.Never || got.Failed || got.Root != PodGroupKey("ns", "prod") || got.Object == nil {
 		t.Errorf("prod: %+v, want priority 1000, may preempt, not failed", got)
 	}
-	m.Fail(bg, p[0], "no room", testPolicy)
-	if got, _ := m.Preemptor(p[0]); !got.Failed {
+	m.Permits().Fail(bg, p[0], "no room", testPolicy)
+	if got, _ := m.Gate().Preemptor(p[0]); !got.Failed {
 		t.Error("prod failed its attempt, Preemptor says it did not")
 	}
-	if got, _ := m.Preemptor(q[0]); !got.Never {
+	if got, _ := m.Gate().Preemptor(q[0]); !got.Never {
 		t.Error("polite's PriorityClass says Never")
 	}
-	own := pod("prod", 5, "")
+	own := lt.Member("ns", "prod", 5).Obj()
 	own.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
 	m.OnPod(nil, own)
-	if got, _ := m.Preemptor(own); !got.Never {
+	if got, _ := m.Gate().Preemptor(own); !got.Never {
 		t.Error("a member whose preemptionPolicy is Never must not preempt")
 	}
 }
@@ -59,17 +61,17 @@ func TestPreemptor(t *testing.T) {
 // tree's priority; a pod of a basic group, or of no group, is not a unit.
 func TestUnitOf(t *testing.T) {
 	m, _, _ := testModel(t)
-	m.OnGroup(nil, cpg("job", 2, ""))
-	m.OnGroup(nil, pg("a", 1, "job"))
-	m.OnGroup(nil, pg("b", 2, "job"))
-	m.OnGroup(nil, pg("loose", 0, ""))
-	a0, b0, b1 := pod("a", 0, "n1"), pod("b", 0, "n2"), pod("b", 1, "")
+	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Parent("job").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Parent("job").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("loose").Basic().Obj())
+	a0, b0, b1 := lt.Member("ns", "a", 0).Node("n1").Obj(), lt.Member("ns", "b", 0).Node("n2").Obj(), lt.Member("ns", "b", 1).Obj()
 	a0.Spec.Priority, b0.Spec.Priority = ptr.To[int32](5), ptr.To[int32](7)
 	for _, p := range []*v1.Pod{a0, b0, b1} {
 		m.OnPod(nil, p)
 	}
-	m.Reserve(bg, assumed(b1, "n3"), "n3")
-	u, ok := m.UnitOf(a0)
+	m.Permits().Reserve(bg, assumed(b1, "n3"), "n3")
+	u, ok := m.Gate().UnitOf(a0)
 	if !ok || u.Root != CompositePodGroupKey("ns", "job") || !u.Composite || u.Priority != 7 || len(u.Pods) != 3 {
 		t.Fatalf("unit %+v, want the whole tree job (3 pods holding room) at priority 7", u)
 	}
@@ -78,9 +80,9 @@ func TestUnitOf(t *testing.T) {
 			t.Errorf("unit pod %s without its node", p.Name)
 		}
 	}
-	loose := pod("loose", 0, "n1")
+	loose := lt.Member("ns", "loose", 0).Node("n1").Obj()
 	m.OnPod(nil, loose)
-	if _, ok := m.UnitOf(loose); ok {
+	if _, ok := m.Gate().UnitOf(loose); ok {
 		t.Error("a pod of a basic group is a victim on its own")
 	}
 }
@@ -88,24 +90,24 @@ func TestUnitOf(t *testing.T) {
 // A tree that is preempting says so in its condition until it is scheduled.
 func TestPreemptingCondition(t *testing.T) {
 	m, _, _ := testModel(t)
-	m.OnGroup(nil, pg("a", 1, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Obj())
 	p := addPods(m, "a", 1)
 	k := PodGroupKey("ns", "a")
-	m.Fail(bg, p[0], "no room", testPolicy)
-	m.NotePreempting(k, "taking rack r1: evicting 8 pods of priority up to 10 (0 gangs whole)")
-	if c, _ := m.Condition(k); c.Reason != v1alpha1.ReasonPreempting || c.Message != "taking rack r1: evicting 8 pods of priority up to 10 (0 gangs whole)" {
+	m.Permits().Fail(bg, p[0], "no room", testPolicy)
+	m.Permits().NotePreempting(k, "taking rack r1: evicting 8 pods of priority up to 10 (0 gangs whole)")
+	if c, _ := m.Gate().Condition(k); c.Reason != v1alpha1.ReasonPreempting || c.Message != "taking rack r1: evicting 8 pods of priority up to 10 (0 gangs whole)" {
 		t.Errorf("condition %+v, want Preempting with the message", c)
 	}
-	m.NotePreempting(k, "")
-	if c, _ := m.Condition(k); c.Reason != v1alpha1.ReasonUnschedulable {
+	m.Permits().NotePreempting(k, "")
+	if c, _ := m.Gate().Condition(k); c.Reason != v1alpha1.ReasonUnschedulable {
 		t.Errorf("condition %+v, want the failure again once preemption is over", c)
 	}
-	m.NotePreempting(k, "taking rack r1")
+	m.Permits().NotePreempting(k, "taking rack r1")
 	a := assumed(p[0], "n1")
-	m.Reserve(bg, a, "n1")
-	m.Permit(bg, a, testPolicy)
+	m.Permits().Reserve(bg, a, "n1")
+	m.Permits().Permit(bg, a, testPolicy)
 	m.OnPod(p[0], a)
-	if c, _ := m.Condition(k); c.Reason != v1alpha1.ReasonScheduled {
+	if c, _ := m.Gate().Condition(k); c.Reason != v1alpha1.ReasonScheduled {
 		t.Errorf("condition %+v, want Scheduled", c)
 	}
 }

@@ -48,39 +48,40 @@ func (c Condition) sameAs(o Condition) bool {
 // is nothing to say (the group does not exist, or is being scheduled right now). Messages
 // describe the state without counts that change pod by pod, so that a condition is written
 // once per transition; the event note adds the counts at the time of the write.
-func (m *Model) Condition(k Key) (Condition, bool) {
+func (g *Gate) Condition(k Key) (Condition, bool) {
+	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	g := m.index.Get(k)
-	if !g.Exists() {
+	grp := m.index.Get(k)
+	if !grp.Exists() {
 		return Condition{}, false
 	}
-	c, ok := m.conditionLocked(k, g)
-	c.UID, c.Generation = g.UID(), g.Generation()
+	c, ok := m.conditionLocked(k, grp)
+	c.UID, c.Generation = grp.UID(), grp.Generation()
 	return c, ok
 }
 
 func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
-	out := m.attempts.OutcomeOf(k)
+	out := m.permits.attempts.OutcomeOf(k)
 	switch {
 	case g.Scheduled():
 		inFlight := 0
 		for _, pk := range m.index.PodGroupsOf(k) {
-			inFlight += m.attempts.InFlight(pk)
+			inFlight += m.permits.attempts.InFlight(pk)
 		}
 		if inFlight > 0 {
 			return Condition{}, false // True once the binds are done: a failed bind is reported instead
 		}
 		for _, pk := range m.index.PodGroupsOf(k) {
-			if p := m.attempts.OutcomeOf(pk).Partial; p != "" {
+			if p := m.permits.attempts.OutcomeOf(pk).Partial; p != "" {
 				return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPartiallyBound, Message: p, Note: p}, true
 			}
 		}
 		var msg string
 		if k.Kind == KindPodGroup {
-			msg = fmt.Sprintf("%d pods placed together (minCount %d)", m.members.BoundOrRan(k)+m.attempts.Placed(k), g.Minimum())
+			msg = fmt.Sprintf("%d pods placed together (minCount %d)", m.members.BoundOrRan(k)+m.permits.attempts.Placed(k), g.Minimum())
 		} else {
-			r := m.index.readiness(m.placedCounter(), true)
+			r := m.index.readiness(m.permits.placedCounter(), true)
 			msg = fmt.Sprintf("%d child groups placed together (minGroupCount %d)", r.readyChildren(k), g.Minimum())
 		}
 		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg}, true
@@ -109,6 +110,11 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 		// No Note: the preemption's own event (with the victims' count) is recorded when it
 		// happens, even if the condition turns Scheduled before it is written.
 		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPreempting, Message: out.Preempting}, true
+	}
+	if out.Reserving != "" {
+		// No Note: the reservation's own event is recorded when it starts; its message counts
+		// what is free, which changes as pods end.
+		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReserving, Message: out.Reserving}, true
 	}
 	if out.Failure != "" {
 		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: out.Failure, Note: out.Failure}, true

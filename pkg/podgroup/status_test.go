@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -24,23 +26,29 @@ func TestCondition(t *testing.T) {
 		noWrite bool
 	}{
 		{
-			name:  "gang short of pods",
-			setup: func(m *Model) { m.OnGroup(nil, pg("a", 3, "")); addPods(m, "a", 1) },
-			key:   PodGroupKey("ns", "a"),
+			name: "gang short of pods",
+			setup: func(m *Model) {
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
+				addPods(m, "a", 1)
+			},
+			key: PodGroupKey("ns", "a"),
 			want: Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable,
 				Message: "waiting for pods: minCount is 3", Note: "waiting for pods: 1 of 3 pods exist"},
 		},
 		{
-			name:    "enough pods and no attempt yet: nothing to say",
-			setup:   func(m *Model) { m.OnGroup(nil, pg("a", 1, "")); addPods(m, "a", 1) },
+			name: "enough pods and no attempt yet: nothing to say",
+			setup: func(m *Model) {
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Obj())
+				addPods(m, "a", 1)
+			},
 			key:     PodGroupKey("ns", "a"),
 			noWrite: true,
 		},
 		{
 			name: "composite short of children",
 			setup: func(m *Model) {
-				m.OnGroup(nil, cpg("job", 2, ""))
-				m.OnGroup(nil, pg("s0", 1, "job"))
+				m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).Obj())
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("s0").Gang(1).Parent("job").Obj())
 				addPods(m, "s0", 1)
 			},
 			key: CompositePodGroupKey("ns", "job"),
@@ -50,8 +58,8 @@ func TestCondition(t *testing.T) {
 		{
 			name: "child ready, waiting for its siblings",
 			setup: func(m *Model) {
-				m.OnGroup(nil, cpg("job", 2, ""))
-				m.OnGroup(nil, pg("s0", 1, "job"))
+				m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).Obj())
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("s0").Gang(1).Parent("job").Obj())
 				addPods(m, "s0", 1)
 			},
 			key: PodGroupKey("ns", "s0"),
@@ -59,16 +67,19 @@ func TestCondition(t *testing.T) {
 				Message: "waiting for the rest of the tree: job: 1 of 2 child groups ready", Note: "waiting for the rest of the tree: job: 1 of 2 child groups ready"},
 		},
 		{
-			name:  "invalid",
-			setup: func(m *Model) { m.OnGroup(nil, cpg("a", 1, "b")); m.OnGroup(nil, cpg("b", 1, "a")) },
-			key:   CompositePodGroupKey("ns", "b"),
+			name: "invalid",
+			setup: func(m *Model) {
+				m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("a").Gang(1).Parent("b").Obj())
+				m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("b").Gang(1).Parent("a").Obj())
+			},
+			key: CompositePodGroupKey("ns", "b"),
 			want: Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid,
 				Message: "invalid: cycle: b → a → b", Note: "invalid: cycle: b → a → b"},
 		},
 		{
 			name: "scheduled and bound",
 			setup: func(m *Model) {
-				m.OnGroup(nil, pg("a", 2, ""))
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
 				for _, p := range addPods(m, "a", 2) {
 					reservePermit(m, p)
 					m.OnPod(p, assumed(p, "n1"))
@@ -83,7 +94,7 @@ func TestCondition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _, _ := testModel(t)
 			tc.setup(m)
-			got, ok := m.Condition(tc.key)
+			got, ok := m.Gate().Condition(tc.key)
 			if ok == tc.noWrite {
 				t.Fatalf("Condition ok = %v, want %v", ok, !tc.noWrite)
 			}
@@ -99,7 +110,7 @@ func TestCondition(t *testing.T) {
 // rewrites a True condition.
 func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	m, _, _ := testModel(t)
-	obj := pg("a", 3, "")
+	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()
 	client := fake.NewSimpleClientset(obj)
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	if err := indexer.Add(obj); err != nil {
@@ -121,13 +132,13 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	}
 	sync := func() {
 		t.Helper()
-		if err := w.sync(ctx, m, key); err != nil {
+		if err := w.sync(ctx, m.Gate(), key); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	m.OnGroup(nil, obj)
-	pods := []*v1.Pod{pod("a", 0, ""), pod("a", 1, ""), pod("a", 2, "")}
+	pods := []*v1.Pod{lt.Member("ns", "a", 0).Obj(), lt.Member("ns", "a", 1).Obj(), lt.Member("ns", "a", 2).Obj()}
 	m.OnPod(nil, pods[0])
 	sync()
 	m.OnPod(nil, pods[1])
@@ -164,14 +175,14 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.index.Get(key).scheduled = false
-	m.attempts.Outcome(key).Failure = "cannot fit"
+	m.permits.attempts.Outcome(key).Failure = "cannot fit"
 	sync()
 	if got := writes(); got != 2 {
 		t.Errorf("%d writes, want a True condition never rewritten", got)
 	}
 	// A group deleted and created again under the same name, not seen by the model yet, is
 	// not written with what the model knows of its predecessor.
-	recreated := pg("a", 3, "")
+	recreated := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()
 	recreated.UID = "pg-a-2"
 	if err := indexer.Update(recreated); err != nil {
 		t.Fatal(err)
@@ -196,10 +207,10 @@ func TestBindBringsTheWholePathToTheStatusWriter(t *testing.T) {
 	m, _, _ := testModel(t)
 	q := &statusKeys{}
 	m.status = q
-	m.OnGroup(nil, cpg("root", 2, ""))
-	m.OnGroup(nil, pg("a", 1, "root"))
-	m.OnGroup(nil, pg("b", 1, "root"))
-	pa, pb := pod("a", 0, ""), pod("b", 0, "")
+	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("root").Gang(2).Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Parent("root").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(1).Parent("root").Obj())
+	pa, pb := lt.Member("ns", "a", 0).Obj(), lt.Member("ns", "b", 0).Obj()
 	m.OnPod(nil, pa)
 	m.OnPod(nil, pb)
 	reservePermit(m, pa)

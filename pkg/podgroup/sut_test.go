@@ -65,19 +65,19 @@ func (s *modelSUT) nodeDeleted(name string) {
 }
 
 func (s *modelSUT) preEnqueue(p *v1.Pod) (bool, string) {
-	v := s.m.Admit(klog.Background(), p)
+	v := s.m.Gate().Admit(klog.Background(), p)
 	return v.Code == Proceed || v.Code == NotMember, v.Message
 }
 
 func (s *modelSUT) preFilter(p *v1.Pod) (bool, string) {
-	v := s.m.Check(klog.Background(), p)
+	v := s.m.Gate().Check(klog.Background(), p)
 	return v.Code == Proceed || v.Code == NotMember, v.Message
 }
 
-func (s *modelSUT) reserve(p *v1.Pod, node string) { s.m.Reserve(klog.Background(), p, node) }
+func (s *modelSUT) reserve(p *v1.Pod, node string) { s.m.Permits().Reserve(klog.Background(), p, node) }
 
 func (s *modelSUT) permit(p *v1.Pod) (string, time.Duration) {
-	d := s.m.Permit(klog.Background(), p, testPolicy)
+	d := s.m.Permits().Permit(klog.Background(), p, testPolicy)
 	switch {
 	case d.Reject != "":
 		return "reject", 0
@@ -88,13 +88,17 @@ func (s *modelSUT) permit(p *v1.Pod) (string, time.Duration) {
 }
 
 func (s *modelSUT) postFilter(p *v1.Pod, reason string) {
-	s.m.Fail(klog.Background(), p, reason, testPolicy)
+	s.m.Permits().Fail(klog.Background(), p, reason, testPolicy)
 }
 
-func (s *modelSUT) unreserve(p *v1.Pod) { s.m.Unreserve(klog.Background(), p) }
+func (s *modelSUT) unreserve(p *v1.Pod) { s.m.Permits().Unreserve(klog.Background(), p) }
 
-func (s *modelSUT) waiters() []types.UID { return s.m.Waiters() }
+func (s *modelSUT) rejecting(p *v1.Pod) bool {
+	return s.m.Permits().Rejecting(klog.Background(), p, "preempted")
+}
+
+func (s *modelSUT) waiters() []types.UID { return s.m.Permits().Waiters() }
 
 func (s *modelSUT) condition(kind Kind, name string) (Condition, bool) {
-	return s.m.Condition(Key{Kind: kind, Namespace: "ns", Name: name})
+	return s.m.Gate().Condition(Key{Kind: kind, Namespace: "ns", Name: name})
 }

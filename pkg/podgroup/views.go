@@ -1,6 +1,8 @@
 package podgroup
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -21,6 +23,11 @@ type GroupView struct {
 	Pending []*v1.Pod
 	// PlacedNodes are the nodes of members that are bound or reserved.
 	PlacedNodes []string
+	// Priority is the tree's priority (on the root of a Tree view): its root's
+	// priorityClassName, else its pod's. WaitingSince is when the tree started failing to fit,
+	// zero while it does not.
+	Priority     int32
+	WaitingSince time.Time
 }
 
 // Walk calls fn for v and every group below it, parents first.
@@ -55,7 +62,8 @@ type Summary struct {
 
 // Summary returns the summary of the tree a pod belongs to, or false while it has no valid
 // root.
-func (m *Model) Summary(pod *v1.Pod) (Summary, bool) {
+func (g *Gate) Summary(pod *v1.Pod) (Summary, bool) {
+	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mem := m.members.Of(pod.UID)
@@ -76,7 +84,8 @@ func (m *Model) Summary(pod *v1.Pod) (Summary, bool) {
 }
 
 // Tree returns a snapshot of the tree a pod belongs to, or false while it has no valid root.
-func (m *Model) Tree(pod *v1.Pod) (*GroupView, bool) {
+func (g *Gate) Tree(pod *v1.Pod) (*GroupView, bool) {
+	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mem := m.members.Of(pod.UID)
@@ -87,7 +96,12 @@ func (m *Model) Tree(pod *v1.Pod) (*GroupView, bool) {
 	if !ok {
 		return nil, false
 	}
-	return m.viewLocked(root, nil), true
+	v := m.viewLocked(root, nil)
+	v.Priority = m.priorityLocked(pod, root)
+	if r := m.permits.attempts.Round(root); r != nil {
+		v.WaitingSince = r.waitingSince
+	}
+	return v, true
 }
 
 func (m *Model) viewLocked(k Key, parent *GroupView) *GroupView {
@@ -97,7 +111,7 @@ func (m *Model) viewLocked(k Key, parent *GroupView) *GroupView {
 		v.Children = append(v.Children, m.viewLocked(c, v))
 	}
 	for _, mem := range m.members.InGroup(k) {
-		switch a := m.attempts.Of(mem.Pod.UID); {
+		switch a := m.permits.attempts.Of(mem.Pod.UID); {
 		case mem.Bound():
 			v.PlacedNodes = append(v.PlacedNodes, mem.Pod.Spec.NodeName)
 		case a != nil:
@@ -111,9 +125,10 @@ func (m *Model) viewLocked(k Key, parent *GroupView) *GroupView {
 
 // Pending reports whether a pod is a member that is neither bound nor reserved: capacity a
 // plan promised it is still promised.
-func (m *Model) Pending(uid types.UID) bool {
+func (g *Gate) Pending(uid types.UID) bool {
+	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mem := m.members.Of(uid)
-	return mem != nil && !mem.Bound() && m.attempts.Of(uid) == nil
+	return mem != nil && !mem.Bound() && m.permits.attempts.Of(uid) == nil
 }

@@ -89,14 +89,19 @@ func (s *Scheduler) Registry() frameworkruntime.Registry {
 			if err != nil {
 				return nil, err
 			}
-			return gang.New(ctx, obj, h, c.groups.Model)
+			return gang.New(ctx, obj, h, c.groups.Model.Gate(), c.groups.Model.Permits())
 		},
 		topology.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			c, err := s.components(ctx, h)
 			if err != nil {
 				return nil, err
 			}
-			return topology.New(ctx, obj, h, c.groups.Model, c.plans)
+			return topology.New(ctx, obj, h, topology.Shared{
+				Trees: c.groups.Model.Gate(),
+				Notes: c.groups.Model.Permits(),
+				Plans: c.plans,
+				Guard: func(h fwk.Handle) fwk.Handle { return podgroup.Guard(h, c.groups.Model.Permits(), gang.Name) },
+			})
 		},
 	}
 }

@@ -21,6 +21,14 @@ type LockstepGangArgs struct {
 	// PodGroup to appear; after that they are scheduled without gang semantics, so that a
 	// missing or failing Job controller never blocks a Job forever.
 	JobGroupTimeoutSeconds int64
+	// ReserveAfterSeconds is how long a gang fails to fit before a domain is held for it
+	// (a reservation), if it could fit once running pods of lower or equal priority end.
+	// A root group's spec.reserveAfterSeconds overrides it. 0 turns reservations off.
+	ReserveAfterSeconds int64
+	// ReservationTimeoutSeconds bounds how long a gang holds one reservation: then it is
+	// released and the gang waits its turn again, so that a domain whose pods never end is
+	// not held idle forever.
+	ReservationTimeoutSeconds int64
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -152,7 +153,7 @@ func Build(in Inputs) []*Group {
 // label (its mirror, controlled by it), or as a pod of a Job through the Job's PodGroup
 // (named after the Job and controlled by it).
 func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, string, bool) {
-	if name, ok := podgroup.GroupNameOf(p); ok {
+	if name, ok := filing.GroupNameOf(p); ok {
 		k := podgroup.PodGroupKey(p.Namespace, name)
 		_, exists := pgs[k]
 		return k, "label", exists
@@ -178,7 +179,7 @@ func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key,
 	if owner == nil || owner.Kind != "Job" {
 		return podgroup.Key{}, "", false
 	}
-	k := podgroup.PodGroupKey(p.Namespace, podgroup.JobGroupName(owner.Name, owner.UID))
+	k := podgroup.PodGroupKey(p.Namespace, filing.JobGroupName(owner.Name, owner.UID))
 	pg, ok := pgs[k]
 	if !ok {
 		return podgroup.Key{}, "", false

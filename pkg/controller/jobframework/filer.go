@@ -5,11 +5,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // Filer tells the scheduler's group model which PodGroup a pod belongs to through its
-// workload (podgroup.Workloads), by asking the adapters in turn: the first that claims the
+// workload (filing.Workloads), by asking the adapters in turn: the first that claims the
 // pod files it. Their order is the precedence: a JobSet's staged tree before a flat
 // scheduler-plugins PodGroup (Kubeflow Trainer makes one PodGroup for a whole JobSet, its
 // initializers included, which could never be all there at once), that PodGroup before a
@@ -21,9 +21,9 @@ type Filer struct {
 	Created bool
 }
 
-var _ podgroup.Workloads = Filer{}
+var _ filing.Workloads = Filer{}
 
-// GroupOfJob implements podgroup.Workloads.
+// GroupOfJob implements filing.Workloads.
 func (f Filer) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (string, bool) {
 	for _, a := range f.Adapters {
 		if name, ok := a.GroupOfJob(job, schedulerNames); ok {
@@ -33,8 +33,8 @@ func (f Filer) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (st
 	return "", false
 }
 
-// GroupOfPod implements podgroup.Workloads.
-func (f Filer) GroupOfPod(pod *v1.Pod, job *batchv1.Job, schedulerNames sets.Set[string]) podgroup.Filing {
+// GroupOfPod implements filing.Workloads.
+func (f Filer) GroupOfPod(pod *v1.Pod, job *batchv1.Job, schedulerNames sets.Set[string]) filing.Filing {
 	for _, a := range f.Adapters {
 		if pa, ok := a.(PodAdapter); ok {
 			if fl, ok := pa.GroupOfPod(pod, schedulerNames); ok {
@@ -47,13 +47,13 @@ func (f Filer) GroupOfPod(pod *v1.Pod, job *batchv1.Job, schedulerNames sets.Set
 			continue
 		}
 		if name, ok := a.GroupOfJob(job, schedulerNames); ok {
-			return podgroup.Filing{Name: name, Created: f.Created}
+			return filing.Filing{Name: name, Created: f.Created}
 		}
 	}
-	return podgroup.Filing{}
+	return filing.Filing{}
 }
 
-// Labelled implements podgroup.Workloads.
+// Labelled implements filing.Workloads.
 func (f Filer) Labelled(pod *v1.Pod) (string, bool) {
 	for _, a := range f.Adapters {
 		if pa, ok := a.(PodAdapter); ok {

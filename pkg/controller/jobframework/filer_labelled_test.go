@@ -8,23 +8,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
 // schedulerPluginsPodGroup is a scheduler-plugins PodGroup as the dynamic client serves it.
@@ -87,59 +85,56 @@ func workloadKinds(t *testing.T, served bool, pgs ...*unstructured.Unstructured)
 // pod waits for its PodGroup as for one not seen. Created false (no workload controller)
 // carries into every filing.
 func TestFilerFilesLabelledPods(t *testing.T) {
-	names := sets.New(testScheduler)
-	child := indexedJob("js-workers-0", 2)
-	child.Labels = map[string]string{jobset.LabelReplicatedJob: "workers", jobset.LabelJobIndex: "0", jobset.LabelRestartAttempt: "0"}
-	child.OwnerReferences = []metav1.OwnerReference{{APIVersion: jobset.GVK.GroupVersion().String(), Kind: jobset.GVK.Kind, Name: "js", UID: "uid-js", Controller: ptr.To(true)}}
+	names := sets.New(lt.SchedulerName)
+	child := lt.MakeJob().Namespace(ns).Name("js-workers-0").Indexed(2).
+		Label(jobset.LabelReplicatedJob, "workers").Label(jobset.LabelJobIndex, "0").Label(jobset.LabelRestartAttempt, "0").
+		Owner(jobset.GVK.GroupVersion().String(), jobset.GVK.Kind, "js", "uid-js").Obj()
 	jobSetGroup, ok := jobset.New().GroupOfJob(child, names)
 	if !ok {
 		t.Fatal("the JobSet adapter does not claim the JobSet's child Job")
 	}
-	launcher := indexedJob("launcher", 2) // a gang by its own spec
-	jobGroup := podgroup.JobGroupName(launcher.Name, launcher.UID)
+	launcher := lt.MakeJob().Namespace(ns).Name("launcher").Indexed(2).Obj() // a gang by its own spec
+	jobGroup := filing.JobGroupName(launcher.Name, launcher.UID)
 	podOf := func(j *batchv1.Job, group string) *v1.Pod {
-		p := &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod", UID: types.UID("uid-pod")},
-			Spec:       v1.PodSpec{SchedulerName: testScheduler},
-		}
+		p := lt.MakePod().Namespace(ns).Name("pod").UID("uid-pod")
 		if j != nil {
-			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}
+			p = lt.ControlledBy(p, "batch/v1", "Job", j.Name, string(j.UID))
 		}
 		if group != "" {
-			p.Labels = map[string]string{coscheduling.Label: group}
+			p = p.Label(coscheduling.Label, group)
 		}
-		return p
+		return p.Obj()
 	}
 	tests := []struct {
 		name         string
 		notServed    bool
 		job          *batchv1.Job // the pod's, nil for none
 		label        string       // the scheduler-plugins PodGroup the pod names, "" for none
-		want         podgroup.Filing
+		want         filing.Filing
 		wantLabelled string
 	}{
 		{name: "labelled pod of a JobSet's child Job: the JobSet's", job: child, label: "trainer",
-			want: podgroup.Filing{Name: jobSetGroup, Created: true}, wantLabelled: "ns/trainer"},
+			want: filing.Filing{Name: jobSetGroup, Created: true}, wantLabelled: "ns/trainer"},
 		{name: "labelled pod of a gang Job: the mirror", job: launcher, label: "mpi",
-			want: podgroup.Filing{Name: "mpi", Created: true, Labelled: true}, wantLabelled: "ns/mpi"},
+			want: filing.Filing{Name: "mpi", Created: true, Labelled: true}, wantLabelled: "ns/mpi"},
 		{name: "labelled pod without a Job: the mirror", label: "mpi",
-			want: podgroup.Filing{Name: "mpi", Created: true, Labelled: true}, wantLabelled: "ns/mpi"},
+			want: filing.Filing{Name: "mpi", Created: true, Labelled: true}, wantLabelled: "ns/mpi"},
 		{name: "labelled pod, its PodGroup not seen: the mirror, unseen", job: launcher, label: "missing",
-			want: podgroup.Filing{Name: "missing", Created: true, Labelled: true, Unseen: true}, wantLabelled: "ns/missing"},
+			want: filing.Filing{Name: "missing", Created: true, Labelled: true, Unseen: true}, wantLabelled: "ns/missing"},
 		{name: "unlabelled pod of a gang Job: the Job's", job: launcher,
-			want: podgroup.Filing{Name: jobGroup, Created: true}},
+			want: filing.Filing{Name: jobGroup, Created: true}},
 		{name: "unlabelled pod of a JobSet's child Job: the JobSet's", job: child,
-			want: podgroup.Filing{Name: jobSetGroup, Created: true}},
-		{name: "unlabelled pod of a Job of parallelism 1: none", job: indexedJob("one", 1)},
+			want: filing.Filing{Name: jobSetGroup, Created: true}},
+		{name: "unlabelled pod of a Job of parallelism 1: none", job: lt.MakeJob().Namespace(ns).Name("one").Indexed(1).Obj()},
 		{name: "unlabelled pod without a Job: none"},
 		{name: "not served: labelled pod of a gang Job, the mirror, unseen", notServed: true, job: launcher, label: "mpi",
-			want: podgroup.Filing{Name: "mpi", Created: true, Labelled: true, Unseen: true}, wantLabelled: "ns/mpi"},
+			want: filing.Filing{Name: "mpi", Created: true, Labelled: true, Unseen: true}, wantLabelled: "ns/mpi"},
 		{name: "not served: labelled pod of a JobSet's child Job, the JobSet's", notServed: true, job: child, label: "trainer",
-			want: podgroup.Filing{Name: jobSetGroup, Created: true}, wantLabelled: "ns/trainer"},
+			want: filing.Filing{Name: jobSetGroup, Created: true}, wantLabelled: "ns/trainer"},
 		{name: "not served: labelled pod without a Job, the mirror, unseen", notServed: true, label: "mpi",
-			want: podgroup.Filing{Name: "mpi", Created: true, Labelled: true, Unseen: true}, wantLabelled: "ns/mpi"},
+			want: filing.Filing{Name: "mpi", Created: true, Labelled: true, Unseen: true}, wantLabelled: "ns/mpi"},
 		{name: "not served: unlabelled pod of a gang Job, the Job's", notServed: true, job: launcher,
-			want: podgroup.Filing{Name: jobGroup, Created: true}},
+			want: filing.Filing{Name: jobGroup, Created: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

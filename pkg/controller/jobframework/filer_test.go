@@ -5,14 +5,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
 // TestFilerAsksAdaptersInOrder proves that the Filer files a Job under the group of the
@@ -43,7 +42,7 @@ func TestFilerAsksAdaptersInOrder(t *testing.T) {
 				adapters = append(adapters, a)
 			}
 			f := jobframework.Filer{Adapters: adapters, Created: tc.created}
-			name, ok := f.GroupOfJob(indexedJob("train", 4), sets.New(testScheduler))
+			name, ok := f.GroupOfJob(lt.MakeJob().Namespace(ns).Name("train").Indexed(4).Obj(), sets.New(lt.SchedulerName))
 			if name != tc.wantName || ok != tc.wantOK {
 				t.Errorf("GroupOfJob = %q, %v; want %q, %v", name, ok, tc.wantName, tc.wantOK)
 			}
@@ -58,22 +57,22 @@ func TestFilerAsksAdaptersInOrder(t *testing.T) {
 // that is a gang by its own spec under its own PodGroup, a JobSet's child Job under the
 // JobSet's (the Job adapter leaves it to the JobSet adapter), and no other Job.
 func TestFilerWithRealAdapters(t *testing.T) {
-	names := sets.New(testScheduler)
+	names := sets.New(lt.SchedulerName)
 	f := jobframework.Filer{Adapters: []jobframework.Adapter{job.New(), jobset.New()}, Created: true}
-	child := indexedJob("js-workers-0", 2)
-	child.Labels = map[string]string{jobset.LabelReplicatedJob: "workers", jobset.LabelJobIndex: "0", jobset.LabelRestartAttempt: "0"}
-	child.OwnerReferences = []metav1.OwnerReference{{APIVersion: jobset.GVK.GroupVersion().String(), Kind: jobset.GVK.Kind, Name: "js", UID: "uid-js", Controller: ptr.To(true)}}
+	child := lt.MakeJob().Namespace(ns).Name("js-workers-0").Indexed(2).
+		Label(jobset.LabelReplicatedJob, "workers").Label(jobset.LabelJobIndex, "0").Label(jobset.LabelRestartAttempt, "0").
+		Owner(jobset.GVK.GroupVersion().String(), jobset.GVK.Kind, "js", "uid-js").Obj()
 	tests := []struct {
 		name     string
 		job      *batchv1.Job
 		wantName func(name string) bool
 		wantOK   bool
 	}{
-		{name: "gang Job", job: indexedJob("train", 4), wantOK: true,
-			wantName: func(n string) bool { return n == podgroup.JobGroupName("train", "uid-train") }},
+		{name: "gang Job", job: lt.MakeJob().Namespace(ns).Name("train").Indexed(4).Obj(), wantOK: true,
+			wantName: func(n string) bool { return n == filing.JobGroupName("train", "uid-train") }},
 		{name: "JobSet child Job", job: child, wantOK: true,
-			wantName: func(n string) bool { return n != "" && n != podgroup.JobGroupName(child.Name, child.UID) }},
-		{name: "Job of parallelism 1", job: indexedJob("one", 1), wantName: func(n string) bool { return n == "" }},
+			wantName: func(n string) bool { return n != "" && n != filing.JobGroupName(child.Name, child.UID) }},
+		{name: "Job of parallelism 1", job: lt.MakeJob().Namespace(ns).Name("one").Indexed(1).Obj(), wantName: func(n string) bool { return n == "" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

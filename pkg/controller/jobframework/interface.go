@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // Object is a workload object: events are recorded on it, groups are owned by it.
@@ -75,8 +75,8 @@ type PodAdapter interface {
 	Labelled(pod *v1.Pod) (string, bool)
 	// GroupOfPod files a pod whose labels name an object of this kind: ok false when they
 	// name none. An object not seen (not created yet, or its kind not served) is
-	// podgroup.Filing.Unseen: the pod waits for it a while.
-	GroupOfPod(pod *v1.Pod, schedulerNames sets.Set[string]) (f podgroup.Filing, ok bool)
+	// filing.Filing.Unseen: the pod waits for it a while.
+	GroupOfPod(pod *v1.Pod, schedulerNames sets.Set[string]) (f filing.Filing, ok bool)
 }
 
 // StatusSyncer is an Adapter that keeps the status of its objects (a scheduler-plugins

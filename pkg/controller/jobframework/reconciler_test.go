@@ -29,16 +29,13 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 	lsfake "github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned/fake"
 	"github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
-const (
-	testScheduler = "lockstep-scheduler"
-	ns            = "ns"
-	zoneKey       = "topology.kubernetes.io/zone"
-)
+const ns = "ns"
 
 // The harness runs the Job adapter (kind 0) and the fake tree adapter (kind 1).
 const (
@@ -114,19 +111,6 @@ func tree(name string, pods ...string) *jobframework.Groups {
 	return g
 }
 
-// indexedJob returns an Indexed Job with parallelism = completions = n whose pods use lockstep.
-func indexedJob(name string, n int32) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)},
-		Spec: batchv1.JobSpec{
-			Parallelism:    ptr.To(n),
-			Completions:    ptr.To(n),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template:       v1.PodTemplateSpec{Spec: v1.PodSpec{SchedulerName: testScheduler}},
-		},
-	}
-}
-
 // controllerRef is the owner reference the reconciler puts on what an object controls.
 func controllerRef(gvk schema.GroupVersionKind, name string) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: name, UID: types.UID("uid-" + name),
@@ -169,7 +153,7 @@ func newHarness(t *testing.T, jobs []*batchv1.Job, objs ...runtime.Object) *harn
 	groups := h.lsInf.Scheduling().V1alpha1()
 	r, err := jobframework.NewReconciler(h.ls, []jobframework.Adapter{job.New(), h.trees}, jobframework.Informers{Kube: h.kubeInf},
 		jobframework.GroupInformers{Workloads: groups.Workloads(), Composites: groups.CompositePodGroups(), PodGroups: groups.PodGroups()},
-		h.recorder, []string{testScheduler})
+		h.recorder, []string{lt.SchedulerName})
 	if err != nil {
 		t.Fatalf("NewReconciler: %v", err)
 	}
@@ -365,15 +349,15 @@ func (h *harness) names() []string {
 }
 
 // TestReconcilerCreatesJobGang proves that an Indexed Job that is a gang gets exactly one
-// Workload and one PodGroup, both named podgroup.JobGroupName, the Workload controlled by the
+// Workload and one PodGroup, both named filing.JobGroupName, the Workload controlled by the
 // Job and the PodGroup by the Job (blocking its deletion) and owned by the Workload; and that
 // syncing again writes nothing and records nothing.
 func TestReconcilerCreatesJobGang(t *testing.T) {
-	j := indexedJob("train", 4)
+	j := lt.MakeJob().Namespace(ns).Name("train").Indexed(4).Obj()
 	h := newHarness(t, []*batchv1.Job{j})
 	h.mustSync(jobKind, "train")
 
-	name := podgroup.JobGroupName(j.Name, j.UID)
+	name := filing.JobGroupName(j.Name, j.UID)
 	if diff := cmp.Diff([]string{"create workloads/" + name, "create podgroups/" + name}, h.writes()); diff != "" {
 		t.Errorf("writes of the first sync (-want +got):\n%s", diff)
 	}
@@ -386,7 +370,7 @@ func TestReconcilerCreatesJobGang(t *testing.T) {
 	}
 	wantSpec := v1alpha1.WorkloadSpec{
 		ControllerRef: &v1alpha1.TypedLocalObjectReference{APIGroup: "batch", Kind: "Job", Name: j.Name},
-		PodGroupTemplates: []v1alpha1.PodGroupTemplate{{Name: podgroup.JobTemplateName,
+		PodGroupTemplates: []v1alpha1.PodGroupTemplate{{Name: filing.JobTemplateName,
 			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 4}}}},
 	}
 	if diff := cmp.Diff(wantSpec, wl.Spec); diff != "" {
@@ -397,7 +381,7 @@ func TestReconcilerCreatesJobGang(t *testing.T) {
 		t.Errorf("PodGroup owner references (-want +got):\n%s", diff)
 	}
 	wantPG := v1alpha1.PodGroupSpec{
-		WorkloadRef:      &v1alpha1.WorkloadReference{WorkloadName: name, TemplateName: podgroup.JobTemplateName},
+		WorkloadRef:      &v1alpha1.WorkloadReference{WorkloadName: name, TemplateName: filing.JobTemplateName},
 		SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 4}},
 	}
 	if diff := cmp.Diff(wantPG, pg.Spec); diff != "" {
@@ -437,8 +421,8 @@ func TestReconcilerFollowsParallelism(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			j := indexedJob("train", 4)
-			name := podgroup.JobGroupName(j.Name, j.UID)
+			j := lt.MakeJob().Namespace(ns).Name("train").Indexed(4).Obj()
+			name := filing.JobGroupName(j.Name, j.UID)
 			h := newHarness(t, []*batchv1.Job{j})
 			h.mustSync(jobKind, j.Name)
 			h.writes()
@@ -479,33 +463,17 @@ func TestReconcilerFollowsParallelism(t *testing.T) {
 // Jobs that are not gangs, Jobs of other schedulers or owners, opted-out Jobs, objects that
 // finished before they got any group, and objects that no longer exist.
 func TestReconcilerLeavesAlone(t *testing.T) {
-	complete := func(j *batchv1.Job) *batchv1.Job {
-		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: v1.ConditionTrue}}
-		return j
-	}
 	tests := []struct {
 		name string
 		job  *batchv1.Job         // synced with the Job adapter, or
 		tree *jobframework.Groups // the fake adapter's object's tree
 		gone bool                 // the object does not exist
 	}{
-		{name: "Job of parallelism 1", job: indexedJob("one", 1)},
-		{name: "Job of another scheduler", job: func() *batchv1.Job {
-			j := indexedJob("other", 4)
-			j.Spec.Template.Spec.SchedulerName = "default-scheduler"
-			return j
-		}()},
-		{name: "Job run by a JobSet", job: func() *batchv1.Job {
-			j := indexedJob("child", 4)
-			j.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js", UID: "js", Controller: ptr.To(true)}}
-			return j
-		}()},
-		{name: "Job opted out", job: func() *batchv1.Job {
-			j := indexedJob("out", 4)
-			j.Annotations = map[string]string{v1alpha1.JobGangAnnotation: "false"}
-			return j
-		}()},
-		{name: "Job that finished before it got groups", job: complete(indexedJob("done", 4))},
+		{name: "Job of parallelism 1", job: lt.MakeJob().Namespace(ns).Name("one").Indexed(1).Obj()},
+		{name: "Job of another scheduler", job: lt.MakeJob().Namespace(ns).Name("other").Indexed(4).SchedulerName("default-scheduler").Obj()},
+		{name: "Job run by a JobSet", job: lt.MakeJob().Namespace(ns).Name("child").Indexed(4).Owner("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "js").Obj()},
+		{name: "Job opted out", job: lt.MakeJob().Namespace(ns).Name("out").Indexed(4).Annotation(v1alpha1.JobGangAnnotation, "false").Obj()},
+		{name: "Job that finished before it got groups", job: lt.MakeJob().Namespace(ns).Name("done").Indexed(4).Condition(batchv1.JobComplete, v1.ConditionTrue).Obj()},
 		{name: "object whose adapter says no tree", tree: nil},
 		{name: "object that finished before it got groups", tree: func() *jobframework.Groups {
 			g := tree("t", "0", "1")
@@ -551,7 +519,7 @@ func TestReconcilerLeavesAlone(t *testing.T) {
 // brought in step with one MinGroupCountChanged event.
 func TestReconcilerCreatesTree(t *testing.T) {
 	g := tree("t", "0", "1")
-	g.Composites[0].Topology = []v1alpha1.TopologyConstraint{{Key: zoneKey, Mode: v1alpha1.TopologyRequired}}
+	g.Composites[0].Topology = []v1alpha1.TopologyConstraint{{Key: lt.ZoneKey, Mode: v1alpha1.TopologyRequired}}
 	g.Composites[0].PriorityClassName = "high"
 	// root > mid > PodGroups: parents below the root are set too.
 	g.Composites = append(g.Composites, jobframework.Group{Name: "t-mid", Parent: "t-root", Template: "mid", Min: 2, PriorityClassName: "high"})
@@ -643,9 +611,8 @@ func TestReconcilerCreatesTree(t *testing.T) {
 // those it still lists are kept, the Workload stays, and groups the object does not control
 // are never touched.
 func TestReconcilerDeletesObsoleteGroups(t *testing.T) {
-	foreign := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-else",
-		OwnerReferences: []metav1.OwnerReference{controllerRef(treeGVK, "other")}}}
-	unowned := &v1alpha1.CompositePodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "by-hand"}}
+	foreign := lt.MakePodGroup().Namespace(ns).Name("someone-else").Owner(treeGVK.GroupVersion().String(), treeGVK.Kind, "other", "uid-other").Obj()
+	unowned := lt.MakeCompositePodGroup().Namespace(ns).Name("by-hand").Obj()
 	tests := []struct {
 		name        string
 		before      *jobframework.Groups
@@ -715,9 +682,10 @@ func TestReconcilerDeletesObsoleteGroups(t *testing.T) {
 // exists and is not controlled by the workload object, sync fails with an error naming it and
 // records a warning, and leaves that object as it is.
 func TestReconcilerRefusesGroupsOfOthers(t *testing.T) {
-	j := indexedJob("train", 4)
-	jobGroup := podgroup.JobGroupName(j.Name, j.UID)
+	j := lt.MakeJob().Namespace(ns).Name("train").Indexed(4).Obj()
+	jobGroup := filing.JobGroupName(j.Name, j.UID)
 	otherOwner := []metav1.OwnerReference{controllerRef(treeGVK, "other")}
+	otherGV, otherKind, otherName, otherUID := treeGVK.GroupVersion().String(), treeGVK.Kind, "other", "uid-other"
 	tests := []struct {
 		name       string
 		existing   runtime.Object
@@ -726,19 +694,19 @@ func TestReconcilerRefusesGroupsOfOthers(t *testing.T) {
 		wantReason string
 	}{
 		{name: "PodGroup controlled by another object",
-			existing: &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t-1", OwnerReferences: otherOwner}},
+			existing: lt.MakePodGroup().Namespace(ns).Name("t-1").Owner(otherGV, otherKind, otherName, otherUID).Obj(),
 			wantErr:  `PodGroup "t-1" exists and is not controlled by Tree "t"`, wantReason: "FailedCreatePodGroup"},
 		{name: "PodGroup of no controller",
-			existing: &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t-0"}},
+			existing: lt.MakePodGroup().Namespace(ns).Name("t-0").Obj(),
 			wantErr:  `PodGroup "t-0" exists and is not controlled by Tree "t"`, wantReason: "FailedCreatePodGroup"},
 		{name: "CompositePodGroup controlled by another object",
-			existing: &v1alpha1.CompositePodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t-root", OwnerReferences: otherOwner}},
+			existing: lt.MakeCompositePodGroup().Namespace(ns).Name("t-root").Owner(otherGV, otherKind, otherName, otherUID).Obj(),
 			wantErr:  `CompositePodGroup "t-root" exists and is not controlled by Tree "t"`, wantReason: "FailedCreateCompositePodGroup"},
 		{name: "Workload controlled by another object",
 			existing: &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t-wl", OwnerReferences: otherOwner}},
 			wantErr:  `Workload "t-wl" exists and is not controlled by Tree "t"`, wantReason: "FailedCreateWorkload"},
 		{name: "Job's PodGroup controlled by another object", job: true,
-			existing: &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobGroup, OwnerReferences: otherOwner}},
+			existing: lt.MakePodGroup().Namespace(ns).Name(jobGroup).Owner(otherGV, otherKind, otherName, otherUID).Obj(),
 			wantErr:  fmt.Sprintf(`PodGroup %q exists and is not controlled by Job "train"`, jobGroup), wantReason: "FailedCreatePodGroup"},
 	}
 	for _, tc := range tests {
@@ -805,10 +773,8 @@ func TestReconcilerReportsProblemsOnce(t *testing.T) {
 // TestReconcilerReportsJobProblemsOnce proves the same of the Job adapter's problems, whether
 // the Job gets a gang or not.
 func TestReconcilerReportsJobProblemsOnce(t *testing.T) {
-	gang := indexedJob("gang", 4)
-	gang.Annotations = map[string]string{v1alpha1.JobGangAnnotation: "maybe"}
-	single := indexedJob("single", 1)
-	single.Annotations = map[string]string{v1alpha1.JobGangAnnotation: "maybe"}
+	gang := lt.MakeJob().Namespace(ns).Name("gang").Indexed(4).Annotation(v1alpha1.JobGangAnnotation, "maybe").Obj()
+	single := lt.MakeJob().Namespace(ns).Name("single").Indexed(1).Annotation(v1alpha1.JobGangAnnotation, "maybe").Obj()
 	tests := []struct {
 		job         *batchv1.Job
 		wantReasons []string

@@ -30,27 +30,34 @@ import (
 // Name is the name of the plugin used in the plugin registry and configurations.
 const Name = "LockstepGang"
 
-// Groups is what the plugin asks of the group model (podgroup.Model).
-type Groups interface {
+// Gate is what the plugin asks of the group model before and while scheduling a member
+// (podgroup.Gate).
+type Gate interface {
 	// AddProfile registers the plugin's profile and its Job group timeout.
 	AddProfile(p podgroup.Profile)
 	Admit(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
 	Check(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
 	Peek(pod *v1.Pod) podgroup.Verdict
-	SortKey(pod *v1.Pod) (int32, time.Time, string, bool)
-	Reserve(logger klog.Logger, pod *v1.Pod, node string)
-	Permit(logger klog.Logger, pod *v1.Pod, p podgroup.Policy) podgroup.PermitDecision
-	Fail(logger klog.Logger, pod *v1.Pod, reason string, p podgroup.Policy) string
-	Unreserve(logger klog.Logger, pod *v1.Pod)
+	SortKey(pod *v1.Pod) (podgroup.SortKey, bool)
 	GroupOf(pod *v1.Pod) (podgroup.Key, bool)
 	Related(pod *v1.Pod, k podgroup.Key) bool
 }
 
+// Permits is what the plugin reports to the group model of a member's attempt
+// (podgroup.Permits), which decides what follows.
+type Permits interface {
+	Reserve(logger klog.Logger, pod *v1.Pod, node string)
+	Permit(logger klog.Logger, pod *v1.Pod, p podgroup.Policy) podgroup.PermitDecision
+	Fail(logger klog.Logger, pod *v1.Pod, reason string, p podgroup.Policy) string
+	Unreserve(logger klog.Logger, pod *v1.Pod)
+}
+
 // Gang is the LockstepGang plugin.
 type Gang struct {
-	handle fwk.Handle
-	groups Groups
-	policy podgroup.Policy
+	handle  fwk.Handle
+	groups  Gate
+	permits Permits
+	policy  podgroup.Policy
 }
 
 var (
@@ -64,8 +71,8 @@ var (
 )
 
 // New builds the plugin from its (defaulted, internal) args, on the group model shared by
-// every profile (pkg/scheduler builds it once per scheduler).
-func New(_ context.Context, obj runtime.Object, handle fwk.Handle, groups Groups) (fwk.Plugin, error) {
+// every profile (pkg/scheduler builds it once per scheduler): its gate and its permits.
+func New(_ context.Context, obj runtime.Object, handle fwk.Handle, groups Gate, permits Permits) (fwk.Plugin, error) {
 	args, err := getArgs(obj)
 	if err != nil {
 		return nil, err
@@ -75,11 +82,14 @@ func New(_ context.Context, obj runtime.Object, handle fwk.Handle, groups Groups
 	}
 	groups.AddProfile(podgroup.Profile{Name: handle.ProfileName(), JobGroupTimeout: time.Duration(args.JobGroupTimeoutSeconds) * time.Second})
 	return &Gang{
-		handle: handle,
-		groups: groups,
+		handle:  handle,
+		groups:  groups,
+		permits: permits,
 		policy: podgroup.Policy{
-			PermitTimeout: time.Duration(args.PermitTimeoutSeconds) * time.Second,
-			Backoff:       time.Duration(args.BackoffSeconds) * time.Second,
+			PermitTimeout:      time.Duration(args.PermitTimeoutSeconds) * time.Second,
+			Backoff:            time.Duration(args.BackoffSeconds) * time.Second,
+			ReserveAfter:       time.Duration(args.ReserveAfterSeconds) * time.Second,
+			ReservationTimeout: time.Duration(args.ReservationTimeoutSeconds) * time.Second,
 		},
 	}, nil
 }
@@ -98,9 +108,11 @@ func getArgs(obj runtime.Object) (*config.LockstepGangArgs, error) {
 
 func defaultArgs() *config.LockstepGangArgs {
 	return &config.LockstepGangArgs{
-		PermitTimeoutSeconds:   configv1.DefaultPermitTimeoutSeconds,
-		BackoffSeconds:         configv1.DefaultBackoffSeconds,
-		JobGroupTimeoutSeconds: configv1.DefaultJobGroupTimeoutSeconds,
+		PermitTimeoutSeconds:      configv1.DefaultPermitTimeoutSeconds,
+		BackoffSeconds:            configv1.DefaultBackoffSeconds,
+		JobGroupTimeoutSeconds:    configv1.DefaultJobGroupTimeoutSeconds,
+		ReserveAfterSeconds:       configv1.DefaultReserveAfterSeconds,
+		ReservationTimeoutSeconds: configv1.DefaultReservationTimeoutSeconds,
 	}
 }
 

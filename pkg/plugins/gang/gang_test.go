@@ -3,10 +3,13 @@ package gang
 import (
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,7 +35,7 @@ func TestNewValidatesArgs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(t.Context(), tc.args, nil, nil)
+			_, err := New(t.Context(), tc.args, nil, nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New error %v, want one containing %q", err, tc.want)
 			}
@@ -53,14 +56,14 @@ func TestPreEnqueue(t *testing.T) {
 		contains string
 		event    string
 	}{
-		{name: "plain pod", pod: member("", 0)},
-		{name: "group missing", pods: members("a", 2), pod: member("a", 0), code: fwk.UnschedulableAndUnresolvable,
+		{name: "plain pod", pod: lt.Member("ns", "", 0).Obj()},
+		{name: "group missing", pods: lt.Members("ns", "a", 2, nil), pod: lt.Member("ns", "a", 0).Obj(), code: fwk.UnschedulableAndUnresolvable,
 			contains: `waiting for PodGroup "a" to be created`, event: "PodGroupNotFound"},
-		{name: "too few pods", groups: []runtime.Object{gangPG("a", 3, "")}, pods: members("a", 2), pod: member("a", 0),
+		{name: "too few pods", groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()}, pods: lt.Members("ns", "a", 2, nil), pod: lt.Member("ns", "a", 0).Obj(),
 			code: fwk.UnschedulableAndUnresolvable, contains: "2 of 3 pods exist"},
-		{name: "invalid parent", groups: []runtime.Object{gangPG("a", 1, "nope")}, pods: members("a", 1), pod: member("a", 0),
+		{name: "invalid parent", groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Parent("nope").Obj()}, pods: lt.Members("ns", "a", 1, nil), pod: lt.Member("ns", "a", 0).Obj(),
 			code: fwk.UnschedulableAndUnresolvable, contains: `parent CompositePodGroup "nope" not found`},
-		{name: "ready", groups: []runtime.Object{gangPG("a", 2, "")}, pods: members("a", 2), pod: member("a", 1)},
+		{name: "ready", groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()}, pods: lt.Members("ns", "a", 2, nil), pod: lt.Member("ns", "a", 1).Obj()},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,11 +91,25 @@ func TestPreEnqueue(t *testing.T) {
 }
 
 func TestLess(t *testing.T) {
-	older, newer := gangPG("older", 1, ""), gangPG("newer", 1, "")
-	newer.CreationTimestamp.Time = epoch.Add(time.Minute)
-	env := newTestEnv(t, []runtime.Object{older, newer}, append(members("older", 2), members("newer", 1)...), nil)
-	entity := func(p *v1.Pod, prio int32, queued time.Time) fwk.QueuedEntityInfo {
-		p.Spec.Priority = &prio
+	older := lt.MakePodGroup().Namespace("ns").Name("older").Gang(1).Obj()
+	newer := lt.MakePodGroup().Namespace("ns").Name("newer").Gang(1).Created(epoch.Add(time.Minute)).Obj()
+	urgent := lt.MakePodGroup().Namespace("ns").Name("urgent").Gang(1).Created(epoch.Add(time.Hour)).Obj()
+	pods := append(lt.Members("ns", "older", 2, nil), lt.Members("ns", "newer", 1, nil)...)
+	pods = append(pods, lt.Member("ns", "urgent", 0).Priority(10).Obj())
+	env := newTestEnv(t, []runtime.Object{older, newer, urgent}, pods, nil)
+	// The queue runs PreEnqueue before a pod enters it: that is when a member gets its key.
+	byName := map[string]*v1.Pod{}
+	for _, p := range pods {
+		byName[p.Name] = p
+		if s := env.plugin.PreEnqueue(env.Ctx, p); !s.IsSuccess() {
+			t.Fatalf("PreEnqueue %s: %v", p.Name, s)
+		}
+	}
+	entity := func(name string, queued time.Time) fwk.QueuedEntityInfo {
+		p, ok := byName[name]
+		if !ok {
+			p = lt.GroupPod("ns", name, "").Obj()
+		}
 		pi, err := framework.NewPodInfo(p)
 		if err != nil {
 			t.Fatal(err)
@@ -104,12 +121,12 @@ func TestLess(t *testing.T) {
 		a, b fwk.QueuedEntityInfo
 		want bool
 	}{
-		{name: "higher priority first", a: entity(member("newer", 0), 10, epoch), b: entity(member("older", 0), 0, epoch), want: true},
-		{name: "older root first, whatever the queue time", a: entity(member("older", 0), 0, epoch.Add(time.Hour)), b: entity(member("newer", 0), 0, epoch), want: true},
-		{name: "newer root after", a: entity(member("newer", 0), 0, epoch), b: entity(member("older", 1), 0, epoch.Add(time.Hour)), want: false},
-		{name: "same root by queue time", a: entity(member("older", 0), 0, epoch), b: entity(member("older", 1), 0, epoch.Add(time.Second)), want: true},
-		{name: "plain pod by queue time before a later root", a: entity(member("", 0), 0, epoch.Add(30*time.Second)), b: entity(member("newer", 0), 0, epoch), want: true},
-		{name: "plain pods by queue time", a: entity(member("", 1), 0, epoch.Add(time.Second)), b: entity(member("", 0), 0, epoch), want: false},
+		{name: "higher priority first", a: entity("urgent-0", epoch), b: entity("older-0", epoch), want: true},
+		{name: "older root first, whatever the queue time", a: entity("older-0", epoch.Add(time.Hour)), b: entity("newer-0", epoch), want: true},
+		{name: "newer root after", a: entity("newer-0", epoch), b: entity("older-1", epoch.Add(time.Hour)), want: false},
+		{name: "same root by queue time", a: entity("older-0", epoch), b: entity("older-1", epoch.Add(time.Second)), want: true},
+		{name: "plain pod by queue time before a later root", a: entity("plain-0", epoch.Add(30*time.Second)), b: entity("newer-0", epoch), want: true},
+		{name: "plain pods by queue time", a: entity("plain-1", epoch.Add(time.Second)), b: entity("plain-0", epoch), want: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,10 +138,10 @@ func TestLess(t *testing.T) {
 }
 
 func TestPreFilter(t *testing.T) {
-	pods := members("a", 2)
-	env := newTestEnv(t, []runtime.Object{gangPG("a", 2, "")}, pods, []*v1.Node{node("n1", "1")})
+	pods := lt.Members("ns", "a", 2, nil)
+	env := newTestEnv(t, []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()}, pods, []*v1.Node{lt.MakeNode("n1", "1").Obj()})
 	state := framework.NewCycleState()
-	if _, s := env.plugin.PreFilter(env.Ctx, state, member("", 0), nil); s.Code() != fwk.Skip {
+	if _, s := env.plugin.PreFilter(env.Ctx, state, lt.Member("ns", "", 0).Obj(), nil); s.Code() != fwk.Skip {
 		t.Errorf("plain pod: %v, want Skip", s.Code())
 	}
 	if _, s := env.plugin.PreFilter(env.Ctx, state, pods[0], nil); !s.IsSuccess() {
@@ -177,8 +194,8 @@ func reserveAndPermit(t *testing.T, env *testEnv, p *v1.Pod) *fwk.Status {
 }
 
 func TestPermitAllowsTheGangAtOnce(t *testing.T) {
-	pods := members("a", 3)
-	env := newTestEnv(t, []runtime.Object{gangPG("a", 3, "")}, pods, nil)
+	pods := lt.Members("ns", "a", 3, nil)
+	env := newTestEnv(t, []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()}, pods, nil)
 	env.Activated.Take()
 	var waiters []waiter
 	for _, p := range pods[:2] {
@@ -204,8 +221,8 @@ func TestPermitAllowsTheGangAtOnce(t *testing.T) {
 }
 
 func TestPostFilterRejectsWaitingMembers(t *testing.T) {
-	pods := members("a", 3)
-	env := newTestEnv(t, []runtime.Object{gangPG("a", 3, "")}, pods, []*v1.Node{node("n1", "1")})
+	pods := lt.Members("ns", "a", 3, nil)
+	env := newTestEnv(t, []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()}, pods, []*v1.Node{lt.MakeNode("n1", "1").Obj()})
 	var waiters []waiter
 	for _, p := range pods[:2] {
 		reserveAndPermit(t, env, p)
@@ -227,8 +244,8 @@ func TestPostFilterRejectsWaitingMembers(t *testing.T) {
 }
 
 func TestPermitTimeoutReleasesTheGang(t *testing.T) {
-	pods := members("a", 3)
-	pg := gangPG("a", 3, "")
+	pods := lt.Members("ns", "a", 3, nil)
+	pg := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()
 	one := int32(1)
 	pg.Spec.ScheduleTimeoutSeconds = &one
 	env := newTestEnv(t, []runtime.Object{pg}, pods, nil)
@@ -256,8 +273,8 @@ func TestPermitTimeoutReleasesTheGang(t *testing.T) {
 }
 
 func TestQueueingHints(t *testing.T) {
-	groups := []runtime.Object{gangPG("a", 2, ""), gangPG("b", 2, ""), gangPG("short", 3, "")}
-	pods := append(append(members("a", 2), members("b", 2)...), members("short", 1)...)
+	groups := []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Obj(), lt.MakePodGroup().Namespace("ns").Name("short").Gang(3).Obj()}
+	pods := append(append(lt.Members("ns", "a", 2, nil), lt.Members("ns", "b", 2, nil)...), lt.Members("ns", "short", 1, nil)...)
 	env := newTestEnv(t, groups, pods, nil)
 	asUnstructured := func(obj runtime.Object, kind string) *unstructured.Unstructured {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -268,8 +285,8 @@ func TestQueueingHints(t *testing.T) {
 		out.SetKind(kind)
 		return out
 	}
-	lowered := gangPG("a", 1, "")
-	raised := gangPG("a", 3, "")
+	lowered := lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Obj()
+	raised := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()
 	tests := []struct {
 		name   string
 		fn     fwk.QueueingHintFn
@@ -278,19 +295,19 @@ func TestQueueingHints(t *testing.T) {
 		newObj any
 		want   fwk.QueueingHint
 	}{
-		{name: "pod of the same gang added", fn: env.plugin.isSchedulableAfterPodAdded, pod: member("a", 0), newObj: member("a", 5), want: fwk.Queue},
-		{name: "pod of another gang added", fn: env.plugin.isSchedulableAfterPodAdded, pod: member("a", 0), newObj: member("b", 5), want: fwk.QueueSkip},
-		{name: "plain pod added", fn: env.plugin.isSchedulableAfterPodAdded, pod: member("a", 0), newObj: member("", 5), want: fwk.QueueSkip},
-		{name: "capacity for a complete gang", fn: env.plugin.isSchedulableAfterCapacityChange, pod: member("a", 0), want: fwk.Queue},
-		{name: "capacity for a gang short of pods", fn: env.plugin.isSchedulableAfterCapacityChange, pod: member("short", 0), want: fwk.QueueSkip},
-		{name: "its group created", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0), newObj: asUnstructured(gangPG("a", 2, ""), "PodGroup"), want: fwk.Queue},
-		{name: "another group created", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0), newObj: asUnstructured(gangPG("b", 2, ""), "PodGroup"), want: fwk.QueueSkip},
-		{name: "minCount lowered", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0),
-			oldObj: asUnstructured(gangPG("a", 2, ""), "PodGroup"), newObj: asUnstructured(lowered, "PodGroup"), want: fwk.Queue},
-		{name: "minCount raised", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0),
-			oldObj: asUnstructured(gangPG("a", 2, ""), "PodGroup"), newObj: asUnstructured(raised, "PodGroup"), want: fwk.QueueSkip},
-		{name: "missing parent created", fn: env.plugin.isSchedulableAfterGroupChange, pod: member("a", 0),
-			newObj: asUnstructured(compositePG("nope", 1), "CompositePodGroup"), want: fwk.QueueSkip},
+		{name: "pod of the same gang added", fn: env.plugin.isSchedulableAfterPodAdded, pod: lt.Member("ns", "a", 0).Obj(), newObj: lt.Member("ns", "a", 5).Obj(), want: fwk.Queue},
+		{name: "pod of another gang added", fn: env.plugin.isSchedulableAfterPodAdded, pod: lt.Member("ns", "a", 0).Obj(), newObj: lt.Member("ns", "b", 5).Obj(), want: fwk.QueueSkip},
+		{name: "plain pod added", fn: env.plugin.isSchedulableAfterPodAdded, pod: lt.Member("ns", "a", 0).Obj(), newObj: lt.Member("ns", "", 5).Obj(), want: fwk.QueueSkip},
+		{name: "capacity for a complete gang", fn: env.plugin.isSchedulableAfterCapacityChange, pod: lt.Member("ns", "a", 0).Obj(), want: fwk.Queue},
+		{name: "capacity for a gang short of pods", fn: env.plugin.isSchedulableAfterCapacityChange, pod: lt.Member("ns", "short", 0).Obj(), want: fwk.QueueSkip},
+		{name: "its group created", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(), newObj: asUnstructured(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), "PodGroup"), want: fwk.Queue},
+		{name: "another group created", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(), newObj: asUnstructured(lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Obj(), "PodGroup"), want: fwk.QueueSkip},
+		{name: "minCount lowered", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(),
+			oldObj: asUnstructured(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), "PodGroup"), newObj: asUnstructured(lowered, "PodGroup"), want: fwk.Queue},
+		{name: "minCount raised", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(),
+			oldObj: asUnstructured(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), "PodGroup"), newObj: asUnstructured(raised, "PodGroup"), want: fwk.QueueSkip},
+		{name: "missing parent created", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(),
+			newObj: asUnstructured(lt.MakeCompositePodGroup().Namespace("ns").Name("nope").Gang(1).Obj(), "CompositePodGroup"), want: fwk.QueueSkip},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

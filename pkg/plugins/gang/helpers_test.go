@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
@@ -26,7 +28,7 @@ func newTestEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*
 	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, podgrouptest.Options{}, podgrouptest.Plugin{
 		Name: Name,
 		Factory: func(ctx context.Context, fh fwk.Handle, c *podgroup.Components) (fwk.Plugin, error) {
-			pl, err := New(ctx, nil, fh, c.Model)
+			pl, err := New(ctx, nil, fh, c.Model.Gate(), c.Model.Permits())
 			if err != nil {
 				return nil, err
 			}
@@ -38,14 +40,6 @@ func newTestEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*
 	return env
 }
 
-var (
-	gangPG      = podgrouptest.Gang
-	compositePG = podgrouptest.Composite
-	member      = podgrouptest.Member
-	members     = podgrouptest.Members
-	epoch       = podgrouptest.Epoch
-)
-
-func node(name, cpu string) *v1.Node { return podgrouptest.Node(name, cpu, nil) }
+var epoch = lt.Epoch
 
 func klogDiscard() klog.Logger { return klog.Background().V(10) }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,10 +29,10 @@ func resources(kv ...string) v1.ResourceList {
 	return out
 }
 
-// gpuNode returns node(name, cpu) with gpus nvidia.com/gpu and the given pod slots ("" for
+// gpuNode returns lt.MakeNode(name, cpu).Obj() with gpus nvidia.com/gpu and the given pod slots ("" for
 // the default 110).
 func gpuNode(name, cpu, gpus, podSlots string) *v1.Node {
-	n := node(name, cpu)
+	n := lt.MakeNode(name, cpu).Obj()
 	alloc := n.Status.Allocatable.DeepCopy()
 	if gpus != "" {
 		alloc[gpu] = resource.MustParse(gpus)
@@ -68,7 +70,7 @@ func withMinResources(pg *v1alpha1.PodGroup, min v1.ResourceList) *v1alpha1.PodG
 func TestPreFilterMinResources(t *testing.T) {
 	// busy is a pod of no gang, bound to a node, requesting reqs.
 	busy := func(name, node string, reqs v1.ResourceList) *v1.Pod {
-		p := requesting(member("", 0), reqs)
+		p := requesting(lt.Member("ns", "", 0).Obj(), reqs)
 		p.Name, p.UID = name, types.UID("uid-"+name)
 		return on(p, node)
 	}
@@ -89,30 +91,30 @@ func TestPreFilterMinResources(t *testing.T) {
 		absent   []string
 	}{
 		{name: "no minResources: no check, however full the cluster",
-			nodes: []*v1.Node{node("n1", "1")}, pods: []*v1.Pod{busy("x", "n1", resources("cpu", "1"))}},
+			nodes: []*v1.Node{lt.MakeNode("n1", "1").Obj()}, pods: []*v1.Pod{busy("x", "n1", resources("cpu", "1"))}},
 		{name: "empty minResources: no check",
-			min: v1.ResourceList{}, nodes: []*v1.Node{node("n1", "1")}, pods: []*v1.Pod{busy("x", "n1", resources("cpu", "1"))}},
+			min: v1.ResourceList{}, nodes: []*v1.Node{lt.MakeNode("n1", "1").Obj()}, pods: []*v1.Pod{busy("x", "n1", resources("cpu", "1"))}},
 
 		// cpu, compared in millicores: 2 nodes of 4 cpu, 2500m and 4000m requested: 1500m free.
 		{name: "cpu: exactly what is free", min: resources("cpu", "1500m"),
-			nodes: []*v1.Node{node("n1", "4"), node("n2", "4")},
+			nodes: []*v1.Node{lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj()},
 			pods:  []*v1.Pod{busy("x", "n1", resources("cpu", "2500m")), busy("y", "n2", resources("cpu", "4"))}},
 		{name: "cpu: 100m more than is free", min: resources("cpu", "1600m"),
-			nodes:   []*v1.Node{node("n1", "4"), node("n2", "4")},
+			nodes:   []*v1.Node{lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj()},
 			pods:    []*v1.Pod{busy("x", "n1", resources("cpu", "2500m")), busy("y", "n2", resources("cpu", "4"))},
 			refused: true, contains: []string{"PodGroup a needs minResources cpu=1600m", "cpu 1500m"}},
 		{name: "cpu: free allocatable summed over nodes", min: resources("cpu", "6"),
-			nodes: []*v1.Node{node("n1", "4"), node("n2", "4"), node("n3", "4")},
+			nodes: []*v1.Node{lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj(), lt.MakeNode("n3", "4").Obj()},
 			pods:  []*v1.Pod{busy("x", "n1", resources("cpu", "2")), busy("y", "n2", resources("cpu", "2")), busy("z", "n3", resources("cpu", "2"))}},
 		{name: "cpu: an empty cluster too small", min: resources("cpu", "9"),
-			nodes:   []*v1.Node{node("n1", "4"), node("n2", "4")},
+			nodes:   []*v1.Node{lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj()},
 			refused: true, contains: []string{"cpu=9", "cpu 8000m"}},
 
 		// memory: a node of 64Gi, 60Gi requested: 4Gi free.
 		{name: "memory: enough", min: resources("memory", "4Gi"),
-			nodes: []*v1.Node{node("n1", "4")}, pods: []*v1.Pod{busy("x", "n1", resources("memory", "60Gi"))}},
+			nodes: []*v1.Node{lt.MakeNode("n1", "4").Obj()}, pods: []*v1.Pod{busy("x", "n1", resources("memory", "60Gi"))}},
 		{name: "memory: short", min: resources("memory", "5Gi", "cpu", "1"),
-			nodes: []*v1.Node{node("n1", "4")}, pods: []*v1.Pod{busy("x", "n1", resources("memory", "60Gi"))},
+			nodes: []*v1.Node{lt.MakeNode("n1", "4").Obj()}, pods: []*v1.Pod{busy("x", "n1", resources("memory", "60Gi"))},
 			refused: true, contains: []string{"memory=5Gi", "memory 4294967296"}, absent: []string{"cpu="}},
 
 		// extended resources: 2 nodes of 8 GPUs, 8 and 4 requested: 4 free.
@@ -124,7 +126,7 @@ func TestPreFilterMinResources(t *testing.T) {
 			pods:    []*v1.Pod{busy("x", "n1", resources("nvidia.com/gpu", "8")), busy("y", "n2", resources("nvidia.com/gpu", "4"))},
 			refused: true, contains: []string{"nvidia.com/gpu=5", "nvidia.com/gpu 4"}, absent: []string{"cpu"}},
 		{name: "nvidia.com/gpu: no node has any", min: resources("nvidia.com/gpu", "1"),
-			nodes:   []*v1.Node{node("n1", "32")},
+			nodes:   []*v1.Node{lt.MakeNode("n1", "32").Obj()},
 			refused: true, contains: []string{"nvidia.com/gpu=1", "nvidia.com/gpu 0"}},
 
 		// pods: a node of 3 slots, 1 taken by another pod: 2 free.
@@ -135,40 +137,40 @@ func TestPreFilterMinResources(t *testing.T) {
 			refused: true, contains: []string{"pods=3", "pods 2"}},
 
 		{name: "several short: each named, sorted; the one that fits is not", min: resources("cpu", "2", "memory", "1Gi", "nvidia.com/gpu", "1"),
-			nodes: []*v1.Node{node("n1", "1")}, refused: true,
+			nodes: []*v1.Node{lt.MakeNode("n1", "1").Obj()}, refused: true,
 			contains: []string{"needs minResources cpu=2, nvidia.com/gpu=1, more than the cluster has free (cpu 1000m, nvidia.com/gpu 0)"},
 			absent:   []string{"memory"}},
 
 		// The gang's own placed members hold part of what it needs: 1 node of 4 cpu and 110
 		// pod slots, 2 cpu taken by another pod, 1 by a-1.
 		{name: "the gang's own bound member counts as available", min: resources("cpu", "2", "pods", "109"),
-			nodes: []*v1.Node{node("n1", "4")}, pods: []*v1.Pod{busy("x", "n1", resources("cpu", "2"))},
+			nodes: []*v1.Node{lt.MakeNode("n1", "4").Obj()}, pods: []*v1.Pod{busy("x", "n1", resources("cpu", "2"))},
 			ownBound: resources("cpu", "1")},
 		{name: "what the gang's own members hold is not more than they request", min: resources("cpu", "2500m"),
-			nodes: []*v1.Node{node("n1", "4")}, pods: []*v1.Pod{busy("x", "n1", resources("cpu", "2"))},
+			nodes: []*v1.Node{lt.MakeNode("n1", "4").Obj()}, pods: []*v1.Pod{busy("x", "n1", resources("cpu", "2"))},
 			ownBound: resources("cpu", "1"), refused: true, contains: []string{"cpu=2500m", "cpu 2000m"}},
 		{name: "the gang's own member's memory and GPUs count too", min: resources("memory", "8Gi", "nvidia.com/gpu", "8"),
 			nodes:    []*v1.Node{gpuNode("n1", "32", "8", "")},
 			pods:     []*v1.Pod{busy("x", "n1", resources("memory", "56Gi"))},
 			ownBound: resources("memory", "4Gi", "nvidia.com/gpu", "8")},
 		{name: "another gang's bound member does not count", min: resources("cpu", "2"),
-			nodes: []*v1.Node{node("n1", "4")},
+			nodes: []*v1.Node{lt.MakeNode("n1", "4").Obj()},
 			pods: []*v1.Pod{busy("x", "n1", resources("cpu", "2")),
-				on(requesting(member("b", 0), resources("cpu", "1")), "n1")},
+				on(requesting(lt.Member("ns", "b", 0).Obj(), resources("cpu", "1")), "n1")},
 			refused: true, contains: []string{"cpu=2", "cpu 1000m"}},
 		{name: "a pod of no gang does not count, whatever its name", min: resources("cpu", "2"),
-			nodes:   []*v1.Node{node("n1", "4")},
+			nodes:   []*v1.Node{lt.MakeNode("n1", "4").Obj()},
 			pods:    []*v1.Pod{busy("a-9", "n1", resources("cpu", "3"))},
 			refused: true, contains: []string{"cpu 1000m"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pods := members("a", 2)
+			pods := lt.Members("ns", "a", 2, nil)
 			if tc.ownBound != nil {
 				on(requesting(pods[1], tc.ownBound), "n1")
 			}
 			pods = append(pods, tc.pods...)
-			env := newTestEnv(t, []runtime.Object{withMinResources(gangPG("a", 2, ""), tc.min), gangPG("b", 5, "")}, pods, tc.nodes)
+			env := newTestEnv(t, []runtime.Object{withMinResources(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), tc.min), lt.MakePodGroup().Namespace("ns").Name("b").Gang(5).Obj()}, pods, tc.nodes)
 			_, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], nil)
 			if !tc.refused {
 				if !s.IsSuccess() {
@@ -197,11 +199,11 @@ func TestPreFilterMinResources(t *testing.T) {
 // node (in the snapshot, not yet bound: the model still sees it pending) counts as the
 // gang's own too.
 func TestPreFilterMinResourcesAssumedMember(t *testing.T) {
-	pods := members("a", 2)
+	pods := lt.Members("ns", "a", 2, nil)
 	requesting(pods[1], resources("cpu", "2"))
-	other := on(requesting(member("", 7), resources("cpu", "1")), "n1")
-	env := newTestEnv(t, []runtime.Object{withMinResources(gangPG("a", 2, ""), resources("cpu", "3"))},
-		append(pods, other), []*v1.Node{node("n1", "4")})
+	other := on(requesting(lt.Member("ns", "", 7).Obj(), resources("cpu", "1")), "n1")
+	env := newTestEnv(t, []runtime.Object{withMinResources(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), resources("cpu", "3"))},
+		append(pods, other), []*v1.Node{lt.MakeNode("n1", "4").Obj()})
 	state := framework.NewCycleState()
 	if _, s := env.plugin.PreFilter(env.Ctx, state, pods[0], nil); !s.IsSuccess() {
 		t.Fatalf("before a-1 is assumed: %v %q, want success (3 cpu free)", s.Code(), s.Message())
@@ -237,19 +239,19 @@ func TestPreFilterMinResourcesOnceScheduled(t *testing.T) {
 		wantMin v1.ResourceList
 		refused bool
 	}{
-		{name: "waiting for its first scheduling: checked", pg: withMinResources(gangPG("a", 2, ""), min), wantMin: min, refused: true},
-		{name: "scheduled: not checked", pg: scheduled(withMinResources(gangPG("a", 2, ""), min))},
+		{name: "waiting for its first scheduling: checked", pg: withMinResources(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), min), wantMin: min, refused: true},
+		{name: "scheduled: not checked", pg: scheduled(withMinResources(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), min))},
 		{name: "scheduled for an older generation: checked", pg: func() *v1alpha1.PodGroup {
-			pg := scheduled(withMinResources(gangPG("a", 2, ""), min))
+			pg := scheduled(withMinResources(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), min))
 			pg.Generation = 2
 			return pg
 		}(), wantMin: min, refused: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pods := members("a", 2)
-			env := newTestEnv(t, []runtime.Object{tc.pg}, pods, []*v1.Node{node("n1", "1")})
-			got := env.Components.Model.MinResources(podgroup.PodGroupKey("ns", "a"))
+			pods := lt.Members("ns", "a", 2, nil)
+			env := newTestEnv(t, []runtime.Object{tc.pg}, pods, []*v1.Node{lt.MakeNode("n1", "1").Obj()})
+			got := env.Components.Model.Gate().MinResources(podgroup.PodGroupKey("ns", "a"))
 			if len(got) != len(tc.wantMin) || !got.Cpu().Equal(*tc.wantMin.Cpu()) {
 				t.Errorf("Model.MinResources = %v, want %v", got, tc.wantMin)
 			}
@@ -265,9 +267,9 @@ func TestPreFilterMinResourcesOnceScheduled(t *testing.T) {
 // given the PreFilter status for every node as the scheduler gives it, fails the gang with
 // the minResources message.
 func TestPostFilterAfterMinResourcesRefusal(t *testing.T) {
-	pods := members("a", 2)
-	env := newTestEnv(t, []runtime.Object{withMinResources(gangPG("a", 2, ""), resources("cpu", "4"))}, pods,
-		[]*v1.Node{node("n1", "1"), node("n2", "1")})
+	pods := lt.Members("ns", "a", 2, nil)
+	env := newTestEnv(t, []runtime.Object{withMinResources(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), resources("cpu", "4"))}, pods,
+		[]*v1.Node{lt.MakeNode("n1", "1").Obj(), lt.MakeNode("n2", "1").Obj()})
 	state := framework.NewCycleState()
 	_, s := env.plugin.PreFilter(env.Ctx, state, pods[0], nil)
 	if s.Code() != fwk.UnschedulableAndUnresolvable {
@@ -293,9 +295,9 @@ func TestPostFilterAfterMinResourcesRefusal(t *testing.T) {
 // the model does not know (deleted between PreFilter's Check and its minResources lookup)
 // answers nil rather than panicking.
 func TestModelMinResourcesOfAnUnknownGroup(t *testing.T) {
-	env := newTestEnv(t, []runtime.Object{withMinResources(gangPG("a", 1, ""), resources("cpu", "1"))}, members("a", 1), nil)
+	env := newTestEnv(t, []runtime.Object{withMinResources(lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Obj(), resources("cpu", "1"))}, lt.Members("ns", "a", 1, nil), nil)
 	for _, k := range []podgroup.Key{podgroup.PodGroupKey("ns", "gone"), podgroup.PodGroupKey("other", "a"), podgroup.CompositePodGroupKey("ns", "a")} {
-		if got := env.Components.Model.MinResources(k); got != nil {
+		if got := env.Components.Model.Gate().MinResources(k); got != nil {
 			t.Errorf("MinResources(%v) = %v, want nil", k, got)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // plugin's permitTimeoutSeconds; the framework's own timeout is set a little later, as a
 // backstop). On a tree's first wait, its pending members are activated.
 func (pl *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
-	d := pl.groups.Permit(klog.FromContext(ctx), pod, pl.policy)
+	d := pl.permits.Permit(klog.FromContext(ctx), pod, pl.policy)
 	switch {
 	case d.Reject != "":
 		return fwk.NewStatus(fwk.Unschedulable, d.Reject), 0

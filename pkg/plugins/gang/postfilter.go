@@ -22,7 +22,7 @@ func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if podgroup.Held(state) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	msg := pl.groups.Fail(klog.FromContext(ctx), pod, pl.describe(statuses), pl.policy)
+	msg := pl.permits.Fail(klog.FromContext(ctx), pod, pl.describe(statuses), pl.policy)
 	if msg == "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}

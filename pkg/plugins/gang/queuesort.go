@@ -40,8 +40,8 @@ func (pl *Gang) sortKey(e fwk.QueuedEntityInfo) (int32, time.Time, string) {
 		return e.GetPriority(), e.GetTimestamp(), ""
 	}
 	pod := pi.GetPodInfo().GetPod()
-	if prio, t, key, ok := pl.groups.SortKey(pod); ok {
-		return prio, t, key
+	if k, ok := pl.groups.SortKey(pod); ok {
+		return k.Priority, k.Time, k.Root
 	}
 	return e.GetPriority(), e.GetTimestamp(), "Pod " + pod.Namespace + "/" + pod.Name
 }

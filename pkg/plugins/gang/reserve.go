@@ -17,7 +17,7 @@ func (pl *Gang) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	if podgroup.Planning(state) {
 		return nil // the planner holding a member's devices while it plans, not a reservation
 	}
-	pl.groups.Reserve(klog.FromContext(ctx), pod, nodeName)
+	pl.permits.Reserve(klog.FromContext(ctx), pod, nodeName)
 	return nil
 }
 
@@ -29,5 +29,5 @@ func (pl *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if podgroup.Planning(state) {
 		return
 	}
-	pl.groups.Unreserve(klog.FromContext(ctx), pod)
+	pl.permits.Unreserve(klog.FromContext(ctx), pod)
 }

@@ -4,13 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
 
 func TestAnywhere(t *testing.T) {
@@ -109,12 +110,12 @@ func TestPlannable(t *testing.T) {
 // A gang without topology constraints is planned and each member narrowed to one node; one
 // whose pods carry preferences is left to the scheduler's scoring.
 func TestPreFilterPlansUnconstrainedGangs(t *testing.T) {
-	pods := podgrouptest.Requesting("1", podgrouptest.Members("g", 2)...)
-	scored := podgrouptest.Requesting("1", podgrouptest.Members("s", 2)...)
+	pods := lt.Members("ns", "g", 2, lt.CPU("1"))
+	scored := lt.Members("ns", "s", 2, lt.CPU("1"))
 	for _, p := range scored {
 		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}}
 	}
-	env := newTestEnv(t, []runtime.Object{podgrouptest.Gang("g", 2, ""), podgrouptest.Gang("s", 2, "")},
+	env := newTestEnv(t, []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj(), lt.MakePodGroup().Namespace("ns").Name("s").Gang(2).Obj()},
 		append(pods, scored...), labeledNodes("4"))
 	nodes := env.NodeInfos(t)
 	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], nodes)

@@ -152,15 +152,21 @@ func (pl *Topology) closedTo(pod *v1.Pod, nodes []fwk.NodeInfo) closedNodes {
 	return out
 }
 
-// Filter refuses a pod the nodes exclusive groups hold (closedTo); planned members never
-// get there, their plan having left those nodes out.
-func (pl *Topology) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
-	data, err := state.Read(closedKey)
-	if err != nil {
-		return nil
+// Filter refuses a pod the nodes exclusive groups hold (closedTo), and the room reservations
+// of starving trees hold against it (reservations.go); planned members never get there,
+// their plan having left them out.
+func (pl *Topology) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	if data, err := state.Read(closedKey); err == nil {
+		if why, ok := data.(closedNodes)[ni.Node().Name]; ok {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+		}
 	}
-	if why, ok := data.(closedNodes)[ni.Node().Name]; ok {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+	if data, err := state.Read(reservedKey); err == nil {
+		if why := data.(reserved).refusal(ni, PodRequests(pod)); why != "" {
+			// Unschedulable, not Unresolvable: preemption by a pod of higher priority, or the
+			// reservation's end, may change it.
+			return fwk.NewStatus(fwk.Unschedulable, why)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,7 +17,6 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
 
 // rackedNodes returns zones × 2 racks × hosts nodes of cpu cores, named z0-r0-h0.
@@ -25,10 +26,7 @@ func rackedNodes(zones, hosts int, cpu string) []*v1.Node {
 		for r := range 2 {
 			for h := range hosts {
 				name := fmt.Sprintf("z%d-r%d-h%d", z, r, h)
-				out = append(out, podgrouptest.Node(name, cpu, map[string]string{
-					zoneKey: fmt.Sprintf("z%d", z), blockKey: fmt.Sprintf("z%d-b0", z),
-					rackKey: fmt.Sprintf("z%d-r%d", z, r), hostKey: name,
-				}))
+				out = append(out, lt.InTopology(lt.MakeNode(name, cpu), fmt.Sprintf("z%d", z), fmt.Sprintf("z%d-b0", z), fmt.Sprintf("z%d-r%d", z, r)).Obj())
 			}
 		}
 	}
@@ -54,15 +52,15 @@ func TestExclusivePlacementInvariants(t *testing.T) {
 		objs, pods := jobSetLike(gangs, 1+rng.Intn(3), strconv.Itoa(1+rng.Intn(2)))
 		// Another tree's exclusive gang, one member bound: its rack is held.
 		heldObjs, held := func() ([]runtime.Object, []*v1.Pod) {
-			g := podgrouptest.WithTopology(podgrouptest.Gang("held", 1, ""), exclusiveRack())
-			p := podgrouptest.Requesting("1", podgrouptest.Members("held", 1)...)[0]
+			g := lt.MakePodGroup().Namespace("ns").Name("held").Gang(1).Topology(lt.Exclusive(rackKey)).Obj()
+			p := lt.Members("ns", "held", 1, lt.CPU("1"))[0]
 			p.Spec.NodeName = nodes[rng.Intn(len(nodes))].Name
 			return []runtime.Object{g}, []*v1.Pod{p}
 		}()
 		objs = append(objs, heldObjs...)
 		running := append([]*v1.Pod{}, held...)
 		for i := range rng.Intn(4) {
-			p := podgrouptest.Requesting("1", podgrouptest.Member("", 100+i))[0]
+			p := []*v1.Pod{lt.Member("ns", "", 100+i).Req(lt.CPU("1")).Obj()}[0]
 			p.Spec.NodeName = nodes[rng.Intn(len(nodes))].Name
 			if rng.Intn(2) == 0 {
 				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds", Controller: ptr.To(true)}}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,22 +15,17 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
-
-func exclusiveRack() v1alpha1.TopologyConstraint {
-	return v1alpha1.TopologyConstraint{Key: rackKey, Mode: v1alpha1.TopologyRequired, Exclusive: true}
-}
 
 // jobSetLike returns a CompositePodGroup "js" of n exclusive-rack gangs "j<i>" of pods pods
 // of cpu each, as the JobSet adapter makes them.
 func jobSetLike(n, pods int, cpu string) ([]runtime.Object, []*v1.Pod) {
-	objs := []runtime.Object{podgrouptest.Composite("js", int32(n))}
+	objs := []runtime.Object{lt.MakeCompositePodGroup().Namespace("ns").Name("js").Gang(int32(n)).Obj()}
 	var members []*v1.Pod
 	for i := range n {
 		name := "j" + string(rune('0'+i))
-		objs = append(objs, podgrouptest.WithTopology(podgrouptest.Gang(name, int32(pods), "js"), exclusiveRack()))
-		members = append(members, podgrouptest.Requesting(cpu, podgrouptest.Members(name, pods)...)...)
+		objs = append(objs, lt.MakePodGroup().Namespace("ns").Name(name).Gang(int32(pods)).Parent("js").Topology(lt.Exclusive(rackKey)).Obj())
+		members = append(members, lt.Members("ns", name, pods, lt.CPU(cpu))...)
 	}
 	return objs, members
 }
@@ -64,10 +61,10 @@ func racksOf(t *testing.T, env *testEnv, pods []*v1.Pod) (map[string]sets.Set[st
 // both; a rack where another workload's pod runs is not taken, a DaemonSet's pod does not
 // count; when no rack is free of others, the explanation says so.
 func TestExclusiveGangsTakeARackEach(t *testing.T) {
-	daemon := podgrouptest.Requesting("1", podgrouptest.Member("", 90))[0]
+	daemon := []*v1.Pod{lt.Member("ns", "", 90).Req(lt.CPU("1")).Obj()}[0]
 	daemon.Spec.NodeName = "z0-r0-h0"
 	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds", Controller: ptr.To(true)}}
-	other := podgrouptest.Requesting("1", podgrouptest.Member("", 91))[0]
+	other := []*v1.Pod{lt.Member("ns", "", 91).Req(lt.CPU("1")).Obj()}[0]
 	other.Spec.NodeName = "z0-r1-h0"
 	for _, tc := range []struct {
 		name      string
@@ -117,8 +114,8 @@ func TestExclusiveGangsTakeARackEach(t *testing.T) {
 func TestHeldRackIsClosedToOthers(t *testing.T) {
 	objs, held := jobSetLike(1, 1, "1")
 	held[0].Spec.NodeName = "z0-r0-h0"
-	gang := podgrouptest.Requesting("1", podgrouptest.Members("g", 2)...)
-	objs = append(objs, podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(rackKey, v1alpha1.TopologyRequired)))
+	gang := lt.Members("ns", "g", 2, lt.CPU("1"))
+	objs = append(objs, lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(rackKey)).Obj())
 	env := newTestEnv(t, objs, append(held, gang...), labeledNodes("4"))
 	for range 3 { // whichever rack is tried first
 		res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), gang[0], env.NodeInfos(t))
@@ -139,7 +136,7 @@ func TestHeldRackIsClosedToOthers(t *testing.T) {
 func TestFilterKeepsOthersOutOfHeldRacks(t *testing.T) {
 	objs, held := jobSetLike(1, 2, "1")
 	held[0].Spec.NodeName = "z0-r0-h0"
-	plain := podgrouptest.Requesting("1", podgrouptest.Member("", 7))[0]
+	plain := []*v1.Pod{lt.Member("ns", "", 7).Req(lt.CPU("1")).Obj()}[0]
 	env := newTestEnv(t, objs, append(held, plain), labeledNodes("4"))
 	nodes := env.NodeInfos(t)
 	for _, tc := range []struct {

@@ -57,11 +57,38 @@ func (c *cluster) describeFailure(f failure) string {
 	case f.ineligible == f.cands:
 		return fmt.Sprintf("%s: no %s has a node the pods may use (%s)", who, lvl, f.why)
 	}
+	if f.refusing > 0 && f.roomy == 0 {
+		// Every node with room refuses the pods: the room is not what is missing.
+		where := fmt.Sprintf("the %d %ss", f.cands-f.ineligible, lvl)
+		if f.cands-f.ineligible == 1 {
+			where = "the one " + lvl
+		}
+		msg := fmt.Sprintf("%s: no %s can take %s: %s on every node with room in %s", who, lvl, what, refusalOf(f.refusal), where)
+		if f.ineligible > 0 {
+			msg += fmt.Sprintf("; %d other %ss have no node the pods may use (%s)", f.ineligible, lvl, f.why)
+		}
+		return msg
+	}
 	msg := fmt.Sprintf("%s: no %s has room for %s; the roomiest %s could take %d%s", who, lvl, what, lvl, f.best, sliced)
+	if f.refusing > 0 {
+		msg += fmt.Sprintf("; %d nodes with room refuse them (%s)", f.refusing, refusalOf(f.refusal))
+	}
 	if f.ineligible > 0 {
 		msg += fmt.Sprintf("; %d other %ss have no node the pods may use (%s)", f.ineligible, lvl, f.why)
 	}
 	return msg
+}
+
+// refusalOf names what a Filter refusal means for a gang: "running pods' anti-affinity" for
+// InterPodAffinity's refusal by existing pods, the plugin's own words otherwise.
+func refusalOf(why string) string {
+	switch {
+	case why == "":
+		return "the scheduler's filters refuse them"
+	case strings.Contains(why, "existing pods anti-affinity"):
+		return "running pods' anti-affinity (" + why + ")"
+	}
+	return why
 }
 
 // describePods renders a set of pods: "16 pods × 8 cpu" when they are alike,

@@ -183,6 +183,12 @@ type frameworkFitter struct {
 	// match.
 	labelsMatter bool
 	plannedOn    map[int][]*v1.Pod
+	// removed are the pods a preemption dry run took out of the nodes (victims, pods already
+	// leaving): every shape's PreFilter state forgets them, as upstream's dry runs do
+	// (RunPreFilterExtensionRemovePod), or InterPodAffinity and PodTopologySpread would still
+	// count them.
+	removed []fwk.PodInfo
+	byName  map[string]int
 	// reserved are the members with resource claims planned so far: their devices are held in
 	// the scheduler's DRA state (by the profile's Reserve plugins, as upstream's pod-group
 	// cycle does) so that later members see them taken, until release.
@@ -199,7 +205,7 @@ type reservation struct {
 	node string
 }
 
-func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, nodes []*node, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod) *frameworkFitter {
+func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, nodes []*node, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod, removed []fwk.PodInfo) *frameworkFitter {
 	interacting, monotone := interacts(tree)
 	labelsMatter := true
 	if lister := fh.SnapshotSharedLister(); lister != nil {
@@ -207,8 +213,15 @@ func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner,
 			labelsMatter = len(withAnti) > 0
 		}
 	}
-	return &frameworkFitter{elig: newEligibility(nodes), ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
-		interacting: interacting, monotone: monotone, labelsMatter: labelsMatter, plannedOn: map[int][]*v1.Pod{}}
+	f := &frameworkFitter{elig: newEligibility(nodes), ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
+		interacting: interacting, monotone: monotone, labelsMatter: labelsMatter, plannedOn: map[int][]*v1.Pod{}, removed: removed}
+	if len(removed) > 0 {
+		f.byName = make(map[string]int, len(nodes))
+		for _, n := range nodes {
+			f.byName[n.name] = n.idx
+		}
+	}
+	return f
 }
 
 func (f *frameworkFitter) eligible(s *shape, n *node) bool     { return s.elig.allows(n.idx) }
@@ -242,6 +255,13 @@ func (f *frameworkFitter) prepare(s *shape) {
 	}
 	if res != nil && !res.AllNodes() {
 		s.only = res.NodeNames
+	}
+	for _, pi := range f.removed {
+		if idx, ok := f.byName[pi.GetPod().Spec.NodeName]; ok {
+			if status := f.fh.RunPreFilterExtensionRemovePod(f.ctx, state, pod, pi, f.infos[idx]); !status.IsSuccess() {
+				klog.FromContext(f.ctx).V(5).Info("Planner: RemovePod failed", "pod", klog.KObj(pi.GetPod()), "err", status.AsError())
+			}
+		}
 	}
 	s.state = state
 	if f.interacting {

@@ -3,12 +3,13 @@ package topology
 import (
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
 
@@ -69,7 +70,7 @@ func TestPlansAllocateResourceClaims(t *testing.T) {
 			for node, n := range tc.slices {
 				objects = append(objects, podgrouptest.ResourceSlice(gpuDriver, node, n))
 			}
-			group := podgrouptest.WithTopology(podgrouptest.Gang("llm", int32(tc.members), ""), constraint(rackKey, v1alpha1.TopologyRequired))
+			group := lt.MakePodGroup().Namespace("ns").Name("llm").Gang(int32(tc.members)).Topology(lt.Required(rackKey)).Obj()
 			got, s := planIn(t, podgrouptest.Options{Filters: true, DRA: true, Objects: objects}, group, pods, rackNodes("64", "", 4, 4))
 			if !plannedAll(t, got, s, tc.refused, tc.members) {
 				return

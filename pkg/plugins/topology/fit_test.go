@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -43,7 +45,7 @@ func gangPods(g string, n int, build func(*st.PodWrapper) *st.PodWrapper) []*v1.
 	out := make([]*v1.Pod, n)
 	for i := range out {
 		name := fmt.Sprintf("%s-%d", g, i)
-		w := st.MakePod().Namespace("ns").Name(name).UID(name).SchedulerName(podgrouptest.SchedulerName).
+		w := st.MakePod().Namespace("ns").Name(name).UID(name).SchedulerName(lt.SchedulerName).
 			Label(v1alpha1.PodGroupLabel, g).Label("app", g).Container("main")
 		out[i] = build(w).Obj()
 	}
@@ -102,7 +104,7 @@ func plannedAll(t *testing.T, got map[string]string, s *fwk.Status, refused stri
 // (anti-affinity, host ports) get a node each, GPU pods only go where GPUs are.
 func TestPlansTheFiltersAccept(t *testing.T) {
 	rackOf4 := func(*testing.T) *v1alpha1.PodGroup {
-		return podgrouptest.WithTopology(podgrouptest.Gang("train", 4, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+		return lt.MakePodGroup().Namespace("ns").Name("train").Gang(4).Topology(lt.Required(rackKey)).Obj()
 	}
 	tests := []struct {
 		name     string
@@ -241,7 +243,7 @@ func TestRanksDomainsByEligibleSlots(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			group := podgrouptest.WithTopology(podgrouptest.Gang("train", int32(len(tc.pods)), ""), constraint(rackKey, v1alpha1.TopologyRequired))
+			group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(int32(len(tc.pods))).Topology(lt.Required(rackKey)).Obj()
 			got, s := planWithFilters(t, group, tc.pods, tc.nodes)
 			if tc.refused != "" {
 				if s.IsSuccess() || !strings.Contains(s.Message(), tc.refused) {
@@ -258,5 +260,31 @@ func TestRanksDomainsByEligibleSlots(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A gang that every node with room refuses (running pods' anti-affinity repels it) is told
+// so, not that no rack has room.
+func TestExplainsFilterRefusals(t *testing.T) {
+	nodes := rackNodes("4", "", 2)
+	var blockers []*v1.Pod
+	for _, n := range nodes {
+		blockers = append(blockers, st.MakePod().Namespace("ns").Name("block-"+n.Name).UID("block-"+n.Name).Node(n.Name).
+			SchedulerName(lt.SchedulerName).Label("app", "blocker").Req(lt.CPU("1")).
+			PodAntiAffinityExists("app", hostKey, st.PodAntiAffinityWithRequiredReq).Obj())
+	}
+	pods := gangPods("train", 2, func(w *st.PodWrapper) *st.PodWrapper { return w.Req(lt.CPU("2")) })
+	group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(2).Topology(lt.Required(rackKey)).Obj()
+	_, s := planWithFilters(t, group, pods, nodes, blockers...)
+	if s.IsSuccess() {
+		t.Fatal("planned a gang every node refuses")
+	}
+	for _, want := range []string{"no rack can take 2 pods × 2 cpu", "running pods' anti-affinity", "on every node with room"} {
+		if !strings.Contains(s.Message(), want) {
+			t.Errorf("explanation %q, want it to say %q", s.Message(), want)
+		}
+	}
+	if strings.Contains(s.Message(), "has room for") {
+		t.Errorf("explanation %q blames the room, which every node has", s.Message())
 	}
 }

@@ -16,10 +16,14 @@ var metrics = struct {
 	failures     *k8smetrics.CounterVec
 	planDuration *k8smetrics.Histogram
 
-	preemptions        *k8smetrics.CounterVec
-	victims            *k8smetrics.Counter
-	victimGangs        *k8smetrics.Counter
-	preemptionDuration *k8smetrics.Histogram
+	preemptions         *k8smetrics.CounterVec
+	victims             *k8smetrics.Counter
+	victimGangs         *k8smetrics.Counter
+	preemptionDuration  *k8smetrics.Histogram
+	reservations        *k8smetrics.CounterVec
+	reservationsHeld    *k8smetrics.Gauge
+	reservedCapacity    *k8smetrics.GaugeVec
+	reservationBindWait *k8smetrics.Histogram
 }{
 	plans: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 		Subsystem:      podgroup.Subsystem,
@@ -77,6 +81,31 @@ var metrics = struct {
 		Buckets:        k8smetrics.ExponentialBuckets(0.0001, 2, 18),
 		StabilityLevel: k8smetrics.ALPHA,
 	}),
+	reservations: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "reservations_total",
+		Help:           "Reservations of domains for starving gangs, by event: started, bound (the gang was scheduled), timeout, lapsed (the gang stopped asking for it), released (no longer starving or eligible, or gone).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"event"}),
+	reservationsHeld: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "reservations_held",
+		Help:           "Number of domains held for starving gangs.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+	reservedCapacity: k8smetrics.NewGaugeVec(&k8smetrics.GaugeOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "reserved_capacity",
+		Help:           "Capacity the plans of starving gangs' reservations need, by resource (cpu in cores, memory in bytes, extended resources in units).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"resource"}),
+	reservationBindWait: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "reservation_bind_wait_seconds",
+		Help:           "Time from the start of a gang's reservation to the gang scheduled.",
+		Buckets:        k8smetrics.ExponentialBuckets(1, 2, 16),
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
 }
 
 var registerOnce sync.Once
@@ -84,6 +113,7 @@ var registerOnce sync.Once
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metrics.plans, metrics.planReuse, metrics.replans, metrics.failures, metrics.planDuration,
-			metrics.preemptions, metrics.victims, metrics.victimGangs, metrics.preemptionDuration)
+			metrics.preemptions, metrics.victims, metrics.victimGangs, metrics.preemptionDuration,
+			metrics.reservations, metrics.reservationsHeld, metrics.reservedCapacity, metrics.reservationBindWait)
 	})
 }

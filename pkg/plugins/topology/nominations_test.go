@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,9 +15,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
 
 // nominate records pod as nominated to node, as the scheduler's queue does after a
@@ -49,9 +49,9 @@ func TestPlanCountsPodsNominatedToNodes(t *testing.T) {
 		{name: "the tree's own nominations do not count against it", priority: 0, ownNominated: true, wantOnly: "z1-r1-h1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pods := podgrouptest.Requesting("2", podgrouptest.Members("g", 2)...)
-			group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(hostKey, v1alpha1.TopologyRequired))
-			others := podgrouptest.Requesting("4", podgrouptest.Members("other", len(nodes)-1)...)
+			pods := lt.Members("ns", "g", 2, lt.CPU("2"))
+			group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(hostKey)).Obj()
+			others := lt.Members("ns", "other", len(nodes)-1, lt.CPU("4"))
 			for _, o := range others {
 				o.Spec.Priority = ptr.To(tc.priority)
 			}
@@ -83,8 +83,8 @@ func TestPlanCountsPodsNominatedToNodes(t *testing.T) {
 // gang stays pending. A member of a tree waiting for the victims it preempted keeps its
 // planned node.
 func TestFailedMemberKeepsNoNominationUnlessItsTreePreempts(t *testing.T) {
-	pods := podgrouptest.Requesting("1", podgrouptest.Members("g", 2)...)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(hostKey, v1alpha1.TopologyRequired))
+	pods := lt.Members("ns", "g", 2, lt.CPU("1"))
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(hostKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	root := podgroup.PodGroupKey("ns", "g")
 	held := func() fwk.CycleState {

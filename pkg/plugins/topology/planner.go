@@ -95,7 +95,12 @@ type failure struct {
 	// reason the fitter gave for their nodes.
 	ineligible int
 	why        string
-	pin        string // why candidates were restricted, if they were
+	// refusing counts the nodes of the other candidates that have room for a pod but whose
+	// Filter refuses it (running pods' anti-affinity, spread, ports...), roomy those with room
+	// that take it; refusal is the commonest reason given.
+	refusing, roomy int
+	refusal         string
+	pin             string // why candidates were restricted, if they were
 	// slice is the group's slice constraint when it cut the group inside the candidates
 	// (size 0 otherwise); best then counts pods placed in slices.
 	slice slicing
@@ -538,6 +543,7 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 		slots int64
 	}
 	var usable []room
+	refusals := map[string]int{}
 	for _, d := range cands {
 		var slots int64
 		eligible := false
@@ -551,7 +557,16 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 			}
 			eligible = true
 			if count > 0 {
-				slots += p.free[n.idx].Copies(shape)
+				copies := p.free[n.idx].Copies(shape)
+				slots += copies
+				if copies > 0 && rep != nil && !p.closed(n, g.Key) {
+					if p.fit.allows(rep.shape, n) {
+						f.roomy++
+					} else {
+						f.refusing++
+						refusals[p.fit.why(rep.shape, n)]++
+					}
+				}
 			}
 		}
 		if !eligible {
@@ -562,6 +577,7 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 		usable = append(usable, room{d, slots})
 	}
 	f.why = commonest(reasons)
+	f.refusal = commonest(refusals)
 	sort.SliceStable(usable, func(i, j int) bool { return usable[i].slots > usable[j].slots })
 	const maxExplained = 64
 	for i, r := range usable {

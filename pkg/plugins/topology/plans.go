@@ -54,6 +54,8 @@ type Plans struct {
 	// of the tree do without them for a while, so that a refused plan is never made twice.
 	refusals map[podgroup.Key][]refusal
 	now      func() time.Time
+	// reservations are the domains held for starving trees (reservations.go).
+	reservations *Reservations
 }
 
 // refusal is a node Filter refused a planned member, and why.
@@ -69,7 +71,8 @@ var _ podgroup.RoundObserver = &Plans{}
 
 // NewPlans returns an empty store.
 func NewPlans() *Plans {
-	return &Plans{byRoot: map[podgroup.Key]*Plan{}, refusals: map[podgroup.Key][]refusal{}, now: time.Now}
+	return &Plans{byRoot: map[podgroup.Key]*Plan{}, refusals: map[podgroup.Key][]refusal{}, now: time.Now,
+		reservations: newReservations(time.Now)}
 }
 
 // Get returns the live plan of root, or nil.
@@ -116,6 +119,18 @@ func (p *Plans) AttemptEnded(root podgroup.Key) {
 	}
 	delete(p.byRoot, root)
 }
+
+// TreeScheduled releases what was held for a tree that was scheduled: its reservation.
+func (p *Plans) TreeScheduled(root podgroup.Key) { p.reservations.TreeScheduled(root) }
+
+// TreeGone releases what was held for a group that is gone.
+func (p *Plans) TreeGone(root podgroup.Key) {
+	p.Drop(root)
+	p.reservations.TreeGone(root)
+}
+
+// Reservations returns the domains held for starving trees.
+func (p *Plans) Reservations() *Reservations { return p.reservations }
 
 // Promised returns, per node, the capacity that live plans of trees other than except
 // promised to members still pending (members with a reservation are in the scheduler's

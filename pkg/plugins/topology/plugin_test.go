@@ -2,10 +2,11 @@ package topology
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,8 @@ func newTestEnvOpts(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes
 	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, opts, podgrouptest.Plugin{
 		Name: Name,
 		Factory: func(ctx context.Context, fh fwk.Handle, c *podgroup.Components) (fwk.Plugin, error) {
-			pl, err := New(ctx, nil, fh, c.Model, env.plans)
+			pl, err := New(ctx, nil, fh, Shared{Trees: c.Model.Gate(), Notes: c.Model.Permits(), Plans: env.plans,
+				Guard: func(h fwk.Handle) fwk.Handle { return podgroup.Guard(h, c.Model.Permits(), "") }})
 			if err != nil {
 				return nil, err
 			}
@@ -58,31 +60,13 @@ func newTestEnvOpts(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes
 }
 
 // labeledNodes returns 2 zones × 1 block × 2 racks × 2 hosts of cpu cores: z0-r0-h0 ...
-func labeledNodes(cpu string) []*v1.Node {
-	var out []*v1.Node
-	for z := 0; z < 2; z++ {
-		for r := 0; r < 2; r++ {
-			for h := 0; h < 2; h++ {
-				name := fmt.Sprintf("z%d-r%d-h%d", z, r, h)
-				out = append(out, podgrouptest.Node(name, cpu, map[string]string{
-					zoneKey: fmt.Sprintf("z%d", z), blockKey: fmt.Sprintf("z%d-b0", z),
-					rackKey: fmt.Sprintf("z%d-r%d", z, r), hostKey: name,
-				}))
-			}
-		}
-	}
-	return out
-}
+func labeledNodes(cpu string) []*v1.Node { return rackedNodes(2, 2, cpu) }
 
 func rackOf(name string) string { return name[:len("z0-r0")] }
 
-func constraint(key string, mode v1alpha1.TopologyMode) v1alpha1.TopologyConstraint {
-	return v1alpha1.TopologyConstraint{Key: key, Mode: mode}
-}
-
 func TestPreFilterPlansTheTreeOnceAndNarrowsEachMember(t *testing.T) {
-	pods := podgrouptest.Requesting("2", podgrouptest.Members("g", 3)...)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 3, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	pods := lt.Members("ns", "g", 3, lt.CPU("2"))
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(3).Topology(lt.Required(rackKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	nodes := env.NodeInfos(t)
 
@@ -120,8 +104,8 @@ func TestPreFilterPlansTheTreeOnceAndNarrowsEachMember(t *testing.T) {
 }
 
 func TestPreFilterExplainsWhyNoDomainFits(t *testing.T) {
-	pods := podgrouptest.Requesting("4", podgrouptest.Members("g", 3)...)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 3, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	pods := lt.Members("ns", "g", 3, lt.CPU("4"))
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(3).Topology(lt.Required(rackKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	_, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
 	want := "cannot place the gang: PodGroup g: no rack has room for 3 pods × 4 cpu; the roomiest rack could take 2"
@@ -131,10 +115,10 @@ func TestPreFilterExplainsWhyNoDomainFits(t *testing.T) {
 }
 
 func TestPreFilterPlansAgainWhenThePlannedNodeIsFull(t *testing.T) {
-	pods := podgrouptest.Requesting("2", podgrouptest.Members("g", 2)...)
-	full := podgrouptest.Requesting("4", podgrouptest.Member("", 9))[0]
+	pods := lt.Members("ns", "g", 2, lt.CPU("2"))
+	full := []*v1.Pod{lt.Member("ns", "", 9).Req(lt.CPU("4")).Obj()}[0]
 	full.Spec.NodeName = "z0-r0-h0"
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(rackKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, append(pods, full), labeledNodes("4"))
 	root := podgroup.PodGroupKey("ns", "g")
 	env.plans.Store(&Plan{Root: root, Expires: time.Now().Add(time.Hour),
@@ -149,8 +133,8 @@ func TestPreFilterPlansAgainWhenThePlannedNodeIsFull(t *testing.T) {
 // without that node, never the same refused plan twice; when no other node will do, the
 // explanation says which node refused what.
 func TestRefusedPlanIsNotMadeTwice(t *testing.T) {
-	pods := podgrouptest.Requesting("1", podgrouptest.Members("g", 2)...)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(hostKey, v1alpha1.TopologyRequired))
+	pods := lt.Members("ns", "g", 2, lt.CPU("1"))
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(hostKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	root := podgroup.PodGroupKey("ns", "g")
 	refused := sets.New[string]()
@@ -180,8 +164,8 @@ func TestRefusedPlanIsNotMadeTwice(t *testing.T) {
 // A member the gang held back before Filter (its tree backs off) says nothing about its
 // planned node: the node is not refused, the plan is kept, and no plan is made while held.
 func TestHeldMemberRefusesNoNode(t *testing.T) {
-	pods := podgrouptest.Requesting("1", podgrouptest.Members("g", 2)...)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 2, ""), constraint(hostKey, v1alpha1.TopologyRequired))
+	pods := lt.Members("ns", "g", 2, lt.CPU("1"))
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(hostKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	root := podgroup.PodGroupKey("ns", "g")
 
@@ -217,19 +201,19 @@ func TestHeldMemberRefusesNoNode(t *testing.T) {
 }
 
 func TestUnknownTopologyKeyIsInvalid(t *testing.T) {
-	pods := podgrouptest.Members("g", 1)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 1, ""), constraint("example.com/pdu", v1alpha1.TopologyRequired))
+	pods := lt.Members("ns", "g", 1, nil)
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(1).Topology(lt.Required("example.com/pdu")).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
-	v := env.Components.Model.Admit(klog.Background(), pods[0])
+	v := env.Components.Model.Gate().Admit(klog.Background(), pods[0])
 	if v.Code != podgroup.Invalid || !strings.Contains(v.Message, `topology key "example.com/pdu" is not a configured level`) {
 		t.Errorf("Check = %v %q, want Invalid naming the key", v.Code, v.Message)
 	}
 }
 
 func TestBasicGroupStaysWithItsPlacedMembers(t *testing.T) {
-	pods := podgrouptest.Members("web", 2)
+	pods := lt.Members("ns", "web", 2, nil)
 	pods[0].Spec.NodeName = "z1-r0-h1"
-	group := podgrouptest.WithTopology(podgrouptest.Basic("web", ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	group := lt.MakePodGroup().Namespace("ns").Name("web").Topology(lt.Required(rackKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[1], env.NodeInfos(t))
 	if !s.IsSuccess() || res == nil || !res.NodeNames.Equal(sets.New("z1-r0-h0", "z1-r0-h1")) {
@@ -238,9 +222,9 @@ func TestBasicGroupStaysWithItsPlacedMembers(t *testing.T) {
 }
 
 func TestScoreDrawsUnplannedMembersToTheirSiblings(t *testing.T) {
-	pods := podgrouptest.Members("web", 2)
+	pods := lt.Members("ns", "web", 2, nil)
 	pods[0].Spec.NodeName = "z0-r0-h0"
-	group := podgrouptest.WithTopology(podgrouptest.Basic("web", ""), constraint(rackKey, v1alpha1.TopologyPreferred))
+	group := lt.MakePodGroup().Namespace("ns").Name("web").Topology(lt.Preferred(rackKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	state := framework.NewCycleState()
 	nodes := env.NodeInfos(t)
@@ -258,7 +242,7 @@ func TestScoreDrawsUnplannedMembersToTheirSiblings(t *testing.T) {
 		}
 	}
 	// A pod in no group is not scored.
-	if s := env.plugin.PreScore(env.Ctx, framework.NewCycleState(), podgrouptest.Member("", 0), nodes); s.Code() != fwk.Skip {
+	if s := env.plugin.PreScore(env.Ctx, framework.NewCycleState(), lt.Member("ns", "", 0).Obj(), nodes); s.Code() != fwk.Skip {
 		t.Errorf("PreScore of a plain pod = %v, want Skip", s.Code())
 	}
 }
@@ -277,7 +261,7 @@ func TestNewValidatesArgs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(t.Context(), tc.args, nil, nil, nil)
+			_, err := New(t.Context(), tc.args, nil, Shared{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New error %v, want one containing %q", err, tc.want)
 			}
@@ -288,9 +272,9 @@ func TestNewValidatesArgs(t *testing.T) {
 // A replacement in a gang that was initially scheduled binds alone, inside the rack its
 // group's placed members occupy: no plan, no gang.
 func TestReplacementStaysInItsGroupsDomain(t *testing.T) {
-	pods := podgrouptest.Members("train", 3)
+	pods := lt.Members("ns", "train", 3, nil)
 	pods[0].Spec.NodeName, pods[1].Spec.NodeName = "z1-r0-h0", "z1-r0-h1"
-	group := podgrouptest.WithTopology(podgrouptest.Gang("train", 3, ""), constraint(rackKey, v1alpha1.TopologyRequired))
+	group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(3).Topology(lt.Required(rackKey)).Obj()
 	group.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[2], env.NodeInfos(t))

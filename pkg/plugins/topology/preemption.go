@@ -59,8 +59,6 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 		return refuse("", "the pod has no valid tree")
 	case !p.Failed:
 		return refuse("", "the gang can be ready without this member")
-	case p.Never:
-		return refuse("not_allowed", "preemptionPolicy is Never")
 	}
 	tree, ok := pl.trees.Tree(pod)
 	if !ok {
@@ -70,12 +68,26 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
+	// Where eviction cannot help, a gang that has starved long enough has room held for it.
+	starving := func(result, why string) (*fwk.PostFilterResult, *fwk.Status) {
+		msg := pl.reserve(ctx, tree, p, infos)
+		pl.notes.NoteReserving(p.Root, msg)
+		if msg != "" {
+			return refuse(result, why+"; "+msg)
+		}
+		return refuse(result, why)
+	}
+	if p.Never {
+		return starving("not_allowed", "preemptionPolicy is Never")
+	}
 	start := time.Now()
 	choice, why := pl.selectVictims(ctx, tree, p, infos)
 	metrics.preemptionDuration.Observe(time.Since(start).Seconds())
 	if choice == nil {
-		return refuse("no_victims", why)
+		return starving("no_victims", why)
 	}
+	pl.plans.reservations.release(p.Root, "released")
+	pl.notes.NoteReserving(p.Root, "")
 	if len(choice.victims) == 0 {
 		// Pods already terminating (earlier victims, or pods being deleted) make room: wait
 		// for them rather than evict anyone else.
@@ -91,7 +103,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	plan.Expires = time.Now().Add(max(pl.planTTL, victimsGrace))
 	pl.plans.Store(plan)
 	msg := choice.describe()
-	pl.trees.NotePreempting(p.Root, msg)
+	pl.notes.NotePreempting(p.Root, msg)
 	if rec := pl.handle.EventRecorder(); rec != nil && p.Object != nil {
 		rec.Eventf(p.Object, nil, v1.EventTypeNormal, v1alpha1.ReasonPreempting, "Preempting", "%s: %s", msg, victimNames(victims))
 	}

@@ -36,6 +36,12 @@ func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1
 			s = nil
 		}
 	}
+	if held := pl.holdsAgainst(pod); len(held) > 0 {
+		state.Write(reservedKey, held)
+		if s.IsSkip() {
+			s = nil
+		}
+	}
 	return res, s
 }
 
@@ -70,14 +76,14 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		if left := pl.victimsLeft(plan); left > 0 {
 			msg := fmt.Sprintf("waiting for %d preempted pods to leave %s", left, plan.Freed)
 			logger.V(4).Info("Member waits for its gang's victims", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
-			pl.trees.NoteUnplaceable(pod, msg)
+			pl.notes.NoteUnplaceable(pod, msg)
 			return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 		}
 		logger.V(4).Info("Victims are gone; the tree is placed by its preemption plan", "pod", klog.KObj(pod), "root", sum.Root, "domain", plan.Freed)
 		done := *plan
 		done.Victims, plan = nil, &done
 		pl.plans.Store(plan)
-		pl.trees.NotePreempting(sum.Root, "")
+		pl.notes.NotePreempting(sum.Root, "")
 	}
 	if plan != nil {
 		if pp, ok := plan.Pods[pod.UID]; ok && !pl.stillFits(pp) {
@@ -98,7 +104,7 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		} else {
 			var why string
 			if plan, why = pl.planTree(ctx, tree, nodes, nil); plan == nil {
-				pl.trees.NoteUnplaceable(pod, why)
+				pl.notes.NoteUnplaceable(pod, why)
 				logger.V(4).Info("No placement for the tree", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", why)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the gang: "+why)
 			}
@@ -113,7 +119,7 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		return &fwk.PreFilterResult{NodeNames: sets.New(pp.Node)}, nil
 	}
 	if why, ok := plan.Refused[sum.Group]; ok {
-		pl.trees.NoteUnplaceable(pod, why)
+		pl.notes.NoteUnplaceable(pod, why)
 		logger.V(4).Info("Member's group has no place in the plan", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the group: "+why)
 	}
@@ -138,12 +144,14 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 }
 
 // promised returns, per node, the capacity the tree may not count on: what other trees' live
-// plans promised to their pending members, and what pods nominated to the node request —
+// plans promised to their pending members, what pods nominated to the node request —
 // victims' room a preemption freed, or members that waited at Permit when a scheduler
-// restarted. The scheduler's Filter counts nominated pods of at least the pod's priority as
-// if they were there, so the plan must too, or Filter refuses it. The tree's own members
-// and pods a plan already counted are left out.
-func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) map[string]Resources {
+// restarted — and what reservations of other trees of at least its priority hold
+// (reservations.go). The scheduler's Filter counts nominated pods of at least the pod's
+// priority as if they were there, so the plan must too, or Filter refuses it. The tree's own
+// members and pods a plan already counted are left out. It also returns the nodes the tree
+// may not use at all: those of domains reserved for another tree to take whole.
+func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (map[string]Resources, sets.Set[string]) {
 	promised, counted := pl.plans.Promised(tree.Key, pl.trees.Pending)
 	priority, members := int32(math.MaxInt32), sets.New[types.UID]()
 	tree.Walk(func(g *podgroup.GroupView) {
@@ -167,7 +175,7 @@ func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) map
 			promised[name] = r
 		}
 	}
-	return promised
+	return promised, pl.heldFrom(tree, tree.Priority, nodes, promised)
 }
 
 // planScope narrows a plan for preemption's dry runs: to the nodes of one domain, on
@@ -176,6 +184,9 @@ type planScope struct {
 	// outside says why a node is not in the domain, "" for the domain's nodes.
 	outside  func(*node) string
 	verdicts *verdictCache
+	// removed are the pods taken out of the simulated nodes (victims, pods leaving), which
+	// the PreFilter states forget too.
+	removed []fwk.PodInfo
 }
 
 // planTree plans the whole tree (within scope, if any); on failure it returns the
@@ -183,10 +194,18 @@ type planScope struct {
 func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, nodes []fwk.NodeInfo, scope *planScope) (*Plan, string) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
-	promised := pl.promised(tree, nodes)
+	promised, reservedElsewhere := pl.promised(tree, nodes)
 	topo := pl.topology.get(pl.levels, nodes)
 	fit := pl.fitter(ctx, topo, nodes, tree, scope)
 	defer fit.release()
+	if len(reservedElsewhere) > 0 {
+		fit = excluding{fitter: fit, out: func(n *node) string {
+			if reservedElsewhere.Has(n.name) {
+				return "reserved for another gang to take whole"
+			}
+			return ""
+		}}
+	}
 	observe := func(result, level string) {
 		if scope != nil {
 			return
@@ -272,10 +291,11 @@ func (pl *Topology) fitter(ctx context.Context, topo *topology, nodes []fwk.Node
 		var pods []*v1.Pod
 		tree.Walk(func(g *podgroup.GroupView) { pods = append(pods, g.Pending...) })
 		verdicts := pl.verdicts
+		var removed []fwk.PodInfo
 		if scope != nil {
-			verdicts = scope.verdicts
+			verdicts, removed = scope.verdicts, scope.removed
 		}
-		fit = newFrameworkFitter(ctx, pl.handle, pre, topo.nodes, nodes, verdicts, pods)
+		fit = newFrameworkFitter(ctx, pl.handle, pre, topo.nodes, nodes, verdicts, pods, removed)
 	} else {
 		fit = newSpecFitter(topo.nodes)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -17,7 +19,6 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
 
 // usedPerHost marks cpu as used on every host of a rack, one value per host in order.
@@ -153,9 +154,8 @@ func TestSlices(t *testing.T) {
 // their planned nodes: the slice constraint is not the group's Required level, but it is a
 // topology constraint.
 func TestGangWithOnlySlicesIsPlanned(t *testing.T) {
-	pods := podgrouptest.Requesting("1", podgrouptest.Members("train", 8)...)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("train", 8, ""),
-		v1alpha1.TopologyConstraint{Key: rackKey, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](4)})
+	pods := lt.Members("ns", "train", 8, lt.CPU("1"))
+	group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(8).Topology(v1alpha1.TopologyConstraint{Key: rackKey, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](4)}).Obj()
 	// Racks of 2 hosts × 3 cpu: 6 slots each, so a rack holds one slice of 4, never two.
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("3"))
 	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
@@ -183,10 +183,9 @@ func TestGangWithOnlySlicesIsPlanned(t *testing.T) {
 // A replacement in a scheduled gang goes where its slice lost a member, not where the
 // group's first member is, and not anywhere.
 func TestReplacementCompletesItsOpenSlice(t *testing.T) {
-	pods := podgrouptest.Requesting("1", podgrouptest.Members("train", 4)...)
+	pods := lt.Members("ns", "train", 4, lt.CPU("1"))
 	pods[0].Spec.NodeName, pods[1].Spec.NodeName, pods[2].Spec.NodeName = "z0-r0-h0", "z0-r0-h1", "z1-r1-h0"
-	group := podgrouptest.WithTopology(podgrouptest.Gang("train", 4, ""),
-		v1alpha1.TopologyConstraint{Key: rackKey, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](2)})
+	group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(4).Topology(v1alpha1.TopologyConstraint{Key: rackKey, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](2)}).Obj()
 	group.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[3], env.NodeInfos(t))
@@ -198,11 +197,10 @@ func TestReplacementCompletesItsOpenSlice(t *testing.T) {
 // Slices broader than the group's Required level are refused, as Kueue refuses them: the
 // group is Invalid, with the plugin's explanation.
 func TestSliceBroaderThanRequiredIsInvalid(t *testing.T) {
-	pods := podgrouptest.Members("g", 1)
-	group := podgrouptest.WithTopology(podgrouptest.Gang("g", 1, ""), constraint(rackKey, v1alpha1.TopologyRequired),
-		v1alpha1.TopologyConstraint{Key: zoneKey, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](1)})
+	pods := lt.Members("ns", "g", 1, nil)
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(1).Topology(lt.Required(rackKey), v1alpha1.TopologyConstraint{Key: zoneKey, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](1)}).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
-	v := env.Components.Model.Admit(klog.Background(), pods[0])
+	v := env.Components.Model.Gate().Admit(klog.Background(), pods[0])
 	if v.Code != podgroup.Invalid || !strings.Contains(v.Message, "slices of 1 pods each within one zone cannot be cut inside the group's rack") {
 		t.Errorf("Check = %v %q, want Invalid naming both levels", v.Code, v.Message)
 	}

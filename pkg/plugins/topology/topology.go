@@ -45,19 +45,27 @@ type Trees interface {
 	Tree(pod *v1.Pod) (*podgroup.GroupView, bool)
 	// Pending reports whether a member is neither bound nor reserved.
 	Pending(uid types.UID) bool
-	// NoteUnplaceable records why the planner could not place a member's tree, for the
-	// gang's failure message.
-	NoteUnplaceable(pod *v1.Pod, why string)
 	// Preemptor describes a member's tree for preemption; UnitOf returns the running gang a
-	// bound pod belongs to (a victim whole); NotePreempting records (or clears, "") that a
-	// tree is preempting, for its condition.
+	// bound pod belongs to (a victim whole).
 	Preemptor(pod *v1.Pod) (podgroup.Preemptor, bool)
 	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
-	NotePreempting(root podgroup.Key, msg string)
 	// Exclusives returns the exclusive groups with members placed; GroupOf the PodGroup a
 	// pod belongs to (exclusive.go).
 	Exclusives() []podgroup.Exclusive
 	GroupOf(pod *v1.Pod) (podgroup.Key, bool)
+}
+
+// Notes is what the plugin tells the group model's permits of a tree's attempt
+// (podgroup.Permits), for its failure message and condition.
+type Notes interface {
+	// NoteUnplaceable records why the planner could not place a member's tree, for the
+	// gang's failure message.
+	NoteUnplaceable(pod *v1.Pod, why string)
+	// NotePreempting records (or clears, "") that a tree is preempting, for its condition.
+	NotePreempting(root podgroup.Key, msg string)
+	// NoteReserving records (or clears, "") that a domain is held for a tree, for its
+	// condition.
+	NoteReserving(root podgroup.Key, msg string)
 }
 
 // Topology is the LockstepTopology plugin.
@@ -65,6 +73,7 @@ type Topology struct {
 	logger  klog.Logger
 	handle  fwk.Handle
 	trees   Trees
+	notes   Notes
 	plans   *Plans
 	planTTL time.Duration
 	levels  []string
@@ -93,9 +102,23 @@ var (
 	_ fwk.EnqueueExtensions = &Topology{}
 )
 
-// New builds the plugin from its (defaulted, internal) args, on the group model and the
-// plans shared by every profile (pkg/scheduler builds them once per scheduler).
-func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, trees Trees, plans *Plans) (fwk.Plugin, error) {
+// Shared is what the plugin shares with the plugins of every profile: pkg/scheduler builds it
+// once per scheduler.
+type Shared struct {
+	// Trees is the group model's gate, Notes its permits.
+	Trees Trees
+	Notes Notes
+	Plans *Plans
+	// Guard wraps the handle the plugin's preemption evicts through, so that rejecting a
+	// member waiting at Permit goes through the group model first (podgroup.Guard); nil
+	// leaves the handle as it is.
+	Guard func(fwk.Handle) fwk.Handle
+}
+
+// New builds the plugin from its (defaulted, internal) args, on what it shares with every
+// profile.
+func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shared) (fwk.Plugin, error) {
+	trees, notes, plans := shared.Trees, shared.Notes, shared.Plans
 	args, err := getArgs(obj)
 	if err != nil {
 		return nil, err
@@ -108,6 +131,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, trees Trees
 		logger:    klog.FromContext(ctx).WithName(Name),
 		handle:    handle,
 		trees:     trees,
+		notes:     notes,
 		plans:     plans,
 		planTTL:   time.Duration(args.PlanTTLSeconds) * time.Second,
 		levels:    append([]string(nil), args.Levels...),
@@ -118,7 +142,11 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, trees Trees
 	if f := handle.SharedInformerFactory(); f != nil {
 		pl.podLister = f.Core().V1().Pods().Lister()
 		pl.pdbLister = f.Policy().V1().PodDisruptionBudgets().Lister()
-		pl.executor = preemption.NewExecutor(handle, feature.Features{})
+		evictor := handle
+		if shared.Guard != nil {
+			evictor = shared.Guard(handle)
+		}
+		pl.executor = preemption.NewExecutor(evictor, feature.Features{})
 	}
 	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
 	return pl, nil

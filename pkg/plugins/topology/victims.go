@@ -40,12 +40,17 @@ type victimUnit struct {
 	key   string // the gang's root, or the pod
 	gang  bool
 	nodes sets.Set[string]
+	// lasting: a pod of a controller that keeps its pods running (a ReplicaSet, StatefulSet,
+	// DaemonSet...), which may never end by itself.
+	lasting bool
 }
 
 // preemptionCost orders the domains a tree could free.
 type preemptionCost struct {
 	priority         int32 // highest victim priority
 	gangs, pods, pdb int
+	// lasting counts the victims that may never end by themselves (see victimUnit).
+	lasting int
 }
 
 func (a preemptionCost) less(b preemptionCost) bool {
@@ -58,6 +63,34 @@ func (a preemptionCost) less(b preemptionCost) bool {
 		return a.pods < b.pods
 	}
 	return a.pdb < b.pdb
+}
+
+// sooner orders the domains a reservation could hold by how soon they are likely to be
+// free: fewer pods that may never end, then fewer pods to wait for, fewer gangs, lower
+// priority.
+func (a preemptionCost) sooner(b preemptionCost) bool {
+	switch {
+	case a.lasting != b.lasting:
+		return a.lasting < b.lasting
+	case a.pods != b.pods:
+		return a.pods < b.pods
+	case a.gangs != b.gangs:
+		return a.gangs < b.gangs
+	}
+	return a.priority < b.priority
+}
+
+// lasting reports whether a pod belongs to a controller that keeps its pods running.
+func lasting(pod *v1.Pod) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			switch ref.Kind {
+			case "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "LeaderWorkerSet":
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // preemptionChoice is one domain freed: the plan made as if the victims were gone.
@@ -91,14 +124,38 @@ func (c *preemptionChoice) describe() string {
 // selectVictims returns the cheapest domain whose lower-priority pods can be evicted so
 // that the tree fits, or nil and why none can.
 func (pl *Topology) selectVictims(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo) (*preemptionChoice, string) {
+	c := pl.cheapestDomain(ctx, tree, p, infos, freeing{below: true})
+	if c != nil {
+		return c, ""
+	}
+	return nil, pl.noDomain(tree, infos, fmt.Sprintf("evicting every pod of priority below %d", p.Priority))
+}
+
+// freeing says what a dry run may take out of a domain: the pods below the tree's priority
+// (preemption), or those at or below it (a reservation waits for them to end).
+type freeing struct {
+	below bool
+}
+
+// takes reports whether a pod or gang of priority prio may be taken out.
+func (f freeing) takes(prio, of int32) bool {
+	if f.below {
+		return prio < of
+	}
+	return prio <= of
+}
+
+// cheapestDomain runs a dry run in every domain of the level the tree's root requires (the
+// whole cluster if none) and returns the cheapest domain it could be freed in, nil if none.
+func (pl *Topology) cheapestDomain(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, f freeing) *preemptionChoice {
 	logger := klog.FromContext(ctx)
 	topo := pl.topology.get(pl.levels, infos)
-	units, leaving := pl.victimUnits(infos, p)
-	if len(units) == 0 {
-		return nil, fmt.Sprintf("no running pod has a priority below %d", p.Priority)
+	units, leaving := pl.victimUnits(infos, p, f)
+	if len(units) == 0 && len(leaving) == 0 {
+		return nil
 	}
 	dry := &dryRun{tree: tree, infos: infos, topo: topo, units: units, leaving: leaving, pdbs: pl.pdbs(),
-		members: map[types.UID]*v1.Pod{}, verdicts: newVerdictCache()}
+		members: map[types.UID]*v1.Pod{}, verdicts: newVerdictCache(), exclusive: exclusiveTree(topo, tree)}
 	tree.Walk(func(g *podgroup.GroupView) {
 		for _, p := range g.Pending {
 			dry.members[p.UID] = p
@@ -119,25 +176,37 @@ func (pl *Topology) selectVictims(ctx context.Context, tree *podgroup.GroupView,
 		if c == nil {
 			continue
 		}
-		logger.V(5).Info("Preemption candidate", "root", tree.Key, "domain", c.domain, "pods", c.cost.pods, "gangs", c.cost.gangs, "priority", c.cost.priority, "pdbViolations", c.cost.pdb)
-		if best == nil || c.cost.less(best.cost) {
+		logger.V(5).Info("Dry run candidate", "root", tree.Key, "domain", c.domain, "pods", c.cost.pods, "gangs", c.cost.gangs,
+			"priority", c.cost.priority, "pdbViolations", c.cost.pdb, "lasting", c.cost.lasting, "reserving", !f.below)
+		if best == nil || (f.below && c.cost.less(best.cost)) || (!f.below && c.cost.sooner(best.cost)) {
 			best = c
 		}
 	}
-	if best == nil {
-		where := "the cluster"
-		if level >= 0 {
-			where = "any " + levelName(pl.levels[level])
-		}
-		return nil, fmt.Sprintf("evicting every pod of priority below %d would not make room in %s", p.Priority, where)
+	return best
+}
+
+// noDomain says why no domain could be freed: "<what> would not make room in any rack".
+func (pl *Topology) noDomain(tree *podgroup.GroupView, infos []fwk.NodeInfo, what string) string {
+	level, _ := pl.topology.get(pl.levels, infos).constraintLevels(tree)
+	where := "the cluster"
+	if level >= 0 {
+		where = "any " + levelName(pl.levels[level])
 	}
-	return best, ""
+	return fmt.Sprintf("%s would not make room in %s", what, where)
+}
+
+// exclusiveTree reports whether a group of the tree takes a domain to itself: then no pod
+// may stay in the domain freed for it.
+func exclusiveTree(topo *topology, tree *podgroup.GroupView) bool {
+	excl := false
+	tree.Walk(func(g *podgroup.GroupView) { excl = excl || topo.exclusiveLevel(g) >= 0 })
+	return excl
 }
 
 // victimUnits returns, by node, the units that a tree of priority p.Priority may evict
 // (gangs whole, other pods one by one), and the pods already terminating, which count as
 // gone at no cost.
-func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor) (map[string][]*victimUnit, map[string][]*v1.Pod) {
+func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor, f freeing) (map[string][]*victimUnit, map[string][]*v1.Pod) {
 	units := map[string][]*victimUnit{}
 	leaving := map[string][]*v1.Pod{}
 	// gangs holds each running tree's unit, nil for a tree that is no victim: a tree is
@@ -167,8 +236,8 @@ func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor) (map
 			if member && sum.Gang {
 				cached, done := gangs[sum.Root]
 				if !done {
-					if corev1helpers.PodPriority(pod) < p.Priority {
-						if gang, ok := pl.trees.UnitOf(pod); ok && gang.Priority < p.Priority {
+					if f.takes(corev1helpers.PodPriority(pod), p.Priority) {
+						if gang, ok := pl.trees.UnitOf(pod); ok && f.takes(gang.Priority, p.Priority) {
 							cached = newGangVictim(sum.Root.String(), gang, infos)
 						}
 					}
@@ -178,14 +247,14 @@ func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor) (map
 					continue
 				}
 			} else {
-				if corev1helpers.PodPriority(pod) >= p.Priority {
+				if !f.takes(corev1helpers.PodPriority(pod), p.Priority) {
 					continue
 				}
 				v, err := preemption.NewVictim([]fwk.PodInfo{pi}, corev1helpers.PodPriority(pod), fwk.PodKeyType)
 				if err != nil {
 					continue
 				}
-				u = &victimUnit{Victim: v, key: string(pod.UID), nodes: sets.New(name)}
+				u = &victimUnit{Victim: v, key: string(pod.UID), nodes: sets.New(name), lasting: lasting(pod)}
 			}
 			units[name] = append(units[name], u)
 		}
@@ -235,6 +304,8 @@ type dryRun struct {
 	leaving  map[string][]*v1.Pod
 	pdbs     []*policy.PodDisruptionBudget
 	verdicts *verdictCache
+	// exclusive: the tree takes its domain to itself; no pod may be given back there.
+	exclusive bool
 }
 
 // freeDomain is one dry run: the domain's evictable units taken out, the tree planned in
@@ -263,19 +334,17 @@ func (pl *Topology) freeDomain(ctx context.Context, dry *dryRun, d *domain) *pre
 	if len(candidates) == 0 && terminating == 0 {
 		return nil
 	}
-	// A copy of every node a candidate (or a leaving pod) is on, without them.
+	// A copy of every node a candidate (or a leaving pod) is on, without them; the PreFilter
+	// states of the plan forget them too.
 	sim := newSimulation(dry.infos, dry.topo)
-	for _, n := range d.nodes {
-		for _, p := range dry.leaving[n.name] {
-			sim.remove(logger, p)
-		}
-	}
+	removed := leavingInfos(d, dry.leaving)
 	for _, u := range candidates {
-		for _, pi := range u.Pods() {
-			sim.remove(logger, pi.GetPod())
-		}
+		removed = append(removed, u.Pods()...)
 	}
-	scope := &planScope{verdicts: dry.verdicts, outside: func(n *node) string {
+	for _, pi := range removed {
+		sim.remove(logger, pi.GetPod())
+	}
+	scope := &planScope{verdicts: dry.verdicts, removed: removed, outside: func(n *node) string {
 		if inDomain.Has(n.name) {
 			return ""
 		}
@@ -286,12 +355,6 @@ func (pl *Topology) freeDomain(ctx context.Context, dry *dryRun, d *domain) *pre
 		return nil
 	}
 	// Give back, most important first, every unit the plan does without.
-	onNode := map[string][]*v1.Pod{}
-	for uid, pp := range plan.Pods {
-		if p := dry.members[uid]; p != nil {
-			onNode[pp.Node] = append(onNode[pp.Node], p)
-		}
-	}
 	violating := pdbViolations(candidates, dry.pdbs)
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
@@ -303,18 +366,11 @@ func (pl *Topology) freeDomain(ctx context.Context, dry *dryRun, d *domain) *pre
 		}
 		return preemption.MoreImportantVictim(a.Victim, b.Victim)
 	})
-	states := map[string]fwk.CycleState{}
+	back := pl.newReprieve(ctx, sim, plan, dry.members, removed)
 	c := &preemptionChoice{domain: d.describe(pl.levels), plan: plan}
 	for _, u := range candidates {
-		touched := u.nodes.Intersection(sets.KeySet(onNode))
-		for _, pi := range u.Pods() {
-			sim.add(pi)
-		}
-		if touched.Len() == 0 || pl.stillFitsOn(ctx, sim, touched, onNode, states) {
+		if !dry.exclusive && back.giveBack(logger, u) {
 			continue // reprieved
-		}
-		for _, pi := range u.Pods() {
-			sim.remove(logger, pi.GetPod())
 		}
 		c.victims = append(c.victims, u)
 		c.cost.priority = max(c.cost.priority, u.Priority())
@@ -323,46 +379,13 @@ func (pl *Topology) freeDomain(ctx context.Context, dry *dryRun, d *domain) *pre
 		if u.gang {
 			c.cost.gangs++
 		}
+		if u.lasting {
+			c.cost.lasting++
+		}
 	}
 	// No victims: the tree fits once the pods already terminating here are gone; the
 	// cheapest choice of all, and one that evicts nobody.
 	return c
-}
-
-// stillFitsOn reports whether the planned members still pass every Filter on the touched
-// nodes as simulated.
-func (pl *Topology) stillFitsOn(ctx context.Context, sim *simulation, touched sets.Set[string], onNode map[string][]*v1.Pod, states map[string]fwk.CycleState) bool {
-	pre, ok := pl.handle.(preFilterRunner)
-	for name := range touched {
-		ni := sim.get(name).Snapshot()
-		for _, p := range onNode[name] {
-			if !ok {
-				if !FreeOn(ni).Fits(PodRequests(p)) {
-					return false
-				}
-			} else {
-				key := shapeKey(p, true)
-				st := states[key]
-				if st == nil {
-					st = framework.NewCycleState()
-					podgroup.MarkPlanning(st)
-					if _, s, _ := pre.RunPreFilterPlugins(ctx, st, p); !s.IsSuccess() && s.Code() != fwk.Unschedulable {
-						return false
-					}
-					states[key] = st
-				}
-				if !pl.handle.RunFilterPlugins(ctx, st, p, ni).IsSuccess() {
-					return false
-				}
-			}
-			placed := p.DeepCopy()
-			placed.Spec.NodeName = name
-			if pi, err := framework.NewPodInfo(placed); err == nil {
-				ni.AddPodInfo(pi)
-			}
-		}
-	}
-	return true
 }
 
 // pdbViolations counts, per unit, the pods whose eviction a PodDisruptionBudget does not

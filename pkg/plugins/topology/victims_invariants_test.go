@@ -5,11 +5,11 @@ import (
 	"math/rand"
 	"testing"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-
-	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
 
 // randomRunning fills the 8 nodes of labeledNodes("4") with pods of 1 or 2 cpu and random
@@ -40,7 +40,7 @@ func randomRunning(r *rand.Rand) ([]*v1.Pod, []runtime.Object, map[string][]stri
 	}
 	var groups []runtime.Object
 	for g, members := range gangs {
-		groups = append(groups, podgrouptest.Gang(g, int32(len(members)), ""))
+		groups = append(groups, lt.MakePodGroup().Namespace("ns").Name(g).Gang(int32(len(members))).Obj())
 	}
 	return pods, groups, gangs
 }

@@ -3,7 +3,10 @@ package topology
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
@@ -21,7 +24,7 @@ import (
 // running is a bound pod of cpu cores and priority on node, in gang g if g is not "".
 func running(name, node, cpu string, priority int32, g string) *v1.Pod {
 	w := st.MakePod().Namespace("ns").Name(name).UID(name).Node(node).Priority(priority).
-		SchedulerName(podgrouptest.SchedulerName).Label("app", name).Container("main").
+		SchedulerName(lt.SchedulerName).Label("app", name).Container("main").
 		Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu})
 	if g != "" {
 		w = w.Label(v1alpha1.PodGroupLabel, g)
@@ -50,9 +53,9 @@ func choose(t *testing.T, members int, cpu string, groups []runtime.Object, runn
 	pending := gangPods("hi", members, func(w *st.PodWrapper) *st.PodWrapper {
 		return w.Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Priority(1000)
 	})
-	groups = append(groups, podgrouptest.WithTopology(podgrouptest.Gang("hi", int32(members), ""), constraint(rackKey, v1alpha1.TopologyRequired)))
+	groups = append(groups, lt.MakePodGroup().Namespace("ns").Name("hi").Gang(int32(members)).Topology(lt.Required(rackKey)).Obj())
 	env := newTestEnvOpts(t, groups, append(pending, running...), labeledNodes("4"), podgrouptest.Options{Filters: true, Objects: objects})
-	tree, ok := env.Components.Model.Tree(pending[0])
+	tree, ok := env.Components.Model.Gate().Tree(pending[0])
 	if !ok {
 		t.Fatal("no tree for the preemptor")
 	}
@@ -101,7 +104,7 @@ func TestPreemptionChoosesTheCheapestRack(t *testing.T) {
 			running: append(append(runningRack("z0-r0", 10), runningRack("z1-r0", 10)...), append(fill("z1-r1-h0", 4, 10),
 				running("old-0", "z0-r1-h0", "2", 10, "old"), running("old-1", "z0-r1-h0", "2", 10, "old"),
 				running("old-2", "z0-r1-h1", "2", 10, "old"))...),
-			groups: []runtime.Object{podgrouptest.Gang("old", 3, "")},
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("old").Gang(3).Obj()},
 			want:   "rack z1-r1",
 			pods:   4,
 		},
@@ -135,7 +138,7 @@ func TestPreemptionTakesVictimGangsWhole(t *testing.T) {
 	// next to pods of higher priority (z1-r0 is full: its two members replace two of them).
 	pods = append(pods, running("wide-0", "z0-r1-h0", "2", 10, "wide"), running("wide-1", "z0-r1-h0", "2", 10, "wide"))
 	pods = append(pods, running("wide-2", "z1-r0-h0", "0", 10, "wide"), running("wide-3", "z1-r0-h1", "0", 10, "wide"))
-	c, why := choose(t, 2, "2", []runtime.Object{podgrouptest.Gang("wide", 4, "")}, pods)
+	c, why := choose(t, 2, "2", []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("wide").Gang(4).Obj()}, pods)
 	if c == nil {
 		t.Fatalf("no choice: %s", why)
 	}
@@ -194,4 +197,108 @@ func TestPreemptionChoosesNothingInvain(t *testing.T) {
 	if c, _ := choose(t, 9, "2", nil, runningRack("z0-r0", 10)); c != nil {
 		t.Errorf("chose %s evicting %v; 9 × 2 cpu fit no rack even empty", c.domain, victimNamesOf(c))
 	}
+}
+
+// Issue #18 item 2: preemption sees every blocker. Low-priority pods whose required
+// anti-affinity repels the gang's pods sit on every node; every node has the cpu. Evicting
+// the blockers of one rack makes room: the dry runs take them out through the profile's
+// PreFilter extensions (InterPodAffinity forgets their anti-affinity), and the reprieve gives
+// back every blocker the plan does not need gone, checking every planned member again.
+func TestPreemptionSeesAntiAffinityBlockers(t *testing.T) {
+	var pods []*v1.Pod
+	for _, n := range labeledNodes("4") {
+		// One blocker per node, repelling pods labelled app=hi from its host.
+		pods = append(pods, st.MakePod().Namespace("ns").Name("block-"+n.Name).UID("block-"+n.Name).Node(n.Name).Priority(10).
+			SchedulerName(lt.SchedulerName).Label("app", "blocker").Req(lt.CPU("1")).
+			PodAntiAffinityExists("app", hostKey, st.PodAntiAffinityWithRequiredReq).Obj())
+	}
+	// Two members of 3 cpu: one per node, in one rack: the two blockers of that rack must go,
+	// and no other.
+	c, why := choose(t, 2, "3", nil, pods)
+	if c == nil {
+		t.Fatalf("no choice: %s", why)
+	}
+	got := victimNamesOf(c)
+	rack := c.domain[len("rack "):]
+	if len(got) != 2 || c.cost.pods != 2 {
+		t.Fatalf("evicting %v in %s, want the 2 blockers of one rack", got, c.domain)
+	}
+	for _, v := range got {
+		if rackOf(v[len("block-"):]) != rack {
+			t.Errorf("victim %s is outside %s", v, c.domain)
+		}
+	}
+}
+
+// The same for topology spread: the gang's pods spread over hosts (maxSkew 1,
+// DoNotSchedule, counting app=hi pods). Every node but one runs a low-priority app=hi pod;
+// the last one, full with a high-priority pod, counts none: the skew refuses every node.
+// Evicting the two counted pods of one rack levels it for the two members.
+func TestPreemptionSeesSpreadBlockers(t *testing.T) {
+	nodes := labeledNodes("4")
+	last := nodes[len(nodes)-1].Name
+	var pods []*v1.Pod
+	for _, n := range nodes[:len(nodes)-1] {
+		pods = append(pods, st.MakePod().Namespace("ns").Name("low-"+n.Name).UID("low-"+n.Name).Node(n.Name).Priority(10).
+			SchedulerName(lt.SchedulerName).Label("app", "hi").Req(lt.CPU("1")).Obj())
+	}
+	pods = append(pods, st.MakePod().Namespace("ns").Name("high").UID("high").Node(last).Priority(5000).
+		SchedulerName(lt.SchedulerName).Req(lt.CPU("4")).Obj())
+	spread := func(w *st.PodWrapper) *st.PodWrapper {
+		return w.Req(lt.CPU("1")).Priority(1000).
+			SpreadConstraint(1, hostKey, v1.DoNotSchedule, st.MakeLabelSelector().Exists("app").Obj(), nil, nil, nil, nil)
+	}
+	c := victimsOn(t, nodes, gangPods("hi", 2, spread), pods)
+	got := victimNamesOf(c)
+	t.Logf("%s: %v", c.describe(), got)
+	rack := c.domain[len("rack "):]
+	if len(got) != 2 || rack == rackOf(last) {
+		t.Fatalf("evicting %v in %s, want the 2 counted pods of a rack whose nodes can hold the members", got, c.domain)
+	}
+	for _, v := range got {
+		if rackOf(v[len("low-"):]) != rack {
+			t.Errorf("victim %s is outside %s", v, c.domain)
+		}
+	}
+}
+
+// Giving a victim back re-checks every planned member it can refuse, not only those on its
+// own node: a blocker whose required anti-affinity spans its rack refuses the members on the
+// rack's other nodes. With it back, the plan would not hold: it stays a victim.
+func TestReprieveChecksTheWholeDomain(t *testing.T) {
+	nodes := lt.TopologyNodes(1, 1, 2, 3, "4") // 2 racks of 3 nodes
+	var pods []*v1.Pod
+	for _, rack := range []string{"z0-b0-r0", "z0-b0-r1"} {
+		// A blocker on the rack's last node repels app=hi from the whole rack.
+		pods = append(pods, st.MakePod().Namespace("ns").Name("block-"+rack).UID("block-"+rack).Node(rack+"-h2").Priority(10).
+			SchedulerName(lt.SchedulerName).Label("app", "blocker").Req(lt.CPU("1")).
+			PodAntiAffinityExists("app", rackKey, st.PodAntiAffinityWithRequiredReq).Obj())
+	}
+	c := victimsOn(t, nodes, gangPods("hi", 2, func(w *st.PodWrapper) *st.PodWrapper { return w.Req(lt.CPU("3")).Priority(1000) }), pods)
+	got := victimNamesOf(c)
+	if len(got) != 1 || got[0] != "block-"+c.domain[len("rack "):] {
+		t.Fatalf("%s evicting %v, want the rack's blocker", c.domain, got)
+	}
+	for _, pp := range c.plan.Pods {
+		if strings.HasSuffix(pp.Node, "-h2") {
+			t.Errorf("a member planned on the blocker's node %s; the test wants them on its neighbours", pp.Node)
+		}
+	}
+}
+
+// victimsOn runs victim selection on nodes for the rack-required gang "hi" of the pending
+// pods (priority 1000), with the running pods, and fails the test when nothing is chosen.
+func victimsOn(t *testing.T, nodes []*v1.Node, pending, running []*v1.Pod) *preemptionChoice {
+	t.Helper()
+	groups := []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("hi").Gang(int32(len(pending))).Topology(lt.Required(rackKey)).Obj()}
+	env := newTestEnvOpts(t, groups, append(pending, running...), nodes, podgrouptest.Options{Filters: true})
+	tree, ok := env.Components.Model.Gate().Tree(pending[0])
+	if !ok {
+		t.Fatal("no tree for the preemptor")
+	}
+	c, why := env.plugin.selectVictims(env.Ctx, tree, podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 1000}, env.NodeInfos(t))
+	if c == nil {
+		t.Fatalf("no choice: %s", why)
+	}
+	return c
 }

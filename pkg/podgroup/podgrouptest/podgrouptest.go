@@ -5,16 +5,14 @@ package podgrouptest
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -36,18 +34,10 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
-	"k8s.io/utils/ptr"
 
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned/fake"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
-
-// SchedulerName is the profile the test framework runs.
-const SchedulerName = "lockstep-scheduler"
-
-// Epoch is the creation time of the objects built here.
-var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func init() {
 	schedmetrics.Register() // the framework records into the scheduler's metrics
@@ -149,7 +139,7 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 	lockstepClient := fake.NewSimpleClientset(groups...)
 	registry := frameworkruntime.Registry{defaultbinder.Name: defaultbinder.New}
 	profile := &schedconfig.KubeSchedulerProfile{
-		SchedulerName: SchedulerName,
+		SchedulerName: lt.SchedulerName,
 		Plugins: &schedconfig.Plugins{
 			Bind: schedconfig.PluginSet{Enabled: []schedconfig.Plugin{{Name: defaultbinder.Name}}},
 		},
@@ -278,79 +268,4 @@ func (e *Env) NodeInfos(t *testing.T) []fwk.NodeInfo {
 		t.Fatal(err)
 	}
 	return nodes
-}
-
-// Gang returns a gang PodGroup in namespace "ns"; parent "" for a root.
-func Gang(name string, minCount int32, parent string) *v1alpha1.PodGroup {
-	g := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pg-" + name), CreationTimestamp: metav1.NewTime(Epoch)},
-		Spec:       v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount}}},
-	}
-	if parent != "" {
-		g.Spec.ParentCompositePodGroupName = ptr.To(parent)
-	}
-	return g
-}
-
-// Basic returns a basic PodGroup in namespace "ns".
-func Basic(name, parent string) *v1alpha1.PodGroup {
-	g := Gang(name, 1, parent)
-	g.Spec.SchedulingPolicy = v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}
-	return g
-}
-
-// WithTopology sets a group's topology constraints.
-func WithTopology(g *v1alpha1.PodGroup, c ...v1alpha1.TopologyConstraint) *v1alpha1.PodGroup {
-	g.Spec.SchedulingConstraints = &v1alpha1.SchedulingConstraints{Topology: c}
-	return g
-}
-
-// Composite returns a gang CompositePodGroup in namespace "ns".
-func Composite(name string, minGroupCount int32) *v1alpha1.CompositePodGroup {
-	return &v1alpha1.CompositePodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("cpg-" + name), CreationTimestamp: metav1.NewTime(Epoch)},
-		Spec: v1alpha1.CompositePodGroupSpec{SchedulingPolicy: v1alpha1.CompositePodGroupSchedulingPolicy{
-			Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: minGroupCount}}},
-	}
-}
-
-// Member returns pod <group>-<i> of the lockstep profile; group "" for a pod in no group.
-func Member(group string, i int) *v1.Pod {
-	name := fmt.Sprintf("%s-%d", group, i)
-	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{}},
-		Spec:       v1.PodSpec{SchedulerName: SchedulerName},
-	}
-	if group != "" {
-		p.Labels[v1alpha1.PodGroupLabel] = group
-	}
-	return p
-}
-
-// Members returns n members of group.
-func Members(group string, n int) []*v1.Pod {
-	out := make([]*v1.Pod, n)
-	for i := range out {
-		out[i] = Member(group, i)
-	}
-	return out
-}
-
-// Requesting sets the cpu request of pods.
-func Requesting(cpu string, pods ...*v1.Pod) []*v1.Pod {
-	for _, p := range pods {
-		p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
-			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}
-	}
-	return pods
-}
-
-// Node returns a node with cpu, 110 pod slots and labels.
-func Node(name, cpu string, labels map[string]string) *v1.Node {
-	res := v1.ResourceList{
-		v1.ResourceCPU:    resource.MustParse(cpu),
-		v1.ResourceMemory: resource.MustParse("64Gi"),
-		v1.ResourcePods:   resource.MustParse("110"),
-	}
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Status: v1.NodeStatus{Allocatable: res, Capacity: res}}
 }

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -23,8 +23,8 @@ func TestSliceValidation(t *testing.T) {
 	slice := func(key string, n int32) v1alpha1.TopologyConstraint {
 		return v1alpha1.TopologyConstraint{Key: key, SliceSize: ptr.To(n)}
 	}
-	required := v1alpha1.TopologyConstraint{Key: testenv.BlockLabel}
-	preferred := v1alpha1.TopologyConstraint{Key: testenv.RackLabel, Mode: v1alpha1.TopologyPreferred}
+	required := v1alpha1.TopologyConstraint{Key: lt.BlockKey}
+	preferred := v1alpha1.TopologyConstraint{Key: lt.RackKey, Mode: v1alpha1.TopologyPreferred}
 	constraints := func(c ...v1alpha1.TopologyConstraint) *v1alpha1.SchedulingConstraints {
 		return &v1alpha1.SchedulingConstraints{Topology: c}
 	}
@@ -35,26 +35,26 @@ func TestSliceValidation(t *testing.T) {
 		wl   *v1alpha1.SchedulingConstraints // on a Workload's CompositePodGroupTemplate
 		want string                          // "" for accepted
 	}{
-		{name: "slices alone", pg: constraints(slice(testenv.HostLabel, 4))},
-		{name: "required block, slices per host", pg: constraints(required, slice(testenv.HostLabel, 4))},
-		{name: "required, preferred and slices", pg: constraints(required, preferred, slice(testenv.HostLabel, 4))},
-		{name: "slices of 1", pg: constraints(slice(testenv.HostLabel, 1))},
-		{name: "slices of 0", pg: constraints(slice(testenv.HostLabel, 0)), want: "should be greater than or equal to 1"},
-		{name: "negative slices", pg: constraints(slice(testenv.HostLabel, -2)), want: "should be greater than or equal to 1"},
-		{name: "preferred slices", pg: constraints(v1alpha1.TopologyConstraint{Key: testenv.HostLabel, Mode: v1alpha1.TopologyPreferred, SliceSize: ptr.To[int32](4)}),
+		{name: "slices alone", pg: constraints(slice(lt.HostKey, 4))},
+		{name: "required block, slices per host", pg: constraints(required, slice(lt.HostKey, 4))},
+		{name: "required, preferred and slices", pg: constraints(required, preferred, slice(lt.HostKey, 4))},
+		{name: "slices of 1", pg: constraints(slice(lt.HostKey, 1))},
+		{name: "slices of 0", pg: constraints(slice(lt.HostKey, 0)), want: "should be greater than or equal to 1"},
+		{name: "negative slices", pg: constraints(slice(lt.HostKey, -2)), want: "should be greater than or equal to 1"},
+		{name: "preferred slices", pg: constraints(v1alpha1.TopologyConstraint{Key: lt.HostKey, Mode: v1alpha1.TopologyPreferred, SliceSize: ptr.To[int32](4)}),
 			want: "sliceSize needs mode Required"},
-		{name: "exclusive slices", pg: constraints(v1alpha1.TopologyConstraint{Key: testenv.HostLabel, Exclusive: true, SliceSize: ptr.To[int32](4)}),
+		{name: "exclusive slices", pg: constraints(v1alpha1.TopologyConstraint{Key: lt.HostKey, Exclusive: true, SliceSize: ptr.To[int32](4)}),
 			want: "sliceSize and exclusive cannot be combined"},
-		{name: "two slice constraints", pg: constraints(slice(testenv.RackLabel, 8), slice(testenv.HostLabel, 4)),
+		{name: "two slice constraints", pg: constraints(slice(lt.RackKey, 8), slice(lt.HostKey, 4)),
 			want: "at most one topology key with sliceSize"},
-		{name: "two required keys beside slices", pg: constraints(required, v1alpha1.TopologyConstraint{Key: testenv.ZoneLabel}, slice(testenv.HostLabel, 4)),
+		{name: "two required keys beside slices", pg: constraints(required, v1alpha1.TopologyConstraint{Key: lt.ZoneKey}, slice(lt.HostKey, 4)),
 			want: "at most one Required topology key"},
-		{name: "four constraints", pg: constraints(required, preferred, slice(testenv.HostLabel, 4), preferred),
+		{name: "four constraints", pg: constraints(required, preferred, slice(lt.HostKey, 4), preferred),
 			want: "must have at most 3 items"},
-		{name: "slices on a CompositePodGroup", cpg: constraints(slice(testenv.HostLabel, 4)),
+		{name: "slices on a CompositePodGroup", cpg: constraints(slice(lt.HostKey, 4)),
 			want: "sliceSize applies to PodGroups only"},
 		{name: "a CompositePodGroup without slices", cpg: constraints(required)},
-		{name: "slices on a CompositePodGroupTemplate", wl: constraints(slice(testenv.HostLabel, 4)),
+		{name: "slices on a CompositePodGroupTemplate", wl: constraints(slice(lt.HostKey, 4)),
 			want: "sliceSize applies to PodGroups only"},
 	}
 	for i, tc := range tests {
@@ -63,12 +63,10 @@ func TestSliceValidation(t *testing.T) {
 			var err error
 			switch {
 			case tc.pg != nil:
-				pg := testenv.Gang(ns, name, 8, "")
-				pg.Spec.SchedulingConstraints = tc.pg
+				pg := lt.MakePodGroup().Namespace(ns).Name(name).Gang(8).Topology(tc.pg.Topology...).Obj()
 				_, err = env.Lockstep.SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
 			case tc.cpg != nil:
-				cpg := testenv.Composite(ns, name, 2, "")
-				cpg.Spec.SchedulingConstraints = tc.cpg
+				cpg := lt.MakeCompositePodGroup().Namespace(ns).Name(name).Gang(2).Topology(tc.cpg.Topology...).Obj()
 				_, err = env.Lockstep.SchedulingV1alpha1().CompositePodGroups(ns).Create(ctx, cpg, metav1.CreateOptions{})
 			default:
 				w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.WorkloadSpec{
@@ -88,9 +86,8 @@ func TestSliceValidation(t *testing.T) {
 		})
 	}
 	// A slice constraint's mode defaults to Required; minResources is kept as written.
-	pg := testenv.Gang(ns, "defaults", 8, "")
-	pg.Spec.SchedulingConstraints = constraints(slice(testenv.HostLabel, 4))
-	pg.Spec.MinResources = v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), "nvidia.com/gpu": resource.MustParse("8")}
+	pg := lt.MakePodGroup().Namespace(ns).Name("defaults").Gang(8).Topology(slice(lt.HostKey, 4)).
+		MinResources(map[v1.ResourceName]string{v1.ResourceCPU: "32", "nvidia.com/gpu": "8"}).Obj()
 	if _, err := env.Lockstep.SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

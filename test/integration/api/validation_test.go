@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -17,54 +18,44 @@ func TestCreateValidation(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "api")
 	ctx := context.Background()
-	withTopology := func(pg *v1alpha1.PodGroup, c ...v1alpha1.TopologyConstraint) *v1alpha1.PodGroup {
-		pg.Spec.SchedulingConstraints = &v1alpha1.SchedulingConstraints{Topology: c}
-		return pg
-	}
 	tests := []struct {
 		name string
 		pg   *v1alpha1.PodGroup
 		cpg  *v1alpha1.CompositePodGroup
 		want string // "" for accepted
 	}{
-		{name: "gang", pg: testenv.Gang(ns, "ok-gang", 2, "")},
-		{name: "basic", pg: testenv.Basic(ns, "ok-basic", "")},
+		{name: "gang", pg: lt.MakePodGroup().Namespace(ns).Name("ok-gang").Gang(2).Obj()},
+		{name: "basic", pg: lt.MakePodGroup().Namespace(ns).Name("ok-basic").Obj()},
 		{name: "no policy", pg: func() *v1alpha1.PodGroup {
-			p := testenv.Gang(ns, "none", 1, "")
+			p := lt.MakePodGroup().Namespace(ns).Name("none").Gang(1).Obj()
 			p.Spec.SchedulingPolicy = v1alpha1.PodGroupSchedulingPolicy{}
 			return p
 		}(), want: "exactly one of basic or gang must be set"},
 		{name: "both policies", pg: func() *v1alpha1.PodGroup {
-			p := testenv.Gang(ns, "both", 1, "")
+			p := lt.MakePodGroup().Namespace(ns).Name("both").Gang(1).Obj()
 			p.Spec.SchedulingPolicy.Basic = &v1alpha1.BasicSchedulingPolicy{}
 			return p
 		}(), want: "exactly one of basic or gang must be set"},
-		{name: "minCount 0", pg: testenv.Gang(ns, "zero", 0, ""), want: "should be greater than or equal to 1"},
-		{name: "scheduleTimeoutSeconds 0", pg: func() *v1alpha1.PodGroup {
-			p := testenv.Gang(ns, "timeout", 1, "")
-			p.Spec.ScheduleTimeoutSeconds = ptr.To[int32](0)
-			return p
-		}(), want: "scheduleTimeoutSeconds"},
-		{name: "topology label key", pg: withTopology(testenv.Gang(ns, "rack", 1, ""), v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/rack"})},
-		{name: "topology key not a label key", pg: withTopology(testenv.Gang(ns, "badkey", 1, ""), v1alpha1.TopologyConstraint{Key: "not a/label/key"}), want: "spec.schedulingConstraints.topology[0].key"},
-		{name: "topology key name too long", pg: withTopology(testenv.Gang(ns, "longkey", 1, ""), v1alpha1.TopologyConstraint{Key: "example.com/" + strings.Repeat("a", 64)}), want: "at most 63 characters"},
-		{name: "required and preferred", pg: withTopology(testenv.Gang(ns, "reqpref", 1, ""),
+		{name: "minCount 0", pg: lt.MakePodGroup().Namespace(ns).Name("zero").Gang(0).Obj(), want: "should be greater than or equal to 1"},
+		{name: "scheduleTimeoutSeconds 0", pg: lt.MakePodGroup().Namespace(ns).Name("timeout").Gang(1).ScheduleTimeout(0).Obj(),
+			want: "scheduleTimeoutSeconds"},
+		{name: "topology label key", pg: lt.MakePodGroup().Namespace(ns).Name("rack").Gang(1).Topology(v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/rack"}).Obj()},
+		{name: "topology key not a label key", pg: lt.MakePodGroup().Namespace(ns).Name("badkey").Gang(1).Topology(v1alpha1.TopologyConstraint{Key: "not a/label/key"}).Obj(), want: "spec.schedulingConstraints.topology[0].key"},
+		{name: "topology key name too long", pg: lt.MakePodGroup().Namespace(ns).Name("longkey").Gang(1).Topology(v1alpha1.TopologyConstraint{Key: "example.com/" + strings.Repeat("a", 64)}).Obj(), want: "at most 63 characters"},
+		{name: "required and preferred", pg: lt.MakePodGroup().Namespace(ns).Name("reqpref").Gang(1).Topology(
 			v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/block"},
-			v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/rack", Mode: v1alpha1.TopologyPreferred})},
-		{name: "two required keys", pg: withTopology(testenv.Gang(ns, "tworeq", 1, ""),
+			v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/rack", Mode: v1alpha1.TopologyPreferred}).Obj()},
+		{name: "two required keys", pg: lt.MakePodGroup().Namespace(ns).Name("tworeq").Gang(1).Topology(
 			v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/block"},
-			v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/rack", Mode: v1alpha1.TopologyRequired}), want: "at most one Required topology key"},
-		{name: "unknown mode", pg: withTopology(testenv.Gang(ns, "mode", 1, ""),
-			v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/rack", Mode: "Sometimes"}), want: "Unsupported value"},
-		{name: "parent name not a DNS name", pg: testenv.Gang(ns, "badparent", 1, "Not_A_Name"), want: "parentCompositePodGroupName"},
-		{name: "composite gang", cpg: testenv.Composite(ns, "ok-cpg", 2, "")},
-		{name: "composite minGroupCount 0", cpg: func() *v1alpha1.CompositePodGroup {
-			c := testenv.Composite(ns, "zero-cpg", 1, "")
-			c.Spec.SchedulingPolicy.Gang.MinGroupCount = 0
-			return c
-		}(), want: "should be greater than or equal to 1"},
+			v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/rack", Mode: v1alpha1.TopologyRequired}).Obj(), want: "at most one Required topology key"},
+		{name: "unknown mode", pg: lt.MakePodGroup().Namespace(ns).Name("mode").Gang(1).Topology(
+			v1alpha1.TopologyConstraint{Key: "topology.kubernetes.io/rack", Mode: "Sometimes"}).Obj(), want: "Unsupported value"},
+		{name: "parent name not a DNS name", pg: lt.MakePodGroup().Namespace(ns).Name("badparent").Gang(1).Parent("Not_A_Name").Obj(), want: "parentCompositePodGroupName"},
+		{name: "composite gang", cpg: lt.MakeCompositePodGroup().Namespace(ns).Name("ok-cpg").Gang(2).Obj()},
+		{name: "composite minGroupCount 0", cpg: lt.MakeCompositePodGroup().Namespace(ns).Name("zero-cpg").Gang(0).Obj(),
+			want: "should be greater than or equal to 1"},
 		{name: "composite without policy", cpg: func() *v1alpha1.CompositePodGroup {
-			c := testenv.Composite(ns, "none-cpg", 0, "")
+			c := lt.MakeCompositePodGroup().Namespace(ns).Name("none-cpg").Obj()
 			c.Spec.SchedulingPolicy.Basic = nil
 			return c
 		}(), want: "exactly one of basic or gang must be set"},
@@ -100,8 +91,7 @@ func TestUpdateValidation(t *testing.T) {
 	ns := env.Namespace(t, "api")
 	ctx := context.Background()
 	pgs := env.Lockstep.SchedulingV1alpha1().PodGroups(ns)
-	base := testenv.Gang(ns, "g", 4, "parent")
-	base.Spec.WorkloadRef = &v1alpha1.WorkloadReference{WorkloadName: "w", TemplateName: "t"}
+	base := lt.MakePodGroup().Namespace(ns).Name("g").Gang(4).Parent("parent").WorkloadRef("w", "t").Obj()
 	if _, err := pgs.Create(ctx, base, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +151,8 @@ func TestUpdateValidation(t *testing.T) {
 func TestPrinterColumns(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "api")
-	basic := testenv.Gang(ns, "b", 1, "")
-	basic.Spec.SchedulingPolicy = v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}
-	env.CreatePodGroups(t, testenv.Gang(ns, "g", 4, ""), basic)
-	env.CreateComposites(t, testenv.Composite(ns, "c", 2, ""))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("g").Gang(4).Obj(), lt.MakePodGroup().Namespace(ns).Name("b").Basic().Obj())
+	env.CreateComposites(t, lt.MakeCompositePodGroup().Namespace(ns).Name("c").Gang(2).Obj())
 	for _, tc := range []struct {
 		resource string
 		want     []string

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -34,7 +35,7 @@ type gang struct {
 	name     string
 	min      int
 	cpu      int64 // per pod, cores
-	topology string
+	topology []v1alpha1.TopologyConstraint
 	pods     []string
 	next     int
 }
@@ -64,8 +65,7 @@ func (c *churn) pod(g *gang) *v1.Pod {
 	name := fmt.Sprintf("%s-%d", g.name, g.next)
 	g.next++
 	g.pods = append(g.pods, name)
-	p := testenv.Pod(c.ns, name, g.name, strconv.FormatInt(g.cpu, 10))
-	return p
+	return lt.GroupPod(c.ns, name, g.name).Req(lt.CPU(strconv.FormatInt(g.cpu, 10))).Obj()
 }
 
 // createGang creates a random gang: 2-8 pods of 1-4 cores, minCount all or all but one,
@@ -77,19 +77,19 @@ func (c *churn) createGang() {
 	if c.rng.Intn(3) == 0 {
 		g.min = size - 1
 	}
-	pg := testenv.Gang(c.ns, g.name, int32(g.min), "")
+	pg := lt.MakePodGroup().Namespace(c.ns).Name(g.name).Gang(int32(g.min))
 	switch c.rng.Intn(4) {
 	case 0:
-		g.topology = "rack"
+		g.topology = []v1alpha1.TopologyConstraint{lt.Required(lt.RackKey)}
 	case 1:
-		g.topology = "block"
+		g.topology = []v1alpha1.TopologyConstraint{lt.Required(lt.BlockKey)}
 	case 2:
-		g.topology = "~rack"
+		g.topology = []v1alpha1.TopologyConstraint{lt.Preferred(lt.RackKey)}
 	}
-	if g.topology != "" {
-		testenv.Constrain(pg, g.topology)
+	if g.topology != nil {
+		pg = pg.Topology(g.topology...)
 	}
-	c.env.CreatePodGroups(c.t, pg)
+	c.env.CreatePodGroups(c.t, pg.Obj())
 	var pods []*v1.Pod
 	for i := 0; i < size; i++ {
 		pods = append(pods, c.pod(g))
@@ -195,7 +195,7 @@ func TestChurn(t *testing.T) {
 	env := testenv.Start(t)
 	c := &churn{t: t, env: env, rng: rand.New(rand.NewSource(seed)), gangs: map[string]*gang{}, gone: map[string]bool{}}
 	c.ns = env.Namespace(t, "churn")
-	c.nodes = testenv.TopologyNodes(2, 2, 2, 4, "8")
+	c.nodes = lt.TopologyNodes(2, 2, 2, 4, "8")
 	env.CreateNodes(t, c.nodes...)
 	c.startScheduler()
 
@@ -306,7 +306,7 @@ func (c *churn) check() {
 				t.Errorf("pending pod %s of gang %s says nothing: group condition %v, pod conditions %v", name, g.name, cond, p.Status.Conditions)
 			}
 		}
-		if bound == 0 && g.topology == "" && c.fits(g, used) {
+		if bound == 0 && g.topology == nil && c.fits(g, used) {
 			t.Errorf("gang %s (%d × %d cpu, minCount %d) fits in the free capacity but is pending: %v", g.name, len(g.pods), g.cpu, g.min, cond)
 		}
 	}

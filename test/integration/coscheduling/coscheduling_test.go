@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -78,13 +78,6 @@ func (e *env) createGroup(pg *unstructured.Unstructured) {
 	}
 }
 
-// member is a pod of the lockstep profile labelled for scheduler-plugins PodGroup group.
-func (e *env) member(name, group, cpu string) *v1.Pod {
-	p := testenv.Pod(e.ns, name, "", cpu)
-	p.Labels[label] = group
-	return p
-}
-
 // status returns a scheduler-plugins PodGroup's status.
 func (e *env) status(name string) map[string]any {
 	e.t.Helper()
@@ -123,7 +116,7 @@ func (e *env) waitPhase(name, phase string, want map[string]int64) map[string]an
 // mirror PodGroup carries the scheduler-plugins PodGroup's settings, and its status is
 // kept as scheduler-plugins' controller would.
 func TestMPIJobStylePodGroup(t *testing.T) {
-	e := start(t, true, nil, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	e := start(t, true, nil, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
 	e.createGroup(podGroup(e.ns, "pi", 5, map[string]any{
 		"scheduleTimeoutSeconds": int64(90),
 		"minResources":           map[string]any{"cpu": "5"},
@@ -132,7 +125,7 @@ func TestMPIJobStylePodGroup(t *testing.T) {
 	for i := range 4 {
 		name := fmt.Sprintf("pi-worker-%d", i)
 		workers = append(workers, name)
-		e.CreatePods(t, e.member(name, "pi", "1"))
+		e.CreatePods(t, lt.GroupPod(e.ns, name, "").Label(label, "pi").Req(lt.CPU("1")).Obj())
 	}
 	testenv.Consistently(t, 3*time.Second, "no worker binds while the gang has 4 of 5 pods", func() (bool, string) {
 		n := e.BoundCount(t, e.ns, workers...)
@@ -142,17 +135,8 @@ func TestMPIJobStylePodGroup(t *testing.T) {
 		t.Errorf("status with 4 of 5 pods: %v, want phase Pending", st)
 	}
 
-	launcher := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "pi-launcher"},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](0),
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{label: "pi"}},
-				Spec:       e.member("", "pi", "1").Spec,
-			},
-		},
-	}
-	launcher.Spec.Template.Spec.RestartPolicy = v1.RestartPolicyNever
+	launcher := lt.MakeJob().Namespace(e.ns).Name("pi-launcher").Parallelism(1).Completions(1).BackoffLimit(0).
+		TemplateLabel(label, "pi").Req(lt.CPU("1")).Obj()
 	if _, err := e.Client.BatchV1().Jobs(e.ns).Create(context.Background(), launcher, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +185,14 @@ func TestMPIJobStylePodGroup(t *testing.T) {
 // the cluster's free allocatable binds nothing, and its condition says which resource is
 // short; other pods schedule as usual.
 func TestMinResourcesRefusesAGangTheClusterCannotHold(t *testing.T) {
-	e := start(t, true, nil, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	e := start(t, true, nil, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
 	e.createGroup(podGroup(e.ns, "big", 2, map[string]any{"minResources": map[string]any{"cpu": "9"}}))
-	e.CreatePods(t, e.member("big-0", "big", "1"), e.member("big-1", "big", "1"))
+	e.CreatePods(t, lt.GroupPod(e.ns, "big-0", "").Label(label, "big").Req(lt.CPU("1")).Obj(),
+		lt.GroupPod(e.ns, "big-1", "").Label(label, "big").Req(lt.CPU("1")).Obj())
 	e.waitMirror("big")
 	e.WaitCondition(t, "PodGroup", e.ns, "big", metav1.ConditionFalse, "Unschedulable", "minResources cpu=9")
 	e.AssertUnbound(t, e.ns, "big-0", "big-1")
-	e.CreatePods(t, testenv.Pod(e.ns, "plain", "", "1"))
+	e.CreatePods(t, lt.GroupPod(e.ns, "plain", "").Req(lt.CPU("1")).Obj())
 	e.WaitBound(t, e.ns, "plain")
 }
 
@@ -216,19 +201,20 @@ func TestMinResourcesRefusesAGangTheClusterCannotHold(t *testing.T) {
 // (as scheduler-plugins does when the PodGroup is missing) and told why; once the CRD is
 // installed, with no restart, PodGroups are gangs.
 func TestCRDInstalledWhileLockstepRuns(t *testing.T) {
-	e := start(t, false, testenv.GangArgs{"jobGroupTimeoutSeconds": 4}, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
-	e.CreatePods(t, e.member("early", "none", "1"))
+	e := start(t, false, testenv.GangArgs{"jobGroupTimeoutSeconds": 4}, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
+	e.CreatePods(t, lt.GroupPod(e.ns, "early", "").Label(label, "none").Req(lt.CPU("1")).Obj())
 	e.WaitEvent(t, e.ns, "early", "PodGroupMissing", "scheduled without gang semantics")
 	e.WaitBound(t, e.ns, "early")
 
 	e.InstallSchedulerPluginsCRD(t)
 	e.createGroup(podGroup(e.ns, "late", 3, nil))
-	e.CreatePods(t, e.member("late-0", "late", "1"), e.member("late-1", "late", "1"))
+	e.CreatePods(t, lt.GroupPod(e.ns, "late-0", "").Label(label, "late").Req(lt.CPU("1")).Obj(),
+		lt.GroupPod(e.ns, "late-1", "").Label(label, "late").Req(lt.CPU("1")).Obj())
 	testenv.Consistently(t, 3*time.Second, "2 of 3 members do not bind", func() (bool, string) {
 		n := e.BoundCount(t, e.ns, "late-0", "late-1")
 		return n == 0, fmt.Sprintf("%d bound", n)
 	})
-	e.CreatePods(t, e.member("late-2", "late", "1"))
+	e.CreatePods(t, lt.GroupPod(e.ns, "late-2", "").Label(label, "late").Req(lt.CPU("1")).Obj())
 	e.WaitBound(t, e.ns, "late-0", "late-1", "late-2")
 	e.waitPhase("late", "Running", map[string]int64{"running": 3})
 }

@@ -7,13 +7,11 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -63,15 +61,15 @@ func leaderOf(t *testing.T, a, b *testenv.Process) (leader, standby *testenv.Pro
 func TestReplicasFailover(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "failover")
-	env.CreateNodes(t, testenv.Node("n1", "8", nil), testenv.Node("n2", "8", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "8").Obj(), lt.MakeNode("n2", "8").Obj())
 	env.StartKubeControllers(t)
 	opts := testenv.ProcessOptions{Args: args, LeaderElect: true, Verbosity: 4}
 	a := env.StartProcess(t, "replica-a", opts)
 	b := env.StartProcess(t, "replica-b", opts)
 	leader, standby := leaderOf(t, a, b)
 
-	env.CreatePodGroups(t, testenv.Gang(ns, "first", 3, ""))
-	env.CreatePods(t, testenv.GangPods(ns, "first", 3, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("first").Gang(3).Obj())
+	env.CreatePods(t, lt.Members(ns, "first", 3, lt.CPU("1"))...)
 	env.WaitBound(t, ns, names(3, "first")...)
 	env.WaitCondition(t, "PodGroup", ns, "first", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "3 pods placed together")
 	testenv.Eventually(t, 30*time.Second, "the leader's status write counted", func() (bool, string) {
@@ -83,17 +81,7 @@ func TestReplicasFailover(t *testing.T) {
 	}
 
 	// The Job controller runs on the leader: a Job gets its PodGroup.
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{
-				SchedulerName: testenv.SchedulerName, RestartPolicy: v1.RestartPolicyNever,
-				Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
-					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}},
-			}},
-		},
-	}
+	job := lt.MakeJob().Namespace(ns).Name("train").Indexed(2).Req(lt.CPU("1")).Obj()
 	if _, err := env.Client.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +97,9 @@ func TestReplicasFailover(t *testing.T) {
 	}
 
 	// A gang waits at Permit on the leader (its last member is gated); kill -9 the leader.
-	pg := testenv.Gang(ns, "mid", 3, "")
-	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](300)
-	env.CreatePodGroups(t, pg)
-	env.CreatePods(t, testenv.GangPods(ns, "mid", 2, "1")...)
-	env.CreatePods(t, testenv.Gated(testenv.Pod(ns, "mid-2", "mid", "1")))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("mid").Gang(3).ScheduleTimeout(300).Obj())
+	env.CreatePods(t, lt.Members(ns, "mid", 2, lt.CPU("1"))...)
+	env.CreatePods(t, testenv.Gated(lt.Member(ns, "mid", 2).Req(lt.CPU("1")).Obj()))
 	env.WaitWaiting(t, ns, "mid-0", "mid-1")
 	leader.Kill()
 

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/utils/ptr"
-
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -16,23 +15,21 @@ import (
 func TestStuckGangsAreDiagnosableFromTheLog(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "why")
-	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	p := env.StartProcess(t, "scheduler", testenv.ProcessOptions{Args: args, Verbosity: 4})
 
 	// Short of pods.
-	env.CreatePodGroups(t, testenv.Gang(ns, "short", 3, ""))
-	env.CreatePods(t, testenv.Pod(ns, "short-0", "short", "1"))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("short").Gang(3).Obj())
+	env.CreatePods(t, lt.Member(ns, "short", 0).Req(lt.CPU("1")).Obj())
 	// Too big for the cluster.
-	env.CreatePodGroups(t, testenv.Gang(ns, "big", 2, ""))
-	env.CreatePods(t, testenv.GangPods(ns, "big", 2, "100")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("big").Gang(2).Obj())
+	env.CreatePods(t, lt.Members(ns, "big", 2, lt.CPU("100"))...)
 	// Placed, waiting for a member held by a gate.
-	pg := testenv.Gang(ns, "wait", 2, "")
-	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](300)
-	env.CreatePodGroups(t, pg)
-	env.CreatePods(t, testenv.Pod(ns, "wait-0", "wait", "1"), testenv.Gated(testenv.Pod(ns, "wait-1", "wait", "1")))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("wait").Gang(2).ScheduleTimeout(300).Obj())
+	env.CreatePods(t, lt.Member(ns, "wait", 0).Req(lt.CPU("1")).Obj(), testenv.Gated(lt.Member(ns, "wait", 1).Req(lt.CPU("1")).Obj()))
 	// A missing parent.
-	env.CreatePodGroups(t, testenv.Gang(ns, "orphan", 1, "nope"))
-	env.CreatePods(t, testenv.Pod(ns, "orphan-0", "orphan", "1"))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("orphan").Gang(1).Parent("nope").Obj())
+	env.CreatePods(t, lt.Member(ns, "orphan", 0).Req(lt.CPU("1")).Obj())
 
 	wants := [][]string{
 		{`"Member held"`, `pod="why/short-0"`, `group="PodGroup why/short"`, `WaitingForPods`, `1 of 3 pods exist`},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -27,12 +28,10 @@ import (
 // and the gated ones named; it waits until the n pods wait at Permit.
 func waitingGang(t *testing.T, env *testenv.Env, ns, name string, minCount int32, n int, gated ...string) {
 	t.Helper()
-	pg := testenv.Gang(ns, name, minCount, "")
-	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](300)
-	env.CreatePodGroups(t, pg)
-	env.CreatePods(t, testenv.GangPods(ns, name, n, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(name).Gang(minCount).ScheduleTimeout(300).Obj())
+	env.CreatePods(t, lt.Members(ns, name, n, lt.CPU("1"))...)
 	for _, g := range gated {
-		env.CreatePods(t, testenv.Gated(testenv.Pod(ns, g, name, "1")))
+		env.CreatePods(t, testenv.Gated(lt.GroupPod(ns, g, name).Req(lt.CPU("1")).Obj()))
 	}
 	env.WaitWaiting(t, ns, names(n, name)...)
 }
@@ -43,12 +42,12 @@ func waitingGang(t *testing.T, env *testenv.Env, ns, name string, minCount int32
 func TestDeletedWaiterAndReplacement(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "dw")
-	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-last")
 	env.DeletePods(t, ns, "g-0")
-	env.CreatePods(t, testenv.Pod(ns, "g-new", "g", "1"))
+	env.CreatePods(t, lt.GroupPod(ns, "g-new", "g").Req(lt.CPU("1")).Obj())
 	live := []string{"g-1", "g-new", "g-last"}
 	testenv.Consistently(t, 5*time.Second, "no member of the short gang bound", func() (bool, string) {
 		return env.BoundCount(t, ns, live...) == 0, fmt.Sprint(env.Placement(t, ns))
@@ -64,27 +63,25 @@ func TestDeletedWaiterAndReplacement(t *testing.T) {
 func TestCompositeRecreatedUnderAWaiter(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "cr")
-	env.CreateNodes(t, testenv.Node("n1", "8", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "8").Obj())
 	env.StartScheduler(t, fastArgs)
 
-	env.CreateComposites(t, testenv.Composite(ns, "job", 1, ""))
-	pg := testenv.Gang(ns, "s0", 2, "job")
-	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](300)
-	env.CreatePodGroups(t, pg)
-	env.CreatePods(t, testenv.Pod(ns, "s0-0", "s0", "1"), testenv.Gated(testenv.Pod(ns, "s0-held", "s0", "1")))
+	env.CreateComposites(t, lt.MakeCompositePodGroup().Namespace(ns).Name("job").Gang(1).Obj())
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("s0").Gang(2).Parent("job").ScheduleTimeout(300).Obj())
+	env.CreatePods(t, lt.Member(ns, "s0", 0).Req(lt.CPU("1")).Obj(), testenv.Gated(lt.GroupPod(ns, "s0-held", "s0").Req(lt.CPU("1")).Obj()))
 	env.WaitWaiting(t, ns, "s0-0")
 
 	if err := env.Lockstep.SchedulingV1alpha1().CompositePodGroups(ns).Delete(context.Background(), "job", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	env.WaitCondition(t, "PodGroup", ns, "s0", metav1.ConditionFalse, v1alpha1.ReasonInvalid, `parent CompositePodGroup "job" not found`)
-	env.CreateComposites(t, testenv.Composite(ns, "job", 1, ""))
-	env.CreatePods(t, testenv.Pod(ns, "s0-2", "s0", "1"))
+	env.CreateComposites(t, lt.MakeCompositePodGroup().Namespace(ns).Name("job").Gang(1).Obj())
+	env.CreatePods(t, lt.Member(ns, "s0", 2).Req(lt.CPU("1")).Obj())
 	env.WaitBound(t, ns, "s0-0", "s0-2")
 	env.WaitCondition(t, "PodGroup", ns, "s0", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
 
-	env.CreatePodGroups(t, testenv.Gang(ns, "other", 2, ""))
-	env.CreatePods(t, testenv.GangPods(ns, "other", 2, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("other").Gang(2).Obj())
+	env.CreatePods(t, lt.Members(ns, "other", 2, lt.CPU("1"))...)
 	env.WaitBound(t, ns, names(2, "other")...)
 }
 
@@ -92,7 +89,7 @@ func TestCompositeRecreatedUnderAWaiter(t *testing.T) {
 func TestMinCountLoweredReleasesWaiters(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "ml")
-	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-held")
@@ -110,7 +107,7 @@ func TestMinCountLoweredReleasesWaiters(t *testing.T) {
 func TestMinCountRaisedHoldsTheGang(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "mr")
-	env.CreateNodes(t, testenv.Node("n1", "8", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "8").Obj())
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-held")
@@ -120,7 +117,7 @@ func TestMinCountRaisedHoldsTheGang(t *testing.T) {
 	testenv.Consistently(t, 5*time.Second, "no member bound short of the raised minCount", func() (bool, string) {
 		return env.BoundCount(t, ns, all...) == 0, fmt.Sprint(env.Placement(t, ns))
 	})
-	env.CreatePods(t, testenv.Pod(ns, "g-4th", "g", "1"))
+	env.CreatePods(t, lt.GroupPod(ns, "g-4th", "g").Req(lt.CPU("1")).Obj())
 	env.WaitBound(t, ns, append(all, "g-4th")...)
 }
 
@@ -129,7 +126,7 @@ func TestMinCountRaisedHoldsTheGang(t *testing.T) {
 func TestMemberReplacedWhileSiblingsWait(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "mw")
-	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-old", "g-spare")
@@ -144,7 +141,7 @@ func TestMemberReplacedWhileSiblingsWait(t *testing.T) {
 func TestNodeDeletedWhileMembersWait(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "nd")
-	env.CreateNodes(t, testenv.Node("n1", "2", nil), testenv.Node("n2", "2", nil), testenv.Node("n3", "2", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "2").Obj(), lt.MakeNode("n3", "2").Obj())
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-held")
@@ -166,7 +163,7 @@ func TestNodeDeletedWhileMembersWait(t *testing.T) {
 func TestPartialBindIsReported(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "pb")
-	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	sched := env.StartScheduler(t, fastArgs)
 
 	ctx := context.Background()
@@ -199,8 +196,7 @@ func TestPartialBindIsReported(t *testing.T) {
 	// The policy takes a moment to load: probe it with a pod no scheduler serves until a
 	// binding of a pod named g-2 is refused.
 	testenv.Eventually(t, 30*time.Second, "the binding policy in force", func() (bool, string) {
-		probe := testenv.Pod(ns, "g-2", "", "1")
-		probe.Spec.SchedulerName = "nobody"
+		probe := lt.GroupPod(ns, "g-2", "").Req(lt.CPU("1")).SchedulerName("nobody").Obj()
 		env.CreatePods(t, probe)
 		defer env.DeletePods(t, ns, "g-2")
 		err := env.Client.CoreV1().Pods(ns).Bind(ctx, &v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "g-2", Namespace: ns},
@@ -212,8 +208,8 @@ func TestPartialBindIsReported(t *testing.T) {
 		return err != nil, fmt.Sprint(err)
 	})
 
-	env.CreatePodGroups(t, testenv.Gang(ns, "g", 3, ""))
-	env.CreatePods(t, testenv.GangPods(ns, "g", 3, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("g").Gang(3).Obj())
+	env.CreatePods(t, lt.Members(ns, "g", 3, lt.CPU("1"))...)
 	env.WaitCondition(t, "PodGroup", ns, "g", metav1.ConditionFalse, v1alpha1.ReasonPartiallyBound, "partially bound: 2 of 3 pods bound")
 	env.WaitEvent(t, ns, "g", v1alpha1.ReasonPartiallyBound, "binding pod g-2 failed")
 	env.WaitBound(t, ns, "g-0", "g-1")
@@ -233,22 +229,20 @@ func TestPartialBindIsReported(t *testing.T) {
 func TestRoomGoesToTheHigherPriorityGang(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "prio")
-	env.CreateNodes(t, testenv.Node("small", "500m", nil))
+	env.CreateNodes(t, lt.MakeNode("small", "500m").Obj())
 	env.StartScheduler(t, nil) // backoffSeconds 10: news, not the backoff, retries them
 	if _, err := env.Client.SchedulingV1().PriorityClasses().Create(context.Background(),
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "training-high"}, Value: 1000}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	env.CreatePodGroups(t, testenv.Gang(ns, "low", 4, ""))
-	env.CreatePods(t, testenv.GangPods(ns, "low", 4, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("low").Gang(4).Obj())
+	env.CreatePods(t, lt.Members(ns, "low", 4, lt.CPU("1"))...)
 	env.WaitCondition(t, "PodGroup", ns, "low", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
-	high := testenv.Gang(ns, "high", 4, "")
-	high.Spec.PriorityClassName = "training-high"
-	env.CreatePodGroups(t, high)
-	env.CreatePods(t, testenv.GangPods(ns, "high", 4, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("high").Gang(4).PriorityClass("training-high").Obj())
+	env.CreatePods(t, lt.Members(ns, "high", 4, lt.CPU("1"))...)
 	env.WaitCondition(t, "PodGroup", ns, "high", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
 
-	env.CreateNodes(t, testenv.Node("n1", "4", nil)) // room for one gang
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj()) // room for one gang
 	env.WaitBound(t, ns, names(4, "high")...)
 	env.AssertUnbound(t, ns, names(4, "low")...)
 }

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -22,8 +22,8 @@ var fastArgs = testenv.GangArgs{"backoffSeconds": 1}
 // names returns the names of pods.
 func names(n int, group string) []string {
 	out := make([]string, n)
-	for i, p := range testenv.GangPods("", group, n, "1") {
-		out[i] = p.Name
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", group, i)
 	}
 	return out
 }
@@ -32,18 +32,18 @@ func names(n int, group string) []string {
 func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "a")
-	env.CreateNodes(t, testenv.Node("n1", "2", nil), testenv.Node("n2", "1", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "1").Obj())
 	sched := env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Gang(ns, "train", 4, ""))
-	env.CreatePods(t, testenv.GangPods(ns, "train", 4, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("train").Gang(4).Obj())
+	env.CreatePods(t, lt.Members(ns, "train", 4, lt.CPU("1"))...)
 
 	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable,
 		"cannot fit: PodGroup train: not enough free capacity for 4 pods × 1 cpu on the nodes the pods may use; they could take 3")
 	env.WaitEvent(t, ns, "train", v1alpha1.ReasonUnschedulable, "cannot fit: ")
 	env.AssertUnbound(t, ns, names(4, "train")...)
 
-	env.CreateNodes(t, testenv.Node("n3", "1", nil))
+	env.CreateNodes(t, lt.MakeNode("n3", "1").Obj())
 	placed := env.WaitBound(t, ns, names(4, "train")...)
 	perNode := map[string]int{}
 	for _, n := range placed {
@@ -93,11 +93,11 @@ func countBound(placed map[string]string, names []string) int {
 func TestCompetingGangsAllOrNothing(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "b")
-	env.CreateNodes(t, testenv.Node("n1", "2", nil), testenv.Node("n2", "2", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "2").Obj())
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Gang(ns, "blue", 3, ""), testenv.Gang(ns, "green", 3, ""))
-	env.CreatePods(t, append(testenv.GangPods(ns, "blue", 3, "1"), testenv.GangPods(ns, "green", 3, "1")...)...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("blue").Gang(3).Obj(), lt.MakePodGroup().Namespace(ns).Name("green").Gang(3).Obj())
+	env.CreatePods(t, append(lt.Members(ns, "blue", 3, lt.CPU("1")), lt.Members(ns, "green", 3, lt.CPU("1"))...)...)
 
 	blue, green := names(3, "blue"), names(3, "green")
 	var winner, loser []string
@@ -132,16 +132,16 @@ func TestCompetingGangsAllOrNothing(t *testing.T) {
 func TestCompositeMinGroupCount(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "c")
-	env.CreateNodes(t, testenv.Node("n1", "2", nil), testenv.Node("n2", "2", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "2").Obj())
 	env.StartScheduler(t, fastArgs)
 
-	env.CreateComposites(t, testenv.Composite(ns, "job", 2, ""))
+	env.CreateComposites(t, lt.MakeCompositePodGroup().Namespace(ns).Name("job").Gang(2).Obj())
 	shards := []string{"s0", "s1", "s2"}
 	for _, s := range shards {
-		env.CreatePodGroups(t, testenv.Gang(ns, s, 2, "job"))
+		env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(s).Gang(2).Parent("job").Obj())
 	}
 	for _, s := range shards {
-		env.CreatePods(t, testenv.GangPods(ns, s, 2, "1")...)
+		env.CreatePods(t, lt.Members(ns, s, 2, lt.CPU("1"))...)
 	}
 
 	env.WaitCondition(t, "CompositePodGroup", ns, "job", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "2 child groups")
@@ -176,24 +176,27 @@ func TestCompositeMinGroupCount(t *testing.T) {
 func TestThreeLevelTree(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "c3")
-	env.CreateNodes(t, testenv.Node("n1", "3", nil), testenv.Node("n2", "2", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "3").Obj(), lt.MakeNode("n2", "2").Obj())
 	env.StartScheduler(t, fastArgs)
 
 	env.CreateComposites(t,
-		testenv.Composite(ns, "root", 2, ""),
-		testenv.Composite(ns, "m0", 2, "root"),
-		testenv.Composite(ns, "m1", 1, "root"))
-	env.CreatePodGroups(t, testenv.Gang(ns, "l00", 2, "m0"), testenv.Gang(ns, "l01", 2, "m0"), testenv.Gang(ns, "l10", 2, "m1"))
+		lt.MakeCompositePodGroup().Namespace(ns).Name("root").Gang(2).Obj(),
+		lt.MakeCompositePodGroup().Namespace(ns).Name("m0").Gang(2).Parent("root").Obj(),
+		lt.MakeCompositePodGroup().Namespace(ns).Name("m1").Gang(1).Parent("root").Obj())
+	env.CreatePodGroups(t,
+		lt.MakePodGroup().Namespace(ns).Name("l00").Gang(2).Parent("m0").Obj(),
+		lt.MakePodGroup().Namespace(ns).Name("l01").Gang(2).Parent("m0").Obj(),
+		lt.MakePodGroup().Namespace(ns).Name("l10").Gang(2).Parent("m1").Obj())
 	var all []string
 	for _, l := range []string{"l00", "l01", "l10"} {
-		env.CreatePods(t, testenv.GangPods(ns, l, 2, "1")...)
+		env.CreatePods(t, lt.Members(ns, l, 2, lt.CPU("1"))...)
 		all = append(all, names(2, l)...)
 	}
 
 	env.WaitCondition(t, "CompositePodGroup", ns, "root", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
 	env.AssertUnbound(t, ns, all...)
 
-	env.CreateNodes(t, testenv.Node("n3", "1", nil))
+	env.CreateNodes(t, lt.MakeNode("n3", "1").Obj())
 	env.WaitBound(t, ns, all...)
 	for _, c := range []string{"root", "m0", "m1"} {
 		env.WaitCondition(t, "CompositePodGroup", ns, c, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
@@ -208,13 +211,12 @@ func TestThreeLevelTree(t *testing.T) {
 func TestBasicPolicyIsPlainScheduling(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "d")
-	env.CreateNodes(t, testenv.Node("n1", "2", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj())
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Basic(ns, "web", ""))
-	env.CreatePods(t, testenv.GangPods(ns, "web", 3, "1")...)
-	other := testenv.Pod(ns, "other-scheduler", "web", "100m")
-	other.Spec.SchedulerName = "default-scheduler"
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("web").Obj())
+	env.CreatePods(t, lt.Members(ns, "web", 3, lt.CPU("1"))...)
+	other := lt.GroupPod(ns, "other-scheduler", "web").Req(lt.CPU("100m")).SchedulerName("default-scheduler").Obj()
 	env.CreatePods(t, other)
 
 	testenv.Eventually(t, 60*time.Second, "two of three basic pods bound", func() (bool, string) {
@@ -224,8 +226,8 @@ func TestBasicPolicyIsPlainScheduling(t *testing.T) {
 	env.WaitCondition(t, "PodGroup", ns, "web", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
 
 	// A plain pod, in no group, schedules as usual next to them.
-	env.CreateNodes(t, testenv.Node("n2", "2", nil))
-	env.CreatePods(t, testenv.Pod(ns, "plain", "", "100m"))
+	env.CreateNodes(t, lt.MakeNode("n2", "2").Obj())
+	env.CreatePods(t, lt.GroupPod(ns, "plain", "").Req(lt.CPU("100m")).Obj())
 	testenv.Eventually(t, 60*time.Second, "all basic pods and the plain pod bound", func() (bool, string) {
 		placed := env.Placement(t, ns)
 		return countBound(placed, append(names(3, "web"), "plain")) == 4, fmt.Sprint(placed)
@@ -237,14 +239,14 @@ func TestBasicPolicyIsPlainScheduling(t *testing.T) {
 func TestPodsBeforeTheirGroup(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "e")
-	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePods(t, testenv.GangPods(ns, "late", 3, "1")...)
+	env.CreatePods(t, lt.Members(ns, "late", 3, lt.CPU("1"))...)
 	env.WaitEvent(t, ns, "late-0", "PodGroupNotFound", `waiting for PodGroup "late" to be created`)
 	env.AssertUnbound(t, ns, names(3, "late")...)
 
-	env.CreatePodGroups(t, testenv.Gang(ns, "late", 3, ""))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("late").Gang(3).Obj())
 	env.WaitBound(t, ns, names(3, "late")...)
 }
 
@@ -254,21 +256,20 @@ func TestPodsBeforeTheirGroup(t *testing.T) {
 func TestTimeoutReleasesReservations(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "f")
-	env.CreateNodes(t, testenv.Node("n1", "3", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "3").Obj())
 	sched := env.StartScheduler(t, fastArgs)
 
-	pg := testenv.Gang(ns, "stuck", 3, "")
-	pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](3)
-	env.CreatePodGroups(t, pg)
-	pods := testenv.GangPods(ns, "stuck", 3, "1")
-	pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/never"}}
-	env.CreatePods(t, pods...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("stuck").Gang(3).ScheduleTimeout(3).Obj())
+	env.CreatePods(t,
+		lt.Member(ns, "stuck", 0).Req(lt.CPU("1")).Obj(),
+		lt.Member(ns, "stuck", 1).Req(lt.CPU("1")).Obj(),
+		lt.Member(ns, "stuck", 2).Req(lt.CPU("1")).SchedulingGates([]string{"example.com/never"}).Obj())
 
 	env.WaitCondition(t, "PodGroup", ns, "stuck", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "timed out after 3s")
 	env.WaitEvent(t, ns, "stuck", v1alpha1.ReasonUnschedulable, "2 of 3 pods placed")
 
 	// The two placed members held two of the three cpus; after the timeout all are free again.
-	env.CreatePods(t, testenv.Pod(ns, "after", "", "3"))
+	env.CreatePods(t, lt.GroupPod(ns, "after", "").Req(lt.CPU("3")).Obj())
 	env.WaitBound(t, ns, "after")
 	env.AssertUnbound(t, ns, names(3, "stuck")...)
 	testenv.Eventually(t, 30*time.Second, "timeout metrics", func() (bool, string) {
@@ -290,28 +291,33 @@ func TestTimeoutReleasesReservations(t *testing.T) {
 func TestMalformedTreesDoNotBlockHealthyGangs(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "g")
-	env.CreateNodes(t, testenv.Node("n1", "16", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "16").Obj())
 	env.StartScheduler(t, fastArgs)
 
 	// A cycle a → b → a with a PodGroup under it.
-	env.CreateComposites(t, testenv.Composite(ns, "a", 1, "b"), testenv.Composite(ns, "b", 1, "a"))
-	env.CreatePodGroups(t, testenv.Gang(ns, "cyc", 2, "a"))
+	env.CreateComposites(t,
+		lt.MakeCompositePodGroup().Namespace(ns).Name("a").Gang(1).Parent("b").Obj(),
+		lt.MakeCompositePodGroup().Namespace(ns).Name("b").Gang(1).Parent("a").Obj())
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("cyc").Gang(2).Parent("a").Obj())
 	// A missing parent.
-	env.CreatePodGroups(t, testenv.Gang(ns, "orphan", 2, "nope"))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("orphan").Gang(2).Parent("nope").Obj())
 	// Five levels: d1 ← d2 ← d3 ← d4 ← deep.
-	env.CreateComposites(t, testenv.Composite(ns, "d1", 1, ""), testenv.Composite(ns, "d2", 1, "d1"),
-		testenv.Composite(ns, "d3", 1, "d2"), testenv.Composite(ns, "d4", 1, "d3"))
-	env.CreatePodGroups(t, testenv.Gang(ns, "deep", 2, "d4"))
+	env.CreateComposites(t,
+		lt.MakeCompositePodGroup().Namespace(ns).Name("d1").Gang(1).Obj(),
+		lt.MakeCompositePodGroup().Namespace(ns).Name("d2").Gang(1).Parent("d1").Obj(),
+		lt.MakeCompositePodGroup().Namespace(ns).Name("d3").Gang(1).Parent("d2").Obj(),
+		lt.MakeCompositePodGroup().Namespace(ns).Name("d4").Gang(1).Parent("d3").Obj())
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("deep").Gang(2).Parent("d4").Obj())
 	// minCount larger than the pods that exist.
-	env.CreatePodGroups(t, testenv.Gang(ns, "short", 5, ""))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("short").Gang(5).Obj())
 	// A parent that is a PodGroup.
-	env.CreatePodGroups(t, testenv.Gang(ns, "pgparent", 2, "short"))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("pgparent").Gang(2).Parent("short").Obj())
 	// The healthy gang.
-	env.CreatePodGroups(t, testenv.Gang(ns, "healthy", 3, ""))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("healthy").Gang(3).Obj())
 	for _, g := range []string{"cyc", "orphan", "deep", "short", "pgparent"} {
-		env.CreatePods(t, testenv.GangPods(ns, g, 2, "1")...)
+		env.CreatePods(t, lt.Members(ns, g, 2, lt.CPU("1"))...)
 	}
-	env.CreatePods(t, testenv.GangPods(ns, "healthy", 3, "1")...)
+	env.CreatePods(t, lt.Members(ns, "healthy", 3, lt.CPU("1"))...)
 
 	env.WaitBound(t, ns, names(3, "healthy")...)
 
@@ -330,7 +336,7 @@ func TestMalformedTreesDoNotBlockHealthyGangs(t *testing.T) {
 	}
 
 	// Creating the missing parent fixes the orphan: its gang binds.
-	env.CreateComposites(t, testenv.Composite(ns, "nope", 0, ""))
+	env.CreateComposites(t, lt.MakeCompositePodGroup().Namespace(ns).Name("nope").Obj())
 	env.WaitBound(t, ns, names(2, "orphan")...)
 	env.WaitCondition(t, "PodGroup", ns, "orphan", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
 	// Lowering minCount to the pods that exist releases "short".
@@ -350,18 +356,20 @@ func TestMalformedTreesDoNotBlockHealthyGangs(t *testing.T) {
 func TestRestartCountsBoundMembers(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "h")
-	env.CreateNodes(t, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
 	first := env.StartScheduler(t, fastArgs)
-	env.CreatePodGroups(t, testenv.Gang(ns, "warmup", 2, ""))
-	env.CreatePods(t, testenv.GangPods(ns, "warmup", 2, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("warmup").Gang(2).Obj())
+	env.CreatePods(t, lt.Members(ns, "warmup", 2, lt.CPU("1"))...)
 	env.WaitBound(t, ns, names(2, "warmup")...)
 	first.Stop()
 
 	// What a scheduler that died mid-gang leaves behind: two members bound, two pending.
-	env.CreatePodGroups(t, testenv.Gang(ns, "resume", 4, ""))
-	pods := testenv.GangPods(ns, "resume", 4, "1")
-	pods[0].Spec.NodeName, pods[1].Spec.NodeName = "n1", "n2"
-	env.CreatePods(t, pods...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("resume").Gang(4).Obj())
+	env.CreatePods(t,
+		lt.Member(ns, "resume", 0).Req(lt.CPU("1")).Node("n1").Obj(),
+		lt.Member(ns, "resume", 1).Req(lt.CPU("1")).Node("n2").Obj(),
+		lt.Member(ns, "resume", 2).Req(lt.CPU("1")).Obj(),
+		lt.Member(ns, "resume", 3).Req(lt.CPU("1")).Obj())
 
 	env.StartScheduler(t, fastArgs)
 	placed := env.WaitBound(t, ns, names(4, "resume")...)
@@ -377,12 +385,12 @@ func TestRestartCountsBoundMembers(t *testing.T) {
 func TestSchedulerStartedBeforeTheCRDs(t *testing.T) {
 	env := testenv.StartWithoutCRDs(t)
 	ns := env.Namespace(t, "early")
-	env.CreateNodes(t, testenv.Node("n1", "4", nil))
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	env.StartScheduler(t, fastArgs)
-	env.CreatePods(t, testenv.Pod(ns, "plain", "", "1"))
+	env.CreatePods(t, lt.GroupPod(ns, "plain", "").Req(lt.CPU("1")).Obj())
 
 	env.InstallCRDs(t)
-	env.CreatePodGroups(t, testenv.Gang(ns, "late", 2, ""))
-	env.CreatePods(t, testenv.GangPods(ns, "late", 2, "1")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("late").Gang(2).Obj())
+	env.CreatePods(t, lt.Members(ns, "late", 2, lt.CPU("1"))...)
 	env.WaitBound(t, ns, append(names(2, "late"), "plain")...)
 }

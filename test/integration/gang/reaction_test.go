@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestReactionToNews(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "news")
-	env.CreateNodes(t, testenv.Node("small", "500m", nil)) // room for none of the pods
+	env.CreateNodes(t, lt.MakeNode("small", "500m").Obj()) // room for none of the pods
 	env.StartScheduler(t, nil)                             // backoffSeconds 10, as deployed
 
 	type result struct {
@@ -45,18 +46,18 @@ func TestReactionToNews(t *testing.T) {
 		results = append(results, result{event, time.Since(start)})
 	}
 	gangOf4 := func(g string) {
-		env.CreatePodGroups(t, testenv.Gang(ns, g, 4, ""))
-		env.CreatePods(t, testenv.GangPods(ns, g, 4, "1")...)
+		env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(g).Gang(4).Obj())
+		env.CreatePods(t, lt.Members(ns, g, 4, lt.CPU("1"))...)
 	}
 	for i := 0; i < 3; i++ {
 		// No room: a node with room for the gang arrives.
 		measure("node added", i, gangOf4, func(g string) {
-			env.CreateNodes(t, testenv.Node("node-"+g, "4", nil))
+			env.CreateNodes(t, lt.MakeNode("node-"+g, "4").Obj())
 		})
 		// Room taken by a plain pod: it is deleted.
 		measure("pod deleted", i, func(g string) {
-			env.CreateNodes(t, testenv.Node("node-"+g, "4", nil))
-			env.CreatePods(t, testenv.Pod(ns, "blocker-"+g, "", "4"))
+			env.CreateNodes(t, lt.MakeNode("node-"+g, "4").Obj())
+			env.CreatePods(t, lt.GroupPod(ns, "blocker-"+g, "").Req(lt.CPU("4")).Obj())
 			env.WaitBound(t, ns, "blocker-"+g)
 			gangOf4(g)
 		}, func(g string) {
@@ -64,19 +65,19 @@ func TestReactionToNews(t *testing.T) {
 		})
 		// minCount 5 with 4 pods that fit: lowered to 4.
 		measure("minCount lowered", i, func(g string) {
-			env.CreateNodes(t, testenv.Node("node-"+g, "4", nil))
-			env.CreatePodGroups(t, testenv.Gang(ns, g, 5, ""))
-			env.CreatePods(t, testenv.GangPods(ns, g, 4, "1")...)
+			env.CreateNodes(t, lt.MakeNode("node-"+g, "4").Obj())
+			env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(g).Gang(5).Obj())
+			env.CreatePods(t, lt.Members(ns, g, 4, lt.CPU("1"))...)
 		}, func(g string) {
 			env.SetMinCount(t, ns, g, 4)
 		})
 		// Three pods of four exist: the fourth is created.
 		measure("member created", i, func(g string) {
-			env.CreateNodes(t, testenv.Node("node-"+g, "4", nil))
-			env.CreatePodGroups(t, testenv.Gang(ns, g, 4, ""))
-			env.CreatePods(t, testenv.GangPods(ns, g, 3, "1")...)
+			env.CreateNodes(t, lt.MakeNode("node-"+g, "4").Obj())
+			env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(g).Gang(4).Obj())
+			env.CreatePods(t, lt.Members(ns, g, 3, lt.CPU("1"))...)
 		}, func(g string) {
-			env.CreatePods(t, testenv.Pod(ns, g+"-3", g, "1"))
+			env.CreatePods(t, lt.Member(ns, g, 3).Req(lt.CPU("1")).Obj())
 		})
 	}
 	byEvent := map[string][]time.Duration{}

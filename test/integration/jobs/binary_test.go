@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -17,10 +18,10 @@ import (
 func TestBinaryGivesJobsTheirGangByDefault(t *testing.T) {
 	e := &env{Env: testenv.Start(t), t: t}
 	e.ns = e.Namespace(t, "binary")
-	e.CreateNodes(t, testenv.Node("n1", "3", nil))
+	e.CreateNodes(t, lt.MakeNode("n1", "3").Obj())
 	e.StartKubeControllers(t)
 	e.StartProcess(t, "scheduler", testenv.ProcessOptions{Args: fastArgs})
-	e.createJob(indexedJob(e.ns, "train", 4, "1"))
+	e.createJob(lt.MakeJob().Namespace(e.ns).Name("train").Indexed(4).Req(lt.CPU("1")).Obj())
 	_, pgs := e.waitGroups(1, 1)
 	if g := pgs[0].Spec.SchedulingPolicy.Gang; g == nil || g.MinCount != 4 {
 		t.Fatalf("PodGroup %s policy %+v, want a gang of 4", pgs[0].Name, pgs[0].Spec.SchedulingPolicy)
@@ -38,7 +39,7 @@ func TestBinaryGivesJobsTheirGangByDefault(t *testing.T) {
 		return false, "no condition yet"
 	})
 	e.waitPods("train", 4, 0)
-	e.CreateNodes(t, testenv.Node("n2", "1", nil))
+	e.CreateNodes(t, lt.MakeNode("n2", "1").Obj())
 	e.waitPods("train", 4, 4)
 }
 
@@ -47,10 +48,10 @@ func TestBinaryGivesJobsTheirGangByDefault(t *testing.T) {
 func TestBinaryWithoutWorkloadControllerHoldsNoJobPods(t *testing.T) {
 	e := &env{Env: testenv.Start(t), t: t}
 	e.ns = e.Namespace(t, "nocontroller")
-	e.CreateNodes(t, testenv.Node("n1", "3", nil))
+	e.CreateNodes(t, lt.MakeNode("n1", "3").Obj())
 	e.StartKubeControllers(t)
 	e.StartProcess(t, "scheduler", testenv.ProcessOptions{Args: fastArgs, NoWorkloadController: true})
-	e.createJob(indexedJob(e.ns, "train", 4, "1"))
+	e.createJob(lt.MakeJob().Namespace(e.ns).Name("train").Indexed(4).Req(lt.CPU("1")).Obj())
 	e.waitPods("train", 4, 3)
 	if wls, pgs := e.groups(); len(wls)+len(pgs) != 0 {
 		t.Errorf("%d Workloads and %d PodGroups created with the workload controller off", len(wls), len(pgs))

@@ -10,10 +10,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -43,12 +43,10 @@ func (e *env) setPhase(job string, index int, phase v1.PodPhase) {
 // controller's replacement for index 3 binds alone (the gang was initially scheduled and its
 // completed members count as having run), instead of waiting for pods that will never exist.
 func TestIndexRetriedAfterSiblingsSucceeded(t *testing.T) {
-	e := start(t, "retry", testenv.Node("n1", "4", nil))
+	e := start(t, "retry", lt.MakeNode("n1", "4").Obj())
 	e.StartJobController(t)
-	job := indexedJob(e.ns, "train", 4, "1")
-	job.Spec.BackoffLimit = ptr.To[int32](4)
-	job = e.createJob(job)
-	name := podgroup.JobGroupName("train", job.UID)
+	job := e.createJob(lt.MakeJob().Namespace(e.ns).Name("train").Indexed(4).Req(lt.CPU("1")).BackoffLimit(4).Obj())
+	name := filing.JobGroupName("train", job.UID)
 	e.waitPods("train", 4, 4)
 	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed together")
 
@@ -77,18 +75,18 @@ func TestIndexRetriedAfterSiblingsSucceeded(t *testing.T) {
 func TestLatePodGroupTakesTheJobsPodsBack(t *testing.T) {
 	e := &env{Env: testenv.Start(t), t: t}
 	e.ns = e.Namespace(t, "late")
-	e.CreateNodes(t, testenv.Node("small", "500m", nil)) // room for no pod: none binds meanwhile
+	e.CreateNodes(t, lt.MakeNode("small", "500m").Obj()) // room for no pod: none binds meanwhile
 	e.StartKubeControllers(t)
 	e.StartScheduler(t, testenv.GangArgs{"backoffSeconds": 1, "jobGroupTimeoutSeconds": 4})
-	job := e.createJob(indexedJob(e.ns, "train", 3, "1"))
+	job := e.createJob(lt.MakeJob().Namespace(e.ns).Name("train").Indexed(3).Req(lt.CPU("1")).Obj())
 	e.WaitEvent(t, e.ns, "train", "PodGroupMissing", "scheduled without gang semantics")
 	e.waitPods("train", 3, 0)
 
 	e.StartJobController(t)
 	e.waitGroups(1, 1)
-	name := podgroup.JobGroupName("train", job.UID)
+	name := filing.JobGroupName("train", job.UID)
 	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
-	e.CreateNodes(t, testenv.Node("big", "4", nil))
+	e.CreateNodes(t, lt.MakeNode("big", "4").Obj())
 	e.waitPods("train", 3, 3)
 	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "3 pods placed together")
 }

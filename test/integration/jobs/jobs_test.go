@@ -8,35 +8,16 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
 var fastArgs = testenv.GangArgs{"backoffSeconds": 1}
-
-// indexedJob returns an Indexed Job of the lockstep profile with parallelism = completions = n,
-// each pod requesting cpu.
-func indexedJob(ns, name string, n int32, cpu string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: batchv1.JobSpec{
-			Parallelism:    ptr.To(n),
-			Completions:    ptr.To(n),
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{
-				SchedulerName: testenv.SchedulerName,
-				RestartPolicy: v1.RestartPolicyNever,
-				Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
-					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}},
-			}},
-		},
-	}
-}
 
 type env struct {
 	*testenv.Env
@@ -128,12 +109,12 @@ func (e *env) waitGroups(nw, np int) ([]v1alpha1.Workload, []v1alpha1.PodGroup) 
 // Workload and a PodGroup owned by the Job, no pod binds; with room for all 4, they bind
 // together.
 func TestIndexedJobIsAGang(t *testing.T) {
-	e := start(t, "indexed", testenv.Node("n1", "3", nil))
+	e := start(t, "indexed", lt.MakeNode("n1", "3").Obj())
 	e.StartJobController(t)
-	job := e.createJob(indexedJob(e.ns, "train", 4, "1"))
+	job := e.createJob(lt.MakeJob().Namespace(e.ns).Name("train").Indexed(4).Req(lt.CPU("1")).Obj())
 
 	wls, pgs := e.waitGroups(1, 1)
-	name := podgroup.JobGroupName("train", job.UID)
+	name := filing.JobGroupName("train", job.UID)
 	wl, pg := wls[0], pgs[0]
 	if wl.Name != name || pg.Name != name {
 		t.Errorf("groups %s and %s, want both named %s", wl.Name, pg.Name, name)
@@ -161,7 +142,7 @@ func TestIndexedJobIsAGang(t *testing.T) {
 	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
 	e.waitPods("train", 4, 0)
 
-	e.CreateNodes(t, testenv.Node("n2", "1", nil))
+	e.CreateNodes(t, lt.MakeNode("n2", "1").Obj())
 	e.waitPods("train", 4, 4)
 	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed")
 }
@@ -169,12 +150,10 @@ func TestIndexedJobIsAGang(t *testing.T) {
 // A non-indexed Job gets no group: its pods schedule one by one. A Job owned by another
 // object and a Job that brings its own group are left alone.
 func TestJobsLeftAlone(t *testing.T) {
-	e := start(t, "alone", testenv.Node("n1", "2", nil))
+	e := start(t, "alone", lt.MakeNode("n1", "2").Obj())
 	e.StartJobController(t)
 
-	plain := indexedJob(e.ns, "plain", 3, "1")
-	plain.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
-	e.createJob(plain)
+	e.createJob(lt.MakeJob().Namespace(e.ns).Name("plain").Parallelism(3).Completions(3).Req(lt.CPU("1")).Obj())
 	e.waitPods("plain", 3, 2) // room for two: one by one, no gang
 
 	owner := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "owner"}}
@@ -182,14 +161,11 @@ func TestJobsLeftAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owned := indexedJob(e.ns, "owned", 2, "0")
-	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
-	e.createJob(owned)
+	e.createJob(lt.MakeJob().Namespace(e.ns).Name("owned").Indexed(2).Req(lt.CPU("0")).
+		Owner("v1", "ConfigMap", owner.Name, string(owner.UID)).Obj())
 
-	byo := indexedJob(e.ns, "byo", 2, "0")
-	byo.Spec.Template.Labels = map[string]string{v1alpha1.PodGroupLabel: "mine"}
-	e.CreatePodGroups(t, testenv.Gang(e.ns, "mine", 2, ""))
-	e.createJob(byo)
+	e.CreatePodGroups(t, lt.MakePodGroup().Namespace(e.ns).Name("mine").Gang(2).Obj())
+	e.createJob(lt.MakeJob().Namespace(e.ns).Name("byo").Indexed(2).Req(lt.CPU("0")).TemplateLabel(v1alpha1.PodGroupLabel, "mine").Obj())
 
 	e.waitPods("owned", 2, 2)
 	e.waitPods("byo", 2, 2)
@@ -203,11 +179,9 @@ func TestJobsLeftAlone(t *testing.T) {
 // A suspended Job gets its groups at once and its pods bind together when it is resumed; a
 // parallelism change moves minCount with an event; deleting the Job deletes both groups.
 func TestSuspendResizeDelete(t *testing.T) {
-	e := start(t, "lifecycle", testenv.Node("n1", "8", nil))
+	e := start(t, "lifecycle", lt.MakeNode("n1", "8").Obj())
 	e.StartJobController(t)
-	job := indexedJob(e.ns, "elastic", 4, "1")
-	job.Spec.Suspend = ptr.To(true)
-	e.createJob(job)
+	e.createJob(lt.MakeJob().Namespace(e.ns).Name("elastic").Indexed(4).Req(lt.CPU("1")).Suspend(true).Obj())
 	_, pgs := e.waitGroups(1, 1)
 	if n := len(e.jobPods("elastic")); n != 0 {
 		t.Fatalf("suspended Job has %d pods", n)
@@ -242,18 +216,16 @@ func TestSuspendResizeDelete(t *testing.T) {
 // A restarted controller reuses the groups it created: no duplicates. Invalid annotations
 // get an event and are not acted on.
 func TestControllerRestartAndAnnotations(t *testing.T) {
-	e := start(t, "restart", testenv.Node("n1", "8", nil))
+	e := start(t, "restart", lt.MakeNode("n1", "8").Obj())
 	first := e.StartJobController(t)
-	job := indexedJob(e.ns, "train", 2, "1")
-	job.Annotations = map[string]string{v1alpha1.JobMinCountAnnotation: "many"}
-	e.createJob(job)
+	e.createJob(lt.MakeJob().Namespace(e.ns).Name("train").Indexed(2).Req(lt.CPU("1")).Annotation(v1alpha1.JobMinCountAnnotation, "many").Obj())
 	e.waitGroups(1, 1)
 	e.WaitEvent(t, e.ns, "train", "InvalidAnnotation", `min-count="many" is not a positive integer`)
 	first.Stop()
 
 	e.StartJobController(t)
 	// A second Job makes the new controller sync; the first Job's groups must stay single.
-	e.createJob(indexedJob(e.ns, "other", 2, "1"))
+	e.createJob(lt.MakeJob().Namespace(e.ns).Name("other").Indexed(2).Req(lt.CPU("1")).Obj())
 	e.waitGroups(2, 2)
 	wls, pgs := e.groups()
 	for _, list := range [][]string{names(wls), pgNames(pgs)} {
@@ -270,17 +242,15 @@ func TestControllerRestartAndAnnotations(t *testing.T) {
 
 // An annotation opts a non-indexed Job in: it becomes a gang of parallelism pods.
 func TestAnnotationOptsANonIndexedJobIn(t *testing.T) {
-	e := start(t, "optin", testenv.Node("n1", "2", nil))
+	e := start(t, "optin", lt.MakeNode("n1", "2").Obj())
 	e.StartJobController(t)
-	job := indexedJob(e.ns, "together", 3, "1")
-	job.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
-	job.Annotations = map[string]string{v1alpha1.JobGangAnnotation: "true"}
-	job = e.createJob(job)
-	name := podgroup.JobGroupName("together", job.UID)
+	job := e.createJob(lt.MakeJob().Namespace(e.ns).Name("together").Parallelism(3).Completions(3).Req(lt.CPU("1")).
+		Annotation(v1alpha1.JobGangAnnotation, "true").Obj())
+	name := filing.JobGroupName("together", job.UID)
 	e.waitGroups(1, 1)
 	e.WaitCondition(t, "PodGroup", e.ns, name, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
 	e.waitPods("together", 3, 0)
-	e.CreateNodes(t, testenv.Node("n2", "1", nil))
+	e.CreateNodes(t, lt.MakeNode("n2", "1").Obj())
 	e.waitPods("together", 3, 3)
 }
 
@@ -290,11 +260,11 @@ func TestAnnotationOptsANonIndexedJobIn(t *testing.T) {
 func TestPodsWaitForTheJobsPodGroupThenFallBack(t *testing.T) {
 	e := &env{Env: testenv.Start(t), t: t}
 	e.ns = e.Namespace(t, "nocontroller")
-	e.CreateNodes(t, testenv.Node("n1", "8", nil))
+	e.CreateNodes(t, lt.MakeNode("n1", "8").Obj())
 	e.StartKubeControllers(t)
 	e.StartScheduler(t, testenv.GangArgs{"backoffSeconds": 1, "jobGroupTimeoutSeconds": 8})
-	job := e.createJob(indexedJob(e.ns, "orphan", 2, "1"))
-	name := podgroup.JobGroupName("orphan", job.UID)
+	job := e.createJob(lt.MakeJob().Namespace(e.ns).Name("orphan").Indexed(2).Req(lt.CPU("1")).Obj())
+	name := filing.JobGroupName("orphan", job.UID)
 	pods := e.waitPods("orphan", 2, 0)
 	for p := range pods {
 		e.WaitEvent(t, e.ns, p, "PodGroupNotFound", fmt.Sprintf("waiting for lockstep's workload controller to create PodGroup %q", name))

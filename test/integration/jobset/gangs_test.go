@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -39,7 +40,7 @@ func newJobSet(ns, name string, rjobs ...rjob) *unstructured.Unstructured {
 				"completions":  int64(r.pods),
 				"backoffLimit": int64(0),
 				"template": map[string]any{"spec": map[string]any{
-					"schedulerName": testenv.SchedulerName,
+					"schedulerName": lt.SchedulerName,
 					"containers": []any{map[string]any{"name": "c", "image": "busybox",
 						"resources": map[string]any{"requests": map[string]any{"cpu": r.cpu}}}},
 				}},
@@ -132,7 +133,7 @@ func (e *env) waitBound(jobset string, n, b int) map[string]*v1.Pod {
 // Job) and binds whole; a second one binds nothing while the first runs — no pod of it binds
 // on the room that is left — and binds whole once the first is deleted.
 func TestJobSetBindsWholeOrNotAtAll(t *testing.T) {
-	e := start(t, "whole", nil, testenv.Node("n1", "8", nil), testenv.Node("n2", "8", nil), testenv.Node("n3", "2", nil))
+	e := start(t, "whole", nil, lt.MakeNode("n1", "8").Obj(), lt.MakeNode("n2", "8").Obj(), lt.MakeNode("n3", "2").Obj())
 	shape := []rjob{{name: "leaders", replicas: 2, pods: 4, cpu: "1"}, {name: "workers", replicas: 2, pods: 4, cpu: "1"}}
 	e.create(newJobSet(e.ns, "first", shape...))
 	e.waitBound("first", 16, 16)
@@ -196,7 +197,7 @@ func TestJobSetBindsWholeOrNotAtAll(t *testing.T) {
 // is a root of its own, so the initializer runs alone (the trainers cannot exist yet) and
 // the 2 trainer Jobs × 2 pods then bind together; both stages run to completion.
 func TestStagedJobSetRunsBothStages(t *testing.T) {
-	e := start(t, "staged", func(*v1.Pod) v1.PodPhase { return v1.PodSucceeded }, testenv.Node("n1", "4", nil), testenv.Node("n2", "4", nil))
+	e := start(t, "staged", func(*v1.Pod) v1.PodPhase { return v1.PodSucceeded }, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
 	e.create(newJobSet(e.ns, "train", rjob{name: "init", replicas: 1, pods: 1, cpu: "1"},
 		rjob{name: "trainer", replicas: 2, pods: 2, cpu: "2", dependsOn: "init=Complete"}))
 	ctx := context.Background()
@@ -247,16 +248,14 @@ func TestStagedJobSetRunsBothStages(t *testing.T) {
 // pod affinity: each of its 2 Jobs gets a rack of its own, although one rack could hold both;
 // a pod of another workload created afterwards goes to the third rack, not into a held one.
 func TestExclusiveTopologyGivesEachJobARack(t *testing.T) {
-	e := start(t, "exclusive", nil, testenv.TopologyNodes(1, 1, 3, 2, "4")...)
+	e := start(t, "exclusive", nil, lt.TopologyNodes(1, 1, 3, 2, "4")...)
 	// Rack r2 runs another workload (so the Jobs take r0 and r1) and is the more allocated:
 	// without exclusivity, the pod created last would go to an empty node of a held rack.
 	for _, h := range []string{"h0", "h1"} {
-		filler := testenv.Pod(e.ns, "filler-"+h, "", "2")
-		filler.Spec.NodeName = "z0-b0-r2-" + h
-		e.CreatePods(t, filler)
+		e.CreatePods(t, lt.GroupPod(e.ns, "filler-"+h, "").Req(lt.CPU("2")).Node("z0-b0-r2-"+h).Obj())
 	}
 	js := newJobSet(e.ns, "train", rjob{name: "workers", replicas: 2, pods: 2, cpu: "1"})
-	js.SetAnnotations(map[string]string{"alpha.jobset.sigs.k8s.io/exclusive-topology": testenv.RackLabel})
+	js.SetAnnotations(map[string]string{"alpha.jobset.sigs.k8s.io/exclusive-topology": lt.RackKey})
 	e.create(js)
 	pods := e.waitBound("train", 4, 4)
 	rackOfJob := map[string]map[string]bool{}
@@ -265,7 +264,7 @@ func TestExclusiveTopologyGivesEachJobARack(t *testing.T) {
 		if rackOfJob[job] == nil {
 			rackOfJob[job] = map[string]bool{}
 		}
-		rackOfJob[job][testenv.Domain(p.Spec.NodeName, testenv.RackLabel)] = true
+		rackOfJob[job][testenv.Domain(p.Spec.NodeName, lt.RackKey)] = true
 	}
 	held := map[string]bool{}
 	for job, racks := range rackOfJob {
@@ -279,8 +278,7 @@ func TestExclusiveTopologyGivesEachJobARack(t *testing.T) {
 			held[r] = true
 		}
 	}
-	other := testenv.Pod(e.ns, "other", "", "1")
-	e.CreatePods(t, other)
+	e.CreatePods(t, lt.GroupPod(e.ns, "other", "").Req(lt.CPU("1")).Obj())
 	testenv.Eventually(t, 60*time.Second, "the other pod bound", func() (bool, string) {
 		p, err := e.Client.CoreV1().Pods(e.ns).Get(context.Background(), "other", metav1.GetOptions{})
 		if err != nil {
@@ -292,7 +290,7 @@ func TestExclusiveTopologyGivesEachJobARack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := testenv.Domain(p.Spec.NodeName, testenv.RackLabel); held[r] {
+	if r := testenv.Domain(p.Spec.NodeName, lt.RackKey); held[r] {
 		t.Errorf("another workload's pod bound in rack %s, which a Job holds exclusively", r)
 	}
 }
@@ -310,7 +308,7 @@ func TestRestartedJobSetGetsFreshGroups(t *testing.T) {
 		}
 		return ""
 	}
-	e := start(t, "restart", end, testenv.Node("n1", "8", nil))
+	e := start(t, "restart", end, lt.MakeNode("n1", "8").Obj())
 	js := newJobSet(e.ns, "train", rjob{name: "workers", replicas: 2, pods: 2, cpu: "1"})
 	if err := unstructured.SetNestedField(js.Object, int64(1), "spec", "failurePolicy", "maxRestarts"); err != nil {
 		t.Fatal(err)
@@ -367,7 +365,7 @@ func TestRestartedJobSetGetsFreshGroups(t *testing.T) {
 
 // A JobSet created suspended gets its groups and no pods; resumed, its pods bind whole.
 func TestSuspendedJobSetBindsWholeWhenResumed(t *testing.T) {
-	e := start(t, "suspend", nil, testenv.Node("n1", "8", nil))
+	e := start(t, "suspend", nil, lt.MakeNode("n1", "8").Obj())
 	js := newJobSet(e.ns, "train", rjob{name: "workers", replicas: 2, pods: 3, cpu: "1"})
 	if err := unstructured.SetNestedField(js.Object, true, "spec", "suspend"); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -28,7 +29,7 @@ const (
 func setUp(t *testing.T, name string) (*testenv.Env, string, *testenv.Kubelets) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, name)
-	env.CreateNodes(t, testenv.TopologyNodes(1, 1, 2, 2, "4")...)
+	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "4")...)
 	env.CreatePriorityClass(t, low, 10, false)
 	env.CreatePriorityClass(t, high, 1000, false)
 	env.CreatePriorityClass(t, "high-never", 1000, true)
@@ -36,18 +37,11 @@ func setUp(t *testing.T, name string) (*testenv.Env, string, *testenv.Kubelets) 
 	return env, ns, env.StartKubelets(t, ns)
 }
 
-// runningOn returns a pod of class already bound to node, in group (or none).
-func runningOn(ns, name, node, cpu, class, group string) *v1.Pod {
-	p := testenv.Pod(ns, name, group, cpu)
-	p.Spec.NodeName, p.Spec.PriorityClassName = node, class
-	return p
-}
-
 // fillers fills a node with 4 pods of 1 cpu of class low.
 func fillers(ns, node string) []*v1.Pod {
 	var out []*v1.Pod
 	for i := 0; i < 4; i++ {
-		out = append(out, runningOn(ns, fmt.Sprintf("%s-%d", node, i), node, "1", low, ""))
+		out = append(out, lt.InPriorityClass(lt.GroupPod(ns, fmt.Sprintf("%s-%d", node, i), "").Req(lt.CPU("1")).Node(node), low).Obj())
 	}
 	return out
 }
@@ -63,12 +57,10 @@ func fillCluster(t *testing.T, env *testenv.Env, ns string) {
 
 // gang creates a rack-required gang of n pods of cpu of class.
 func gang(t *testing.T, env *testenv.Env, ns, name string, n int, cpu, class string) []string {
-	pg := testenv.Constrain(testenv.Gang(ns, name, int32(n), ""), "rack")
-	pg.Spec.PriorityClassName = class
-	env.CreatePodGroups(t, pg)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(name).Gang(int32(n)).Topology(lt.Required(lt.RackKey)).PriorityClass(class).Obj())
 	var names []string
-	for _, p := range testenv.GangPods(ns, name, n, cpu) {
-		p.Spec.PriorityClassName = class
+	for i := 0; i < n; i++ {
+		p := lt.InPriorityClass(lt.Member(ns, name, i).Req(lt.CPU(cpu)), class).Obj()
 		env.CreatePods(t, p)
 		names = append(names, p.Name)
 	}
@@ -93,9 +85,9 @@ func TestGangPreemptsOneRack(t *testing.T) {
 
 	members := gang(t, env, ns, "train", 4, "2", high)
 	placed := env.WaitBound(t, ns, members...)
-	rack := testenv.Domain(placed[members[0]], testenv.RackLabel)
+	rack := testenv.Domain(placed[members[0]], lt.RackKey)
 	for _, m := range members {
-		if r := testenv.Domain(placed[m], testenv.RackLabel); r != rack {
+		if r := testenv.Domain(placed[m], lt.RackKey); r != rack {
 			t.Errorf("member %s in rack %s, want all in %s", m, r, rack)
 		}
 	}
@@ -104,7 +96,7 @@ func TestGangPreemptsOneRack(t *testing.T) {
 		t.Errorf("evicted %d pods %v, want the 8 of one rack", len(removed), podNames(removed))
 	}
 	for _, p := range removed {
-		if r := testenv.Domain(p.Spec.NodeName, testenv.RackLabel); r != rack {
+		if r := testenv.Domain(p.Spec.NodeName, lt.RackKey); r != rack {
 			t.Errorf("evicted %s in rack %s, outside the gang's rack %s", p.Name, r, rack)
 		}
 		if !hasDisruptionTarget(p) {
@@ -127,17 +119,15 @@ func TestGangPreemptsOneRack(t *testing.T) {
 // rack included, when the rack a high-priority gang takes holds some of its members.
 func TestVictimGangIsEvictedWhole(t *testing.T) {
 	env, ns, kubelets := setUp(t, "whole")
-	batch := testenv.Gang(ns, "batch", 4, "")
-	batch.Spec.PriorityClassName = low
-	env.CreatePodGroups(t, batch)
-	env.CreatePods(t,
-		runningOn(ns, "batch-0", "z0-b0-r0-h0", "2", low, "batch"), runningOn(ns, "batch-1", "z0-b0-r0-h0", "2", low, "batch"),
-		runningOn(ns, "batch-2", "z0-b0-r1-h0", "2", low, "batch"), runningOn(ns, "batch-3", "z0-b0-r1-h0", "2", low, "batch"))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("batch").Gang(4).PriorityClass(low).Obj())
+	for i, node := range []string{"z0-b0-r0-h0", "z0-b0-r0-h0", "z0-b0-r1-h0", "z0-b0-r1-h0"} {
+		env.CreatePods(t, lt.InPriorityClass(lt.Member(ns, "batch", i).Req(lt.CPU("2")).Node(node), low).Obj())
+	}
 	env.CreatePods(t, append(fillers(ns, "z0-b0-r0-h1"), fillers(ns, "z0-b0-r1-h1")...)...)
 
 	members := gang(t, env, ns, "train", 4, "2", high)
 	placed := env.WaitBound(t, ns, members...)
-	rack := testenv.Domain(placed[members[0]], testenv.RackLabel)
+	rack := testenv.Domain(placed[members[0]], lt.RackKey)
 	want := []string{"batch-0", "batch-1", "batch-2", "batch-3", rack + "-h1-0", rack + "-h1-1", rack + "-h1-2", rack + "-h1-3"}
 	sort.Strings(want)
 	if got := podNames(kubelets.Removed()); fmt.Sprint(got) != fmt.Sprint(want) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
 	"github.com/lockstep-sched/lockstep/pkg/scheduler"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
 // StartKubeControllers runs the upstream Job controller and garbage collector in-process,
@@ -66,7 +67,7 @@ func (e *Env) StartJobController(t *testing.T) *JobController {
 	j := &JobController{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(j.done)
-		if err := jobframework.Run(ctx, e.Config, adapters, f, jobframework.Options{SchedulerNames: []string{SchedulerName}, Workers: 2}); err != nil {
+		if err := jobframework.Run(ctx, e.Config, adapters, f, jobframework.Options{SchedulerNames: []string{lt.SchedulerName}, Workers: 2}); err != nil {
 			t.Errorf("workload controller: %v", err)
 		}
 	}()

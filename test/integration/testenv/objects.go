@@ -9,89 +9,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
-
-// SchedulerName is the profile of manifests/scheduler-config.yaml.
-const SchedulerName = "lockstep-scheduler"
-
-// Node returns a node with the given cpu and room for 110 pods.
-func Node(name, cpu string, labels map[string]string) *v1.Node {
-	res := v1.ResourceList{
-		v1.ResourceCPU:    resource.MustParse(cpu),
-		v1.ResourceMemory: resource.MustParse("32Gi"),
-		v1.ResourcePods:   resource.MustParse("110"),
-	}
-	return &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Status: v1.NodeStatus{
-			Capacity:    res,
-			Allocatable: res,
-			Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
-		},
-	}
-}
-
-// Pod returns a pod of the lockstep profile requesting cpu, in PodGroup group ("" for none).
-func Pod(ns, name, group, cpu string) *v1.Pod {
-	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}},
-		Spec: v1.PodSpec{
-			SchedulerName: SchedulerName,
-			Containers: []v1.Container{{
-				Name:  "main",
-				Image: "registry.k8s.io/pause:3.10",
-				Resources: v1.ResourceRequirements{
-					Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)},
-				},
-			}},
-		},
-	}
-	if group != "" {
-		p.Labels[v1alpha1.PodGroupLabel] = group
-	}
-	return p
-}
-
-// Gang returns a gang PodGroup; parent "" for a root.
-func Gang(ns, name string, minCount int32, parent string) *v1alpha1.PodGroup {
-	pg := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.PodGroupSpec{
-			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount}},
-		},
-	}
-	if parent != "" {
-		pg.Spec.ParentCompositePodGroupName = ptr.To(parent)
-	}
-	return pg
-}
-
-// Basic returns a basic-policy PodGroup.
-func Basic(ns, name, parent string) *v1alpha1.PodGroup {
-	pg := Gang(ns, name, 1, parent)
-	pg.Spec.SchedulingPolicy = v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}
-	return pg
-}
-
-// Composite returns a CompositePodGroup; minGroupCount 0 means basic; parent "" for a root.
-func Composite(ns, name string, minGroupCount int32, parent string) *v1alpha1.CompositePodGroup {
-	cpg := &v1alpha1.CompositePodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if minGroupCount > 0 {
-		cpg.Spec.SchedulingPolicy.Gang = &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: minGroupCount}
-	} else {
-		cpg.Spec.SchedulingPolicy.Basic = &v1alpha1.BasicSchedulingPolicy{}
-	}
-	if parent != "" {
-		cpg.Spec.ParentCompositePodGroupName = ptr.To(parent)
-	}
-	return cpg
-}
 
 // Namespace creates a namespace for the test.
 func (e *Env) Namespace(t *testing.T, name string) string {
@@ -141,15 +65,6 @@ func (e *Env) CreateComposites(t *testing.T, cpgs ...*v1alpha1.CompositePodGroup
 			t.Fatal(err)
 		}
 	}
-}
-
-// GangPods returns n pods named <group>-<i> in group, each requesting cpu.
-func GangPods(ns, group string, n int, cpu string) []*v1.Pod {
-	pods := make([]*v1.Pod, n)
-	for i := range pods {
-		pods[i] = Pod(ns, fmt.Sprintf("%s-%d", group, i), group, cpu)
-	}
-	return pods
 }
 
 // Placement maps pod name to node name ("" while unbound) for every pod of ns.
@@ -275,76 +190,18 @@ func containsStr(s, sub string) bool {
 	return strings.Contains(s, sub)
 }
 
-// Topology label keys of the default levels.
-const (
-	ZoneLabel  = "topology.kubernetes.io/zone"
-	BlockLabel = "topology.kubernetes.io/block"
-	RackLabel  = "topology.kubernetes.io/rack"
-	HostLabel  = "kubernetes.io/hostname"
-)
-
-// TopologyNodes returns zones × blocks × racks × hosts nodes of cpu each, named z0-b0-r0-h0,
-// labeled with their zone (z0), block (z0-b0), rack (z0-b0-r0) and hostname.
-func TopologyNodes(zones, blocks, racks, hosts int, cpu string) []*v1.Node {
-	var out []*v1.Node
-	for z := 0; z < zones; z++ {
-		for b := 0; b < blocks; b++ {
-			for r := 0; r < racks; r++ {
-				for h := 0; h < hosts; h++ {
-					zone := fmt.Sprintf("z%d", z)
-					block := fmt.Sprintf("%s-b%d", zone, b)
-					rack := fmt.Sprintf("%s-r%d", block, r)
-					name := fmt.Sprintf("%s-h%d", rack, h)
-					out = append(out, Node(name, cpu, map[string]string{ZoneLabel: zone, BlockLabel: block, RackLabel: rack, HostLabel: name}))
-				}
-			}
-		}
-	}
-	return out
-}
-
-// Domain returns the zone, block or rack of a node named by TopologyNodes.
+// Domain returns the zone, block or rack of a node named by lt.TopologyNodes.
 func Domain(node, level string) string {
 	parts := strings.Split(node, "-")
 	switch level {
-	case ZoneLabel:
+	case lt.ZoneKey:
 		return parts[0]
-	case BlockLabel:
+	case lt.BlockKey:
 		return strings.Join(parts[:2], "-")
-	case RackLabel:
+	case lt.RackKey:
 		return strings.Join(parts[:3], "-")
 	}
 	return node
-}
-
-// Constrain sets topology constraints on a PodGroup: "rack" for Required, "~rack" for
-// Preferred (zone, block, rack, host).
-func Constrain(pg *v1alpha1.PodGroup, constraints ...string) *v1alpha1.PodGroup {
-	pg.Spec.SchedulingConstraints = &v1alpha1.SchedulingConstraints{Topology: topologyOf(constraints)}
-	return pg
-}
-
-// ConstrainComposite sets topology constraints on a CompositePodGroup.
-func ConstrainComposite(cpg *v1alpha1.CompositePodGroup, constraints ...string) *v1alpha1.CompositePodGroup {
-	cpg.Spec.SchedulingConstraints = &v1alpha1.SchedulingConstraints{Topology: topologyOf(constraints)}
-	return cpg
-}
-
-func topologyOf(constraints []string) []v1alpha1.TopologyConstraint {
-	keys := map[string]string{"zone": ZoneLabel, "block": BlockLabel, "rack": RackLabel, "host": HostLabel}
-	var out []v1alpha1.TopologyConstraint
-	for _, c := range constraints {
-		mode := v1alpha1.TopologyRequired
-		if strings.HasPrefix(c, "~") {
-			mode, c = v1alpha1.TopologyPreferred, c[1:]
-		}
-		key, ok := keys[c]
-		if !ok {
-			key = c
-		}
-		out = append(out, v1alpha1.TopologyConstraint{Key: key, Mode: mode})
-	}
-	return out
 }
 
 // Gated holds a pod back with a scheduling gate nobody but the test lifts (Ungate).

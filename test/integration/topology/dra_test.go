@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -24,7 +25,7 @@ func claimPod(t *testing.T, env *testenv.Env, ns, group string, i int) *v1.Pod {
 	if _, err := env.Client.ResourceV1().ResourceClaims(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return podgrouptest.WithClaim(testenv.Pod(ns, name, group, "1"), claim.Name)
+	return podgrouptest.WithClaim(lt.GroupPod(ns, name, group).Req(lt.CPU("1")).Obj(), claim.Name)
 }
 
 // A gang whose GPUs come from DRA ResourceClaims: the plan places each member only where its
@@ -33,7 +34,7 @@ func claimPod(t *testing.T, env *testenv.Env, ns, group string, i int) *v1.Pod {
 func TestDRAClaimGangBindsWhereItsClaimsFit(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "dra")
-	nodes := testenv.TopologyNodes(1, 1, 2, 4, "64") // racks z0-b0-r0 and z0-b0-r1 of 4 nodes
+	nodes := lt.TopologyNodes(1, 1, 2, 4, "64") // racks z0-b0-r0 and z0-b0-r1 of 4 nodes
 	env.CreateNodes(t, nodes...)
 	if _, err := env.Client.ResourceV1().DeviceClasses().Create(context.Background(), podgrouptest.DeviceClass(gpuDriver), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestDRAClaimGangBindsWhereItsClaimsFit(t *testing.T) {
 	}
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "llm", 2, ""), "rack"))
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("llm").Gang(2).Topology(lt.Required(lt.RackKey)).Obj())
 	env.CreatePods(t, claimPod(t, env, ns, "llm", 0), claimPod(t, env, ns, "llm", 1))
 	placed := env.WaitBound(t, ns, names(2, "llm")...)
 	if placed["llm-0"] == placed["llm-1"] || !gpuNodes[placed["llm-0"]] || !gpuNodes[placed["llm-1"]] {

@@ -7,8 +7,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -28,22 +30,17 @@ func withGPUs(nodes []*v1.Node) []*v1.Node {
 func TestAntiAffinityGangBindsOnePodPerNode(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "anti")
-	env.CreateNodes(t, testenv.TopologyNodes(1, 1, 2, 4, "64")...) // two racks of 4 large nodes
+	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 4, "64")...) // two racks of 4 large nodes
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "train", 4, ""), "rack"))
-	pods := gangPods(ns, "train", 4, "4")
-	for _, p := range pods {
-		p.Labels["app"] = "train"
-		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}},
-			TopologyKey:   testenv.HostLabel,
-		}}}}
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("train").Gang(4).Topology(lt.Required(lt.RackKey)).Obj())
+	for i := 0; i < 4; i++ {
+		env.CreatePods(t, lt.Member(ns, "train", i).Req(lt.CPU("4")).Label("app", "train").
+			PodAntiAffinity(lt.HostKey, &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}}, st.PodAntiAffinityWithRequiredReq).Obj())
 	}
-	env.CreatePods(t, pods...)
 	placed := env.WaitBound(t, ns, names(4, "train")...)
-	assertOneDomain(t, placed, names(4, "train"), testenv.RackLabel)
-	if got := domains(placed, names(4, "train"), testenv.HostLabel); len(got) != 4 {
+	assertOneDomain(t, placed, names(4, "train"), lt.RackKey)
+	if got := domains(placed, names(4, "train"), lt.HostKey); len(got) != 4 {
 		t.Errorf("pods on %v, want four nodes", got)
 	}
 	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
@@ -54,18 +51,17 @@ func TestAntiAffinityGangBindsOnePodPerNode(t *testing.T) {
 func TestHostPortGangBinds(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "ports")
-	env.CreateNodes(t, testenv.TopologyNodes(1, 1, 2, 4, "64")...)
+	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 4, "64")...)
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "mpi", 4, ""), "rack"))
-	pods := gangPods(ns, "mpi", 4, "1")
-	for _, p := range pods {
-		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 2222, HostPort: 2222, Protocol: v1.ProtocolTCP}}
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("mpi").Gang(4).Topology(lt.Required(lt.RackKey)).Obj())
+	for i := 0; i < 4; i++ {
+		env.CreatePods(t, lt.Member(ns, "mpi", i).Req(lt.CPU("1")).
+			ContainerPort([]v1.ContainerPort{{ContainerPort: 2222, HostPort: 2222, Protocol: v1.ProtocolTCP}}).Obj())
 	}
-	env.CreatePods(t, pods...)
 	placed := env.WaitBound(t, ns, names(4, "mpi")...)
-	assertOneDomain(t, placed, names(4, "mpi"), testenv.RackLabel)
-	if got := domains(placed, names(4, "mpi"), testenv.HostLabel); len(got) != 4 {
+	assertOneDomain(t, placed, names(4, "mpi"), lt.RackKey)
+	if got := domains(placed, names(4, "mpi"), lt.HostKey); len(got) != 4 {
 		t.Errorf("pods on %v, want four nodes", got)
 	}
 }
@@ -75,21 +71,19 @@ func TestHostPortGangBinds(t *testing.T) {
 func TestGPUGangFillsTheRackItFitsExactly(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "gpu")
-	big := withGPUs(testenv.TopologyNodes(1, 1, 1, 8, "96"))       // z0-b0-r0: 8 GPU nodes
-	small := withGPUs(testenv.TopologyNodes(1, 1, 2, 2, "16")[2:]) // z0-b0-r1: 2 GPU nodes
-	cpuOnly := testenv.TopologyNodes(2, 1, 1, 4, "96")[4:]         // z1: no GPUs
+	big := withGPUs(lt.TopologyNodes(1, 1, 1, 8, "96"))       // z0-b0-r0: 8 GPU nodes
+	small := withGPUs(lt.TopologyNodes(1, 1, 2, 2, "16")[2:]) // z0-b0-r1: 2 GPU nodes
+	cpuOnly := lt.TopologyNodes(2, 1, 1, 4, "96")[4:]         // z1: no GPUs
 	env.CreateNodes(t, append(append(big, small...), cpuOnly...)...)
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "llm", 2, ""), "rack"))
-	pods := gangPods(ns, "llm", 2, "8")
-	for _, p := range pods {
-		p.Spec.Containers[0].Resources.Requests[gpu] = resource.MustParse("8")
-		p.Spec.Containers[0].Resources.Limits = v1.ResourceList{gpu: resource.MustParse("8")}
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("llm").Gang(2).Topology(lt.Required(lt.RackKey)).Obj())
+	for i := 0; i < 2; i++ {
+		// Res: requests and limits (an extended resource needs its limit).
+		env.CreatePods(t, lt.Member(ns, "llm", i).Res(map[v1.ResourceName]string{v1.ResourceCPU: "8", gpu: "8"}).Obj())
 	}
-	env.CreatePods(t, pods...)
 	placed := env.WaitBound(t, ns, names(2, "llm")...)
-	if rack := assertOneDomain(t, placed, names(2, "llm"), testenv.RackLabel); rack != "z0-b0-r1" {
+	if rack := assertOneDomain(t, placed, names(2, "llm"), lt.RackKey); rack != "z0-b0-r1" {
 		t.Errorf("gang in rack %s, want z0-b0-r1, the rack it fills exactly; placement %v", rack, placed)
 	}
 	for _, n := range placed {

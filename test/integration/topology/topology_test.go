@@ -5,10 +5,10 @@ import (
 	"sort"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -46,24 +46,22 @@ func assertOneDomain(t *testing.T, placed map[string]string, pods []string, leve
 	return got[0]
 }
 
-func gangPods(ns, group string, n int, cpu string) []*v1.Pod {
-	return testenv.GangPods(ns, group, n, cpu)
-}
-
 // Rack-required gangs land each in one rack, two gangs in two racks when one rack cannot
 // hold both.
 func TestRackRequiredGangs(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "rack")
-	env.CreateNodes(t, testenv.TopologyNodes(1, 2, 2, 2, "4")...) // racks of 8 cpu
+	env.CreateNodes(t, lt.TopologyNodes(1, 2, 2, 2, "4")...) // racks of 8 cpu
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "a", 4, ""), "rack"), testenv.Constrain(testenv.Gang(ns, "b", 3, ""), "rack"))
-	env.CreatePods(t, append(gangPods(ns, "a", 4, "2"), gangPods(ns, "b", 3, "2")...)...)
+	env.CreatePodGroups(t,
+		lt.MakePodGroup().Namespace(ns).Name("a").Gang(4).Topology(lt.Required(lt.RackKey)).Obj(),
+		lt.MakePodGroup().Namespace(ns).Name("b").Gang(3).Topology(lt.Required(lt.RackKey)).Obj())
+	env.CreatePods(t, append(lt.Members(ns, "a", 4, lt.CPU("2")), lt.Members(ns, "b", 3, lt.CPU("2"))...)...)
 
 	placed := env.WaitBound(t, ns, append(names(4, "a"), names(3, "b")...)...)
-	ra := assertOneDomain(t, placed, names(4, "a"), testenv.RackLabel)
-	rb := assertOneDomain(t, placed, names(3, "b"), testenv.RackLabel)
+	ra := assertOneDomain(t, placed, names(4, "a"), lt.RackKey)
+	rb := assertOneDomain(t, placed, names(3, "b"), lt.RackKey)
 	if ra == rb {
 		t.Errorf("both gangs in rack %s, which holds 8 cpu for 14 requested", ra)
 	}
@@ -74,25 +72,25 @@ func TestRackRequiredGangs(t *testing.T) {
 func TestThreeLevelCompositeZoneBlockRack(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "tree")
-	env.CreateNodes(t, testenv.TopologyNodes(2, 2, 2, 2, "4")...)
+	env.CreateNodes(t, lt.TopologyNodes(2, 2, 2, 2, "4")...)
 	env.StartScheduler(t, fastArgs)
 
 	env.CreateComposites(t,
-		testenv.ConstrainComposite(testenv.Composite(ns, "job", 2, ""), "zone"),
-		testenv.ConstrainComposite(testenv.Composite(ns, "m0", 2, "job"), "block"),
-		testenv.ConstrainComposite(testenv.Composite(ns, "m1", 2, "job"), "block"))
+		lt.MakeCompositePodGroup().Namespace(ns).Name("job").Gang(2).Topology(lt.Required(lt.ZoneKey)).Obj(),
+		lt.MakeCompositePodGroup().Namespace(ns).Name("m0").Gang(2).Parent("job").Topology(lt.Required(lt.BlockKey)).Obj(),
+		lt.MakeCompositePodGroup().Namespace(ns).Name("m1").Gang(2).Parent("job").Topology(lt.Required(lt.BlockKey)).Obj())
 	leaves := map[string]string{"l00": "m0", "l01": "m0", "l10": "m1", "l11": "m1"}
 	for leaf, mid := range leaves {
-		env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, leaf, 2, mid), "rack"))
+		env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(leaf).Gang(2).Parent(mid).Topology(lt.Required(lt.RackKey)).Obj())
 	}
 	var all []string
 	for leaf := range leaves {
-		env.CreatePods(t, gangPods(ns, leaf, 2, "3")...)
+		env.CreatePods(t, lt.Members(ns, leaf, 2, lt.CPU("3"))...)
 		all = append(all, names(2, leaf)...)
 	}
 
 	placed := env.WaitBound(t, ns, all...)
-	assertOneDomain(t, placed, all, testenv.ZoneLabel)
+	assertOneDomain(t, placed, all, lt.ZoneKey)
 	for _, mid := range []string{"m0", "m1"} {
 		var pods []string
 		for leaf, m := range leaves {
@@ -100,11 +98,11 @@ func TestThreeLevelCompositeZoneBlockRack(t *testing.T) {
 				pods = append(pods, names(2, leaf)...)
 			}
 		}
-		assertOneDomain(t, placed, pods, testenv.BlockLabel)
+		assertOneDomain(t, placed, pods, lt.BlockKey)
 	}
 	racks := map[string]bool{}
 	for leaf := range leaves {
-		racks[assertOneDomain(t, placed, names(2, leaf), testenv.RackLabel)] = true
+		racks[assertOneDomain(t, placed, names(2, leaf), lt.RackKey)] = true
 	}
 	if len(racks) != 4 {
 		t.Errorf("4 shards of 6 cpu share racks of 8 cpu: %v", racks)
@@ -117,19 +115,19 @@ func TestThreeLevelCompositeZoneBlockRack(t *testing.T) {
 func TestPreferredRackFallsBackToBlock(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "pref")
-	env.CreateNodes(t, testenv.TopologyNodes(1, 2, 2, 2, "4")...) // racks 8 cpu, blocks 16
+	env.CreateNodes(t, lt.TopologyNodes(1, 2, 2, 2, "4")...) // racks 8 cpu, blocks 16
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "small", 2, ""), "~rack"))
-	env.CreatePods(t, gangPods(ns, "small", 2, "4")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("small").Gang(2).Topology(lt.Preferred(lt.RackKey)).Obj())
+	env.CreatePods(t, lt.Members(ns, "small", 2, lt.CPU("4"))...)
 	placed := env.WaitBound(t, ns, names(2, "small")...)
-	assertOneDomain(t, placed, names(2, "small"), testenv.RackLabel)
+	assertOneDomain(t, placed, names(2, "small"), lt.RackKey)
 
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "wide", 3, ""), "block", "~rack"))
-	env.CreatePods(t, gangPods(ns, "wide", 3, "4")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("wide").Gang(3).Topology(lt.Required(lt.BlockKey), lt.Preferred(lt.RackKey)).Obj())
+	env.CreatePods(t, lt.Members(ns, "wide", 3, lt.CPU("4"))...)
 	placed = env.WaitBound(t, ns, names(3, "wide")...)
-	assertOneDomain(t, placed, names(3, "wide"), testenv.BlockLabel)
-	if got := domains(placed, names(3, "wide"), testenv.RackLabel); len(got) != 2 {
+	assertOneDomain(t, placed, names(3, "wide"), lt.BlockKey)
+	if got := domains(placed, names(3, "wide"), lt.RackKey); len(got) != 2 {
 		t.Errorf("3 × 4 cpu in racks of 8 should span two racks of one block, got %v", got)
 	}
 }
@@ -139,19 +137,18 @@ func TestPreferredRackFallsBackToBlock(t *testing.T) {
 func TestNoRackFitsExplainsInNumbers(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "full")
-	env.CreateNodes(t, testenv.TopologyNodes(1, 1, 2, 2, "4")...)
+	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "4")...)
 	env.StartScheduler(t, fastArgs)
 
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "big", 3, ""), "rack"))
-	env.CreatePods(t, gangPods(ns, "big", 3, "4")...)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("big").Gang(3).Topology(lt.Required(lt.RackKey)).Obj())
+	env.CreatePods(t, lt.Members(ns, "big", 3, lt.CPU("4"))...)
 	env.WaitCondition(t, "PodGroup", ns, "big", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable,
 		"cannot fit: PodGroup big: no rack has room for 3 pods × 4 cpu; the roomiest rack could take 2")
 	env.AssertUnbound(t, ns, names(3, "big")...)
 
-	env.CreateNodes(t, testenv.Node("z0-b0-r0-h2", "4", map[string]string{
-		testenv.ZoneLabel: "z0", testenv.BlockLabel: "z0-b0", testenv.RackLabel: "z0-b0-r0", testenv.HostLabel: "z0-b0-r0-h2"}))
+	env.CreateNodes(t, lt.InTopology(lt.MakeNode("z0-b0-r0-h2", "4"), "z0", "z0-b0", "z0-b0-r0").Obj())
 	placed := env.WaitBound(t, ns, names(3, "big")...)
-	if r := assertOneDomain(t, placed, names(3, "big"), testenv.RackLabel); r != "z0-b0-r0" {
+	if r := assertOneDomain(t, placed, names(3, "big"), lt.RackKey); r != "z0-b0-r0" {
 		t.Errorf("gang in rack %s, want the rack that grew", r)
 	}
 }
@@ -160,17 +157,19 @@ func TestNoRackFitsExplainsInNumbers(t *testing.T) {
 func TestBoundMembersPinTheirRackAcrossRestart(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "pin")
-	env.CreateNodes(t, testenv.TopologyNodes(1, 1, 2, 2, "8")...)
+	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "8")...)
 	// Rack r0 is fuller, so best fit alone would choose it for the rest of the gang.
-	env.CreatePods(t, func() *v1.Pod { p := testenv.Pod(ns, "filler", "", "6"); p.Spec.NodeName = "z0-b0-r0-h0"; return p }())
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "resume", 4, ""), "rack"))
-	pods := gangPods(ns, "resume", 4, "2")
-	pods[0].Spec.NodeName, pods[1].Spec.NodeName = "z0-b0-r1-h0", "z0-b0-r1-h1"
-	env.CreatePods(t, pods...)
+	env.CreatePods(t, lt.GroupPod(ns, "filler", "").Req(lt.CPU("6")).Node("z0-b0-r0-h0").Obj())
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("resume").Gang(4).Topology(lt.Required(lt.RackKey)).Obj())
+	env.CreatePods(t,
+		lt.Member(ns, "resume", 0).Req(lt.CPU("2")).Node("z0-b0-r1-h0").Obj(),
+		lt.Member(ns, "resume", 1).Req(lt.CPU("2")).Node("z0-b0-r1-h1").Obj(),
+		lt.Member(ns, "resume", 2).Req(lt.CPU("2")).Obj(),
+		lt.Member(ns, "resume", 3).Req(lt.CPU("2")).Obj())
 
 	env.StartScheduler(t, fastArgs)
 	placed := env.WaitBound(t, ns, names(4, "resume")...)
-	if r := assertOneDomain(t, placed, names(4, "resume"), testenv.RackLabel); r != "z0-b0-r1" {
+	if r := assertOneDomain(t, placed, names(4, "resume"), lt.RackKey); r != "z0-b0-r1" {
 		t.Errorf("gang finished in rack %s, want the rack its bound members are in", r)
 	}
 }
@@ -179,10 +178,12 @@ func TestBoundMembersPinTheirRackAcrossRestart(t *testing.T) {
 func TestUnknownTopologyKeyIsInvalid(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "badkey")
-	env.CreateNodes(t, testenv.TopologyNodes(1, 1, 1, 2, "4")...)
+	env.CreateNodes(t, lt.TopologyNodes(1, 1, 1, 2, "4")...)
 	env.StartScheduler(t, fastArgs)
-	env.CreatePodGroups(t, testenv.Constrain(testenv.Gang(ns, "g", 2, ""), "example.com/pdu"), testenv.Gang(ns, "ok", 2, ""))
-	env.CreatePods(t, append(gangPods(ns, "g", 2, "1"), gangPods(ns, "ok", 2, "1")...)...)
+	env.CreatePodGroups(t,
+		lt.MakePodGroup().Namespace(ns).Name("g").Gang(2).Topology(lt.Required("example.com/pdu")).Obj(),
+		lt.MakePodGroup().Namespace(ns).Name("ok").Gang(2).Obj())
+	env.CreatePods(t, append(lt.Members(ns, "g", 2, lt.CPU("1")), lt.Members(ns, "ok", 2, lt.CPU("1"))...)...)
 	env.WaitCondition(t, "PodGroup", ns, "g", metav1.ConditionFalse, v1alpha1.ReasonInvalid, `topology key "example.com/pdu" is not a configured level`)
 	env.WaitBound(t, ns, names(2, "ok")...)
 	env.AssertUnbound(t, ns, names(2, "g")...)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -61,7 +62,7 @@ func step(name, ancestor, cpu, memory string) map[string]any {
 		"template": map[string]any{
 			"metadata": map[string]any{"labels": map[string]any{ancestorLabel: ancestor}},
 			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-				"schedulerName": testenv.SchedulerName,
+				"schedulerName": lt.SchedulerName,
 				"containers": []any{map[string]any{
 					"name":    name,
 					"image":   "busybox",
@@ -99,7 +100,7 @@ func TestTrainJobCreatesJobSetAndPodGroup(t *testing.T) {
 	ns := env.Namespace(t, "trainer")
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(env.Config)
-	env.CreateNodes(t, testenv.Node("node-a", "8", nil))
+	env.CreateNodes(t, lt.MakeNode("node-a", "8").Obj())
 
 	env.CreateClusterTrainingRuntime(t, "torch-distributed", torchRuntime())
 	trainJob := env.CreateTrainJob(t, ns, "pretrain", "torch-distributed", map[string]any{"numNodes": int64(2)})
@@ -208,7 +209,7 @@ func TestTrainJobCreatesJobSetAndPodGroup(t *testing.T) {
 		return len(nodes) == 2, fmt.Sprintf("%d node pods", len(nodes))
 	})
 	for _, p := range append(initializers, nodes...) {
-		if p.Labels[podGroupLabel] != "pretrain" || p.Spec.SchedulerName != testenv.SchedulerName {
+		if p.Labels[podGroupLabel] != "pretrain" || p.Spec.SchedulerName != lt.SchedulerName {
 			t.Errorf("pod %s: labels %v schedulerName %s", p.Name, p.Labels, p.Spec.SchedulerName)
 		}
 		t.Logf("pod %s: labels %v annotations %v", p.Name, p.Labels, p.Annotations)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
@@ -95,14 +96,12 @@ func (e *trainEnv) podGroupPhase(name string) (string, int64) {
 // rack with room for both (Kueue's podset-required-topology on the node pod template) —
 // and the TrainJob completes; the PodGroup's status ends Finished with 4 succeeded.
 func TestTrainJobWithInitializersRunsToCompletion(t *testing.T) {
-	e := startTrainer(t, testenv.TopologyNodes(1, 1, 3, 2, "2")...)
+	e := startTrainer(t, lt.TopologyNodes(1, 1, 3, 2, "2")...)
 	// One node of racks z0-b0-r0 and z0-b0-r1 is half taken: only rack z0-b0-r2 has room
 	// for two trainer nodes of 2 cpu each (packing without the constraint would fill the
 	// fuller racks first, one trainer each).
 	for i, node := range []string{"z0-b0-r0-h0", "z0-b0-r1-h0"} {
-		filler := testenv.Pod(e.ns, fmt.Sprintf("filler-%d", i), "", "1")
-		filler.Spec.NodeName = node
-		e.CreatePods(t, filler)
+		e.CreatePods(t, lt.GroupPod(e.ns, fmt.Sprintf("filler-%d", i), "").Req(lt.CPU("1")).Node(node).Obj())
 	}
 
 	node := step("node", "trainer", "2", "64Mi")
@@ -111,7 +110,7 @@ func TestTrainJobWithInitializersRunsToCompletion(t *testing.T) {
 		map[string]any{"name": "model-initializer", "status": "Complete"},
 	}
 	podTemplate := node["template"].(map[string]any)["spec"].(map[string]any)["template"].(map[string]any)
-	podTemplate["metadata"] = map[string]any{"annotations": map[string]any{"kueue.x-k8s.io/podset-required-topology": testenv.RackLabel}}
+	podTemplate["metadata"] = map[string]any{"annotations": map[string]any{"kueue.x-k8s.io/podset-required-topology": lt.RackKey}}
 	e.CreateClusterTrainingRuntime(t, "torch-with-initializers", trainingRuntime(
 		step("dataset-initializer", "dataset-initializer", "500m", "32Mi"),
 		step("model-initializer", "model-initializer", "500m", "32Mi"),
@@ -130,7 +129,7 @@ func TestTrainJobWithInitializersRunsToCompletion(t *testing.T) {
 		}
 	}
 	for _, p := range trainers {
-		if rack := testenv.Domain(p.Spec.NodeName, testenv.RackLabel); rack != "z0-b0-r2" {
+		if rack := testenv.Domain(p.Spec.NodeName, lt.RackKey); rack != "z0-b0-r2" {
 			t.Errorf("trainer %s on %s (rack %s), want rack z0-b0-r2 (the one rack with room for both)", p.Name, p.Spec.NodeName, rack)
 		}
 	}
@@ -156,7 +155,7 @@ func TestTrainJobWithInitializersRunsToCompletion(t *testing.T) {
 // initializers bind together or not at all: with room for 2, none binds; once a third node
 // appears, all 3 bind.
 func TestTrainJobWithoutInitializersBindsAsOneGang(t *testing.T) {
-	e := startTrainer(t, testenv.Node("n1", "2", nil), testenv.Node("n2", "2", nil))
+	e := startTrainer(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "2").Obj())
 	e.CreateClusterTrainingRuntime(t, "torch", trainingRuntime(step("node", "trainer", "2", "64Mi")))
 	e.CreateTrainJob(t, e.ns, "finetune", "torch", map[string]any{"numNodes": int64(3)})
 	testenv.Eventually(t, 60*time.Second, "3 trainer pods", func() (bool, string) {
@@ -171,7 +170,7 @@ func TestTrainJobWithoutInitializersBindsAsOneGang(t *testing.T) {
 		}
 		return true, ""
 	})
-	e.CreateNodes(t, testenv.Node("n3", "2", nil))
+	e.CreateNodes(t, lt.MakeNode("n3", "2").Obj())
 	e.waitComplete("finetune")
 	for _, p := range e.pods("finetune", "node") {
 		if p.Spec.NodeName == "" {

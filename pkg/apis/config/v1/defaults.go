@@ -47,6 +47,13 @@ const (
 	DefaultBackoffSeconds int64 = 10
 	// DefaultJobGroupTimeoutSeconds leaves the Job controller two minutes of retries.
 	DefaultJobGroupTimeoutSeconds int64 = 120
+	// DefaultReserveAfterSeconds: a gang that has not fit for five minutes gets a reservation.
+	// Long enough that ordinary churn (a gang waiting for a few pods to finish) reserves
+	// nothing; short next to the hours a starved training job waits.
+	DefaultReserveAfterSeconds int64 = 300
+	// DefaultReservationTimeoutSeconds: half an hour of holding a domain whose pods do not
+	// end is enough; the gang's turn comes again.
+	DefaultReservationTimeoutSeconds int64 = 1800
 )
 
 // SetDefaults_LockstepGangArgs fills unset fields.
@@ -62,5 +69,13 @@ func SetDefaults_LockstepGangArgs(obj *LockstepGangArgs) {
 	if obj.JobGroupTimeoutSeconds == nil {
 		v := DefaultJobGroupTimeoutSeconds
 		obj.JobGroupTimeoutSeconds = &v
+	}
+	if obj.ReserveAfterSeconds == nil {
+		v := DefaultReserveAfterSeconds
+		obj.ReserveAfterSeconds = &v
+	}
+	if obj.ReservationTimeoutSeconds == nil {
+		v := DefaultReservationTimeoutSeconds
+		obj.ReservationTimeoutSeconds = &v
 	}
 }

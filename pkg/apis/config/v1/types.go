@@ -22,6 +22,16 @@ type LockstepGangArgs struct {
 	// PodGroup; after that they are scheduled without gang semantics. Default 120.
 	// +optional
 	JobGroupTimeoutSeconds *int64 `json:"jobGroupTimeoutSeconds,omitempty"`
+	// reserveAfterSeconds is how long a gang fails to fit before a domain is held for it (a
+	// reservation), if it could fit once running pods of lower or equal priority end. A
+	// root group's spec.reserveAfterSeconds overrides it. Default 300; 0 turns reservations
+	// off.
+	// +optional
+	ReserveAfterSeconds *int64 `json:"reserveAfterSeconds,omitempty"`
+	// reservationTimeoutSeconds bounds how long a gang holds one reservation; then the gang
+	// waits its turn again. Default 1800.
+	// +optional
+	ReservationTimeoutSeconds *int64 `json:"reservationTimeoutSeconds,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -70,6 +70,12 @@ func autoConvert_v1_LockstepGangArgs_To_config_LockstepGangArgs(in *LockstepGang
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.JobGroupTimeoutSeconds, &out.JobGroupTimeoutSeconds, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.ReserveAfterSeconds, &out.ReserveAfterSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.ReservationTimeoutSeconds, &out.ReservationTimeoutSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -86,6 +92,12 @@ func autoConvert_config_LockstepGangArgs_To_v1_LockstepGangArgs(in *config.Locks
 		return err
 	}
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.JobGroupTimeoutSeconds, &out.JobGroupTimeoutSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.ReserveAfterSeconds, &out.ReserveAfterSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.ReservationTimeoutSeconds, &out.ReservationTimeoutSeconds, s); err != nil {
 		return err
 	}
 	return nil

@@ -44,6 +44,16 @@ func (in *LockstepGangArgs) DeepCopyInto(out *LockstepGangArgs) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.ReserveAfterSeconds != nil {
+		in, out := &in.ReserveAfterSeconds, &out.ReserveAfterSeconds
+		*out = new(int64)
+		**out = **in
+	}
+	if in.ReservationTimeoutSeconds != nil {
+		in, out := &in.ReservationTimeoutSeconds, &out.ReservationTimeoutSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 

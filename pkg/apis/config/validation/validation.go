@@ -22,6 +22,12 @@ func ValidateLockstepGangArgs(path *field.Path, args *config.LockstepGangArgs) e
 	if args.JobGroupTimeoutSeconds <= 0 {
 		errs = append(errs, field.Invalid(path.Child("jobGroupTimeoutSeconds"), args.JobGroupTimeoutSeconds, "must be greater than 0"))
 	}
+	if args.ReserveAfterSeconds < 0 {
+		errs = append(errs, field.Invalid(path.Child("reserveAfterSeconds"), args.ReserveAfterSeconds, "must not be negative (0 turns reservations off)"))
+	}
+	if args.ReservationTimeoutSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("reservationTimeoutSeconds"), args.ReservationTimeoutSeconds, "must be greater than 0"))
+	}
 	return errs.ToAggregate()
 }
 

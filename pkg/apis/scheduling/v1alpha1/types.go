@@ -29,6 +29,11 @@ const (
 	// from the domain it will take; the message names the domain and how many pods and gangs
 	// it evicts.
 	ReasonPreempting = "Preempting"
+	// ReasonReserving: the gang has waited longer than its reserveAfterSeconds and could run
+	// once lower- or equal-priority pods end: a domain is held for it (no pod of equal or
+	// lower priority is placed there unless the gang still fits with it); the message names
+	// the domain, since when, and how much of it is free.
+	ReasonReserving = "Reserving"
 
 	// JobGangAnnotation on a batch/v1 Job opts it in ("true") or out ("false") of a gang,
 	// overriding the rule (parallelism > 1, Indexed, completions == parallelism).
@@ -117,6 +122,14 @@ type PodGroupSpec struct {
 	// while the cluster's free allocatable is below it the gang's pods are not attempted.
 	// +optional
 	MinResources v1.ResourceList `json:"minResources,omitempty"`
+
+	// reserveAfterSeconds (ext, on the root of a tree): once the gang has failed to fit for
+	// this long, and could fit if running pods of lower or equal priority ended, a domain is
+	// held for it (a reservation) so that smaller work stops taking the room it waits for.
+	// Overrides the plugin's reserveAfterSeconds; 0: never reserve for this gang.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ReserveAfterSeconds *int32 `json:"reserveAfterSeconds,omitempty"`
 }
 
 // PodGroupSchedulingPolicy is a union: exactly one of basic or gang. The variant is
@@ -298,6 +311,11 @@ type CompositePodGroupSpec struct {
 	// group; otherwise its pods' priority is used).
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// reserveAfterSeconds (ext, on the root): as on a PodGroup, for the whole tree.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ReserveAfterSeconds *int32 `json:"reserveAfterSeconds,omitempty"`
 }
 
 // CompositePodGroupSchedulingPolicy is a union: exactly one of basic or gang. The variant

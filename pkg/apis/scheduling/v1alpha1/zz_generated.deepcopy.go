@@ -149,6 +149,11 @@ func (in *CompositePodGroupSpec) DeepCopyInto(out *CompositePodGroupSpec) {
 		*out = new(SchedulingConstraints)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ReserveAfterSeconds != nil {
+		in, out := &in.ReserveAfterSeconds, &out.ReserveAfterSeconds
+		*out = new(int32)
+		**out = **in
+	}
 	return
 }
 
@@ -370,6 +375,11 @@ func (in *PodGroupSpec) DeepCopyInto(out *PodGroupSpec) {
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
+	}
+	if in.ReserveAfterSeconds != nil {
+		in, out := &in.ReserveAfterSeconds, &out.ReserveAfterSeconds
+		*out = new(int32)
+		**out = **in
 	}
 	return
 }

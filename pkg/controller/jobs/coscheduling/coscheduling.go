@@ -35,7 +35,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // TemplateName is the Workload template of a mirrored PodGroup.
@@ -149,20 +149,20 @@ func (a *Adapter) Labelled(pod *v1.Pod) (string, bool) {
 // GroupOfPod implements jobframework.PodAdapter: a labelled pod belongs to the PodGroup of
 // the same name, which the controller creates. While the scheduler-plugins PodGroup is not
 // seen (not created yet, its informer behind the pod's, or its CRD not installed or not yet
-// watched), the pod waits for it a while (podgroup.Filing.Unseen) rather than bind alone
+// watched), the pod waits for it a while (filing.Filing.Unseen) rather than bind alone
 // and break its gang. Pods whose Job an adapter ahead claims never get here (the Filer asks
 // it first).
-func (a *Adapter) GroupOfPod(pod *v1.Pod, _ sets.Set[string]) (podgroup.Filing, bool) {
+func (a *Adapter) GroupOfPod(pod *v1.Pod, _ sets.Set[string]) (filing.Filing, bool) {
 	name := pod.Labels[Label]
 	if name == "" {
-		return podgroup.Filing{}, false
+		return filing.Filing{}, false
 	}
 	seen := false
 	if lister := a.podGroups.Lister(); lister != nil {
 		_, err := lister.ByNamespace(pod.Namespace).Get(name)
 		seen = err == nil
 	}
-	return podgroup.Filing{Name: name, Created: true, Labelled: true, Unseen: !seen}, true
+	return filing.Filing{Name: name, Created: true, Labelled: true, Unseen: !seen}, true
 }
 
 // GroupOfJob implements jobframework.Adapter: no Job is one of its own; its pods are filed
@@ -265,7 +265,7 @@ func (a *Adapter) takenAhead(pod *v1.Pod, schedulerNames sets.Set[string]) bool 
 func (a *Adapter) topologyOf(pg *podGroup, pod *v1.Pod) ([]v1alpha1.TopologyConstraint, []string) {
 	tmpl := &v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},
 		Spec: v1.PodSpec{SchedulingGates: pod.Spec.SchedulingGates}}
-	kt, problems := podgroup.PodSetTopology(pg.Annotations, pg.Labels, tmpl, max(pg.Spec.MinMember, 1), 0)
+	kt, problems := filing.PodSetTopology(pg.Annotations, pg.Labels, tmpl, max(pg.Spec.MinMember, 1), 0)
 	return kt.Constraints(), problems
 }
 

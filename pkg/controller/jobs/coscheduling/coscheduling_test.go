@@ -32,23 +32,20 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
-const (
-	otherScheduler = "default-scheduler"
-	zoneKey        = "topology.kubernetes.io/zone"
-	rackKey        = "topology.kubernetes.io/rack"
-)
+const otherScheduler = "default-scheduler"
 
 // ours are the profiles whose pods lockstep files in these tests.
-var ours = sets.New(testScheduler)
+var ours = sets.New(lt.SchedulerName)
 
 // newPodGroup returns the scheduler-plugins PodGroup name of minMember in namespace ns.
 func newPodGroup(name string, minMember int32) *podGroup {
 	return &podGroup{
 		TypeMeta:   metav1.TypeMeta{APIVersion: GVK.GroupVersion().String(), Kind: GVK.Kind},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(epoch)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(lt.Epoch)},
 		Spec:       podGroupSpec{MinMember: minMember},
 	}
 }
@@ -72,7 +69,7 @@ type fixture struct {
 
 // newFixture returns an Adapter whose PodGroup informer has synced the PodGroups pgs (the
 // API does not serve PodGroups at all when served is false), whose listers hold pods (every
-// phase) and jobs, and whose clock says now is epoch plus an hour; ahead are the adapters
+// phase) and jobs, and whose clock says now is lt.Epoch plus an hour; ahead are the adapters
 // before it.
 func newFixture(t *testing.T, served bool, pgs []*podGroup, pods []*v1.Pod, jobs []*batchv1.Job, ahead ...jobframework.Adapter) *fixture {
 	t.Helper()
@@ -115,7 +112,7 @@ func newFixture(t *testing.T, served bool, pgs []*podGroup, pods []*v1.Pod, jobs
 		}
 	}
 	a.pods, a.jobs = corelisters.NewPodLister(podIndexer), batchlisters.NewJobLister(jobIndexer)
-	a.now = func() metav1.Time { return metav1.NewTime(epoch.Add(time.Hour)) }
+	a.now = func() metav1.Time { return metav1.NewTime(lt.Epoch.Add(time.Hour)) }
 	dyn.ClearActions()
 	return &fixture{a: a, dyn: dyn}
 }
@@ -134,18 +131,11 @@ func (f *fixture) get(t *testing.T, name string) *unstructured.Unstructured {
 // makes it (controlled by the JobSet, labelled with its ReplicatedJob, index and restart
 // attempt), whose pods use lockstep, and a pod of it labelled for PodGroup group.
 func jobSetChild(jobSet, group string) (*batchv1.Job, *v1.Pod) {
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobSet + "-workers-0", UID: types.UID("uid-" + jobSet + "-workers-0"),
-			Labels: map[string]string{jobset.LabelJobSetName: jobSet, jobset.LabelReplicatedJob: "workers", jobset.LabelJobIndex: "0", jobset.LabelRestartAttempt: "0"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: jobset.GVK.GroupVersion().String(), Kind: jobset.GVK.Kind, Name: jobSet,
-				UID: types.UID("uid-" + jobSet), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{SchedulerName: testScheduler}}},
-	}
-	pod := member(group, 0, "pending")
-	pod.Name, pod.UID = job.Name+"-0", types.UID(job.Name+"-0")
-	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
-	return job, pod
+	job := lt.MakeJob().Namespace(ns).Name(jobSet+"-workers-0").Indexed(2).
+		Label(jobset.LabelJobSetName, jobSet).Label(jobset.LabelReplicatedJob, "workers").
+		Label(jobset.LabelJobIndex, "0").Label(jobset.LabelRestartAttempt, "0").
+		Owner(jobset.GVK.GroupVersion().String(), jobset.GVK.Kind, jobSet, "uid-"+jobSet)
+	return job.Obj(), job.Pod(0).Label(Label, group).Phase(v1.PodPending).Obj()
 }
 
 // TestLabelledAndGroupOfPod proves that a pod whose label names a scheduler-plugins PodGroup
@@ -154,16 +144,11 @@ func jobSetChild(jobSet, group string) (*batchv1.Job, *v1.Pod) {
 // scheduler-plugins schedules pods whose PodGroup does not exist) when that PodGroup is not
 // in the informer, or PodGroups are not served (yet).
 func TestLabelledAndGroupOfPod(t *testing.T) {
-	labelled := func(ns, group string) *v1.Pod {
-		p := member(group, 0, "pending")
-		p.Namespace = ns
-		return p
-	}
-	unlabelled := member("g", 0, "pending")
+	labelled := func(ns, group string) *v1.Pod { return member(group, 0).Namespace(ns).Obj() }
+	unlabelled := member("g", 0).Obj()
 	unlabelled.Labels = map[string]string{"app": "g"}
-	emptyLabel := member("g", 0, "pending")
-	emptyLabel.Labels[Label] = ""
-	lockstepLabel := member("g", 0, "pending")
+	emptyLabel := member("g", 0).Label(Label, "").Obj()
+	lockstepLabel := member("g", 0).Obj()
 	lockstepLabel.Labels = map[string]string{v1alpha1.PodGroupLabel: "g"}
 	tests := []struct {
 		name         string
@@ -171,19 +156,19 @@ func TestLabelledAndGroupOfPod(t *testing.T) {
 		pod          *v1.Pod
 		wantLabelled string // "" for not labelled
 		wantOK       bool
-		want         podgroup.Filing
+		want         filing.Filing
 	}{
 		{name: "unlabelled", served: true, pod: unlabelled},
 		{name: "label with no value", served: true, pod: emptyLabel},
 		{name: "lockstep's own label is not this kind's", served: true, pod: lockstepLabel},
 		{name: "served, PodGroup seen", served: true, pod: labelled(ns, "g"), wantLabelled: "ns/g", wantOK: true,
-			want: podgroup.Filing{Name: "g", Created: true, Labelled: true}},
+			want: filing.Filing{Name: "g", Created: true, Labelled: true}},
 		{name: "served, PodGroup not seen", served: true, pod: labelled(ns, "missing"), wantLabelled: "ns/missing", wantOK: true,
-			want: podgroup.Filing{Name: "missing", Created: true, Labelled: true, Unseen: true}},
+			want: filing.Filing{Name: "missing", Created: true, Labelled: true, Unseen: true}},
 		{name: "served, PodGroup of that name in another namespace only", served: true, pod: labelled("other", "g"), wantLabelled: "other/g", wantOK: true,
-			want: podgroup.Filing{Name: "g", Created: true, Labelled: true, Unseen: true}},
+			want: filing.Filing{Name: "g", Created: true, Labelled: true, Unseen: true}},
 		{name: "not served: not seen", pod: labelled(ns, "g"), wantLabelled: "ns/g", wantOK: true,
-			want: podgroup.Filing{Name: "g", Created: true, Labelled: true, Unseen: true}},
+			want: filing.Filing{Name: "g", Created: true, Labelled: true, Unseen: true}},
 		{name: "not served, unlabelled", pod: unlabelled},
 	}
 	for _, tc := range tests {
@@ -221,14 +206,6 @@ var quantity = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) 
 // topology its lockstep annotations ask for; Finished once the PodGroup is Finished or
 // Failed.
 func TestGroups(t *testing.T) {
-	withPriority := func(p *v1.Pod, class string) *v1.Pod {
-		p.Spec.PriorityClassName = class
-		return p
-	}
-	otherSched := func(p *v1.Pod) *v1.Pod {
-		p.Spec.SchedulerName = otherScheduler
-		return p
-	}
 	child, childPod := jobSetChild("js", "g")
 	full := func(pg *podGroup) *podGroup {
 		pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](60)
@@ -265,16 +242,16 @@ func TestGroups(t *testing.T) {
 	}{
 		{name: "no pods yet", pg: full(newPodGroup("g", 3))},
 		{name: "pods of another scheduler only", pg: full(newPodGroup("g", 3)),
-			pods: []*v1.Pod{otherSched(member("g", 0, "pending")), otherSched(member("g", 1, "running"))}},
+			pods: []*v1.Pod{member("g", 0).SchedulerName(otherScheduler).Obj(), member("g", 1).SchedulerName(otherScheduler).Node("n1").Phase(v1.PodRunning).Obj()}},
 		{name: "a lockstep pod of another namespace", pg: full(newPodGroup("g", 3)),
-			pods: []*v1.Pod{func() *v1.Pod { p := member("g", 0, "pending"); p.Namespace = "other"; return p }()}},
-		{name: "a lockstep pod labelled for another PodGroup", pg: full(newPodGroup("g", 3)), pods: []*v1.Pod{member("h", 0, "pending")}},
+			pods: []*v1.Pod{member("g", 0).Namespace("other").Obj()}},
+		{name: "a lockstep pod labelled for another PodGroup", pg: full(newPodGroup("g", 3)), pods: []*v1.Pod{member("h", 0).Obj()}},
 		{name: "the pod's Job is a JobSet's (the adapter ahead claims it)", pg: full(newPodGroup("g", 3)),
 			pods: []*v1.Pod{childPod}, jobs: []*batchv1.Job{child}},
 		{name: "flat gang", pg: full(newPodGroup("g", 3)), pods: members("g", "pending", "pending"),
 			want: gang(3, "", nil, false)},
 		{name: "flat gang of the pods beside a JobSet's", pg: full(newPodGroup("g", 3)),
-			pods: []*v1.Pod{childPod, member("g", 1, "pending")}, jobs: []*batchv1.Job{child},
+			pods: []*v1.Pod{childPod, member("g", 1).Obj()}, jobs: []*batchv1.Job{child},
 			want: gang(3, "", nil, false)},
 		{name: "a pod whose Job is another than its owner reference says is not claimed", pg: full(newPodGroup("g", 3)),
 			pods: []*v1.Pod{childPod}, jobs: []*batchv1.Job{func() *batchv1.Job { j := child.DeepCopy(); j.UID = "recreated"; return j }()},
@@ -283,30 +260,30 @@ func TestGroups(t *testing.T) {
 			want: gang(1, "", nil, false)},
 		{name: "priority of the oldest lockstep pod", pg: full(newPodGroup("g", 3)),
 			pods: []*v1.Pod{
-				withPriority(member("g", 2, "pending"), "low"),
-				withPriority(otherSched(member("g", 0, "pending")), "other"),
-				withPriority(member("g", 1, "pending"), "high"),
-				withPriority(member("g", 3, "pending"), "lower"),
+				lt.InPriorityClass(member("g", 2), "low").Obj(),
+				lt.InPriorityClass(member("g", 0).SchedulerName(otherScheduler), "other").Obj(),
+				lt.InPriorityClass(member("g", 1), "high").Obj(),
+				lt.InPriorityClass(member("g", 3), "lower").Obj(),
 			},
 			want: gang(3, "high", nil, false)},
 		{name: "oldest by creation, not by name", pg: full(newPodGroup("g", 3)),
 			pods: []*v1.Pod{
-				withPriority(member("g", 1, "pending"), "younger"),
-				withPriority(func() *v1.Pod { p := member("g", 2, "pending"); p.CreationTimestamp = metav1.NewTime(epoch); return p }(), "oldest"),
+				lt.InPriorityClass(member("g", 1), "younger").Obj(),
+				lt.InPriorityClass(member("g", 2).CreationTimestamp(metav1.NewTime(lt.Epoch)), "oldest").Obj(),
 			},
 			want: gang(3, "oldest", nil, false)},
 		{name: "of pods created at once, the first by name", pg: full(newPodGroup("g", 3)),
 			pods: []*v1.Pod{
-				withPriority(func() *v1.Pod { p := member("g", 2, "pending"); p.CreationTimestamp = metav1.NewTime(epoch); return p }(), "second"),
-				withPriority(member("g", 0, "pending"), "first"),
+				lt.InPriorityClass(member("g", 2).CreationTimestamp(metav1.NewTime(lt.Epoch)), "second").Obj(),
+				lt.InPriorityClass(member("g", 0), "first").Obj(),
 			},
 			want: gang(3, "first", nil, false)},
 		{name: "topology annotations", pg: func() *podGroup {
 			pg := full(newPodGroup("g", 2))
-			pg.Annotations = map[string]string{v1alpha1.JobTopologyRequiredAnnotation: zoneKey, v1alpha1.JobTopologyPreferredAnnotation: rackKey}
+			pg.Annotations = map[string]string{v1alpha1.JobTopologyRequiredAnnotation: lt.ZoneKey, v1alpha1.JobTopologyPreferredAnnotation: lt.RackKey}
 			return pg
 		}(), pods: members("g", "pending"),
-			want: gang(2, "", []v1alpha1.TopologyConstraint{{Key: zoneKey, Mode: v1alpha1.TopologyRequired}, {Key: rackKey, Mode: v1alpha1.TopologyPreferred}}, false)},
+			want: gang(2, "", []v1alpha1.TopologyConstraint{{Key: lt.ZoneKey, Mode: v1alpha1.TopologyRequired}, {Key: lt.RackKey, Mode: v1alpha1.TopologyPreferred}}, false)},
 		{name: "bad topology annotation is reported and ignored", pg: func() *podGroup {
 			pg := full(newPodGroup("g", 2))
 			pg.Annotations = map[string]string{v1alpha1.JobTopologyRequiredAnnotation: "not a key"}
@@ -388,8 +365,8 @@ var schedulerPluginsStatusFields = sets.New("phase", "occupiedBy", "running", "s
 // controller; that it writes the status subresource only when the status changes, only with
 // the fields of scheduler-plugins' schema, and nothing more once what it wrote is read back.
 func TestSyncStatus(t *testing.T) {
-	now := metav1.NewTime(epoch.Add(time.Hour))
-	start := metav1.NewTime(epoch.Add(time.Minute))
+	now := metav1.NewTime(lt.Epoch.Add(time.Hour))
+	start := metav1.NewTime(lt.Epoch.Add(time.Minute))
 	withStatus := func(pg *podGroup, st podGroupStatus) *podGroup {
 		pg.Status = st
 		return pg
@@ -417,7 +394,7 @@ func TestSyncStatus(t *testing.T) {
 			pods: members("g", "pending", "pending"),
 			want: &podGroupStatus{Phase: PhaseScheduling, OccupiedBy: "ns/g-job", ScheduleStartTime: now}},
 		{name: "one pod of two uses lockstep", pg: withStatus(newPodGroup("g", 2), podGroupStatus{Phase: PhasePending}),
-			pods: append(otherSched(members("g", "pending")), member("g", 1, "pending")),
+			pods: []*v1.Pod{member("g", 0).SchedulerName(otherScheduler).Obj(), member("g", 1).Obj()},
 			want: &podGroupStatus{Phase: PhaseScheduling, OccupiedBy: "ns/g-job", ScheduleStartTime: now}},
 		{name: "pods of another scheduler: scheduler-plugins' controller keeps it",
 			pg:   withStatus(newPodGroup("g", 2), podGroupStatus{Phase: PhasePending}),
@@ -485,7 +462,7 @@ func TestSyncStatus(t *testing.T) {
 			// SyncStatus would write again: nothing more is written, later either.
 			pruned := stored.DeepCopy()
 			pruneStatus(pruned)
-			f.a.now = func() metav1.Time { return metav1.NewTime(epoch.Add(2 * time.Hour)) }
+			f.a.now = func() metav1.Time { return metav1.NewTime(lt.Epoch.Add(2 * time.Hour)) }
 			if err := f.a.SyncStatus(context.Background(), pruned, ours); err != nil {
 				t.Fatalf("SyncStatus again: %v", err)
 			}
@@ -585,9 +562,9 @@ func TestNotify(t *testing.T) {
 func TestWatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	unlabelled := member("x", 0, "pending")
+	unlabelled := member("x", 0).Obj()
 	unlabelled.Labels = nil
-	kube := kubefake.NewClientset(member("g", 0, "pending"), unlabelled)
+	kube := kubefake.NewClientset(member("g", 0).Obj(), unlabelled)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{GVR: "PodGroupList"},
 		toUnstructured(t, newPodGroup("g", 2)), toUnstructured(t, newPodGroup("idle", 2)))
 	f := jobframework.Informers{
@@ -625,7 +602,7 @@ func TestWatch(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"ns/g": 2, "ns/idle": 1}, snapshot()); diff != "" {
 		t.Errorf("enqueued at start, by key (-want +got):\n%s", diff)
 	}
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, member("new", 0, "pending"), metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, member("new", 0).Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := kube.CoreV1().Pods(ns).Delete(ctx, "g-0", metav1.DeleteOptions{}); err != nil {

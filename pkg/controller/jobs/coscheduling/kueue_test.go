@@ -5,34 +5,25 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
 // TestGroupsKueueTopology proves that a scheduler-plugins PodGroup's mirror takes Kueue's
 // TAS annotations of its pods (the oldest lockstep member's) as its topology, unless the
 // PodGroup carries lockstep's own topology annotations or Kueue manages the pods.
 func TestGroupsKueueTopology(t *testing.T) {
-	const hostKey = "kubernetes.io/hostname"
-	required := func(key string) v1alpha1.TopologyConstraint {
-		return v1alpha1.TopologyConstraint{Key: key, Mode: v1alpha1.TopologyRequired}
+	rackAndSlices := func(p *st.PodWrapper) *st.PodWrapper {
+		return p.Annotation(filing.KueuePodSetRequiredTopologyAnnotation, lt.RackKey).
+			Annotation(filing.KueuePodSetSliceRequiredTopologyAnnotation, lt.HostKey).Annotation(filing.KueuePodSetSliceSizeAnnotation, "2")
 	}
-	annotated := func(p *v1.Pod, kv ...string) *v1.Pod {
-		p.Annotations = map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			p.Annotations[kv[i]] = kv[i+1]
-		}
-		return p
-	}
-	rackAndSlices := func(p *v1.Pod) *v1.Pod {
-		return annotated(p, podgroup.KueuePodSetRequiredTopologyAnnotation, rackKey,
-			podgroup.KueuePodSetSliceRequiredTopologyAnnotation, hostKey, podgroup.KueuePodSetSliceSizeAnnotation, "2")
-	}
-	slice2 := v1alpha1.TopologyConstraint{Key: hostKey, Mode: v1alpha1.TopologyRequired, SliceSize: func() *int32 { n := int32(2); return &n }()}
+	slice2 := lt.Slices(lt.HostKey, 2)
 	tests := []struct {
 		name         string
 		pg           func() *podGroup
@@ -41,38 +32,30 @@ func TestGroupsKueueTopology(t *testing.T) {
 		wantProblems []string
 	}{
 		{name: "Kueue's required and slices on the pods", pg: func() *podGroup { return newPodGroup("g", 4) },
-			pods: []*v1.Pod{rackAndSlices(member("g", 0, "pending")), rackAndSlices(member("g", 1, "pending"))},
-			want: []v1alpha1.TopologyConstraint{required(rackKey), slice2}},
+			pods: []*v1.Pod{rackAndSlices(member("g", 0)).Obj(), rackAndSlices(member("g", 1)).Obj()},
+			want: []v1alpha1.TopologyConstraint{lt.Required(lt.RackKey), slice2}},
 		{name: "read from the oldest lockstep member", pg: func() *podGroup { return newPodGroup("g", 4) },
-			pods: []*v1.Pod{member("g", 1, "pending"), annotated(member("g", 0, "pending"), podgroup.KueuePodSetPreferredTopologyAnnotation, zoneKey)},
-			want: []v1alpha1.TopologyConstraint{{Key: zoneKey, Mode: v1alpha1.TopologyPreferred}}},
+			pods: []*v1.Pod{member("g", 1).Obj(), member("g", 0).Annotation(filing.KueuePodSetPreferredTopologyAnnotation, lt.ZoneKey).Obj()},
+			want: []v1alpha1.TopologyConstraint{lt.Preferred(lt.ZoneKey)}},
 		{name: "lockstep's annotations on the PodGroup win", pg: func() *podGroup {
 			pg := newPodGroup("g", 4)
-			pg.Annotations = map[string]string{v1alpha1.JobTopologyRequiredAnnotation: zoneKey}
+			pg.Annotations = map[string]string{v1alpha1.JobTopologyRequiredAnnotation: lt.ZoneKey}
 			return pg
-		}, pods: []*v1.Pod{rackAndSlices(member("g", 0, "pending"))}, want: []v1alpha1.TopologyConstraint{required(zoneKey)}},
+		}, pods: []*v1.Pod{rackAndSlices(member("g", 0)).Obj()}, want: []v1alpha1.TopologyConstraint{lt.Required(lt.ZoneKey)}},
 		{name: "queue-name label on the pod: Kueue's", pg: func() *podGroup { return newPodGroup("g", 4) },
-			pods: []*v1.Pod{func() *v1.Pod {
-				p := rackAndSlices(member("g", 0, "pending"))
-				p.Labels[podgroup.KueueQueueNameLabel] = "q"
-				return p
-			}()}},
+			pods: []*v1.Pod{rackAndSlices(member("g", 0)).Label(filing.KueueQueueNameLabel, "q").Obj()}},
 		{name: "queue-name label on the PodGroup: Kueue's", pg: func() *podGroup {
 			pg := newPodGroup("g", 4)
-			pg.Labels = map[string]string{podgroup.KueueQueueNameLabel: "q"}
+			pg.Labels = map[string]string{filing.KueueQueueNameLabel: "q"}
 			return pg
-		}, pods: []*v1.Pod{rackAndSlices(member("g", 0, "pending"))}},
+		}, pods: []*v1.Pod{rackAndSlices(member("g", 0)).Obj()}},
 		{name: "Kueue's topology gate on the pod", pg: func() *podGroup { return newPodGroup("g", 4) },
-			pods: []*v1.Pod{func() *v1.Pod {
-				p := rackAndSlices(member("g", 0, "pending"))
-				p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: podgroup.KueueTopologySchedulingGate}}
-				return p
-			}()}},
+			pods: []*v1.Pod{rackAndSlices(member("g", 0)).SchedulingGates([]string{filing.KueueTopologySchedulingGate}).Obj()}},
 		{name: "slice larger than minMember: a problem, the slice ignored", pg: func() *podGroup { return newPodGroup("g", 1) },
-			pods: []*v1.Pod{rackAndSlices(member("g", 0, "pending"))}, want: []v1alpha1.TopologyConstraint{required(rackKey)},
+			pods: []*v1.Pod{rackAndSlices(member("g", 0)).Obj()}, want: []v1alpha1.TopologyConstraint{lt.Required(lt.RackKey)},
 			wantProblems: []string{`podset-slice-size="2" exceeds the 1 pods`}},
 		{name: "malformed: a problem, no constraint", pg: func() *podGroup { return newPodGroup("g", 2) },
-			pods:         []*v1.Pod{annotated(member("g", 0, "pending"), podgroup.KueuePodSetRequiredTopologyAnnotation, "not a key")},
+			pods:         []*v1.Pod{member("g", 0).Annotation(filing.KueuePodSetRequiredTopologyAnnotation, "not a key").Obj()},
 			wantProblems: []string{`podset-required-topology="not a key" is not a label key`}},
 	}
 	for _, tc := range tests {

@@ -8,53 +8,42 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
-const (
-	ns            = "ns"
-	testScheduler = "lockstep-scheduler"
-)
+const ns = "ns"
 
-// epoch is when the test's objects are created; pods are created a second apart after it.
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// member returns pod <group>-<i> of the lockstep profile, labelled for PodGroup group,
-// created i seconds after epoch and controlled by Job "<group>-job", in state: "pending"
-// (not bound), "bound" (bound, not running yet), "running", "succeeded" or "failed".
-func member(group string, i int, state string) *v1.Pod {
-	name := fmt.Sprintf("%s-%d", group, i)
-	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(name),
-			Labels:            map[string]string{Label: group},
-			CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(i) * time.Second)),
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: group + "-job",
-				UID: types.UID("uid-" + group + "-job"), Controller: ptr.To(true)}}},
-		Spec:   v1.PodSpec{SchedulerName: testScheduler},
-		Status: v1.PodStatus{Phase: v1.PodPending},
-	}
-	switch state {
-	case "pending":
-	case "bound":
-		p.Spec.NodeName = "n1"
-	case "running":
-		p.Spec.NodeName, p.Status.Phase = "n1", v1.PodRunning
-	case "succeeded":
-		p.Spec.NodeName, p.Status.Phase = "n1", v1.PodSucceeded
-	case "failed":
-		p.Spec.NodeName, p.Status.Phase = "n1", v1.PodFailed
-	default:
-		panic("unknown pod state " + state)
-	}
-	return p
+// member returns pending pod <group>-<i> of lockstep's profile, labelled for
+// scheduler-plugins PodGroup group (not for a lockstep PodGroup), created i seconds after
+// lt.Epoch and controlled by Job "<group>-job".
+func member(group string, i int) *st.PodWrapper {
+	p := lt.GroupPod(ns, fmt.Sprintf("%s-%d", group, i), "").Label(Label, group).Phase(v1.PodPending).
+		CreationTimestamp(metav1.NewTime(lt.Epoch.Add(time.Duration(i) * time.Second)))
+	return lt.ControlledBy(p, "batch/v1", "Job", group+"-job", "uid-"+group+"-job")
 }
 
-// members returns a pod of PodGroup group in each of states (see member).
+// members returns member i of PodGroup group in states[i]: "pending" (not bound), "bound"
+// (bound, not running yet), "running", "succeeded" or "failed".
 func members(group string, states ...string) []*v1.Pod {
 	out := make([]*v1.Pod, len(states))
-	for i, s := range states {
-		out[i] = member(group, i, s)
+	for i, state := range states {
+		p := member(group, i)
+		switch state {
+		case "pending":
+		case "bound":
+			p.Node("n1")
+		case "running":
+			p.Node("n1").Phase(v1.PodRunning)
+		case "succeeded":
+			p.Node("n1").Phase(v1.PodSucceeded)
+		case "failed":
+			p.Node("n1").Phase(v1.PodFailed)
+		default:
+			panic("unknown pod state " + state)
+		}
+		out[i] = p.Obj()
 	}
 	return out
 }
@@ -67,8 +56,8 @@ func members(group string, states ...string) []*v1.Pod {
 // succeeded (before Failed); Finished and Failed are final; back to Pending when pods go;
 // minMember 0 counts as 1; scheduleStartTime is set when the group leaves Pending, once.
 func TestStatusOf(t *testing.T) {
-	now := metav1.NewTime(epoch.Add(time.Hour))
-	start := metav1.NewTime(epoch.Add(time.Minute))
+	now := metav1.NewTime(lt.Epoch.Add(time.Hour))
+	start := metav1.NewTime(lt.Epoch.Add(time.Minute))
 	const occ = "ns/g-job" // the owner of members of "g"
 	tests := []struct {
 		name      string
@@ -208,7 +197,7 @@ func TestStatusOf(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pg := &podGroup{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g", CreationTimestamp: metav1.NewTime(epoch)},
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g", CreationTimestamp: metav1.NewTime(lt.Epoch)},
 				Spec:       podGroupSpec{MinMember: tc.minMember},
 				Status:     tc.status,
 			}
@@ -251,7 +240,7 @@ func TestStatusOfFollowsAGroup(t *testing.T) {
 	}
 	var started metav1.Time
 	for i, s := range steps {
-		now := metav1.NewTime(epoch.Add(time.Duration(i) * time.Minute))
+		now := metav1.NewTime(lt.Epoch.Add(time.Duration(i) * time.Minute))
 		pg.Status = statusOf(pg, members("g", s.pods...), now)
 		if pg.Status.Phase != s.wantPhase {
 			t.Fatalf("step %d (pods %v): phase %q, want %q", i, s.pods, pg.Status.Phase, s.wantPhase)

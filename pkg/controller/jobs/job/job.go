@@ -1,5 +1,5 @@
 // Package job is the workload framework's adapter for batch/v1 Jobs (KEP-5547 semantics): a
-// Job that gets a gang (podgroup.GangForJob) gets a Workload with one PodGroupTemplate and
+// Job that gets a gang (filing.GangForJob) gets a Workload with one PodGroupTemplate and
 // one PodGroup, both named after the Job, whose minCount follows the Job's parallelism. The
 // Job's pods join the PodGroup through their owner reference.
 package job
@@ -16,7 +16,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // Adapter is the Job adapter.
@@ -63,13 +63,13 @@ func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
 // minCount keeps following parallelism.
 func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup, schedulerNames sets.Set[string]) (*jobframework.Groups, []string) {
 	job := obj.(*batchv1.Job)
-	gang, problems := podgroup.GangForJob(job, schedulerNames)
+	gang, problems := filing.GangForJob(job, schedulerNames)
 	if gang == nil {
 		if len(existing) == 0 {
 			return nil, problems
 		}
 		pg := existing[0]
-		gang = &podgroup.JobGang{Name: pg.Name, MinCount: max(ptr.Deref(job.Spec.Parallelism, 1), 1)}
+		gang = &filing.JobGang{Name: pg.Name, MinCount: max(ptr.Deref(job.Spec.Parallelism, 1), 1)}
 		if pg.Spec.SchedulingConstraints != nil {
 			gang.Topology = pg.Spec.SchedulingConstraints.Topology
 		}
@@ -78,7 +78,7 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 	}
 	g := jobframework.Group{
 		Name:              gang.Name,
-		Template:          podgroup.JobTemplateName,
+		Template:          filing.JobTemplateName,
 		Min:               gang.MinCount,
 		Topology:          gang.Topology,
 		PriorityClassName: job.Spec.Template.Spec.PriorityClassName,
@@ -86,7 +86,7 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 	return &jobframework.Groups{
 		Workload: gang.Name,
 		Spec: v1alpha1.WorkloadSpec{PodGroupTemplates: []v1alpha1.PodGroupTemplate{{
-			Name:                  podgroup.JobTemplateName,
+			Name:                  filing.JobTemplateName,
 			SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min}},
 			SchedulingConstraints: g.Constraints(),
 			PriorityClassName:     g.PriorityClassName,
@@ -98,7 +98,7 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 
 // GroupOfJob implements jobframework.Adapter: a Job that gets a gang by its own spec.
 func (a *Adapter) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (string, bool) {
-	if gang, _ := podgroup.GangForJob(job, schedulerNames); gang != nil {
+	if gang, _ := filing.GangForJob(job, schedulerNames); gang != nil {
 		return gang.Name, true
 	}
 	return "", false

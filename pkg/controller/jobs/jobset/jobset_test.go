@@ -2,7 +2,6 @@ package jobset
 
 import (
 	"context"
-	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,26 +20,18 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
 // childJob returns the Job the JobSet controller runs for index of rj: controller-owned by
 // js, labelled with the ReplicatedJob, index and restart attempt, with rj's Job spec.
 func childJob(js *jobSet, rj replicatedJob, index, attempt int) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: js.Namespace,
-			Name:      js.Name + "-" + rj.Name + "-" + strconv.Itoa(index),
-			Labels: map[string]string{
-				LabelJobSetName:     js.Name,
-				LabelReplicatedJob:  rj.Name,
-				LabelJobIndex:       strconv.Itoa(index),
-				LabelRestartAttempt: strconv.Itoa(attempt),
-			},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: js.Name, UID: js.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
-		},
-		Spec: *rj.Template.Spec.DeepCopy(),
-	}
+	j := lt.MakeJob().Namespace(js.Namespace).Name(js.Name+"-"+rj.Name+"-"+strconv.Itoa(index)).
+		Label(LabelJobSetName, js.Name).Label(LabelReplicatedJob, rj.Name).
+		Label(LabelJobIndex, strconv.Itoa(index)).Label(LabelRestartAttempt, strconv.Itoa(attempt)).
+		Owner("jobset.x-k8s.io/v1alpha2", "JobSet", js.Name, string(js.UID))
+	j.Spec = *rj.Template.Spec.DeepCopy() // the JobSet controller's copy of the template
+	return j.Obj()
 }
 
 // toUnstructured is the JobSet as the dynamic client serves it.
@@ -140,8 +130,7 @@ func TestGroupOfJobIsTreesPodGroup(t *testing.T) {
 							}
 							filed.Insert(name)
 							// A reader of pods alone (kubectl lockstep) finds the same PodGroup.
-							pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(job.Labels)}}
-							pod.Labels[LabelJobSetUID] = string(js.UID)
+							pod := lt.MakePod().Labels(job.Labels).Label(LabelJobSetUID, string(js.UID)).Obj()
 							if got, ok := PodGroupOfPod(pod); !ok || got != pgs[i].Name {
 								t.Errorf("PodGroupOfPod(pod of Job %s, attempt %d) = %q, %v; want %q", job.Name, attempt, got, ok, pgs[i].Name)
 							}

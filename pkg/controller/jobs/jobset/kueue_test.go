@@ -11,7 +11,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 const (
@@ -143,11 +143,11 @@ func TestTreeOfKueue(t *testing.T) {
 	}
 	exclusive := v1alpha1.TopologyConstraint{Key: rackKey, Mode: v1alpha1.TopologyRequired, Exclusive: true}
 	const (
-		req    = podgroup.KueuePodSetRequiredTopologyAnnotation
-		pref   = podgroup.KueuePodSetPreferredTopologyAnnotation
-		slice  = podgroup.KueuePodSetSliceRequiredTopologyAnnotation
-		size   = podgroup.KueuePodSetSliceSizeAnnotation
-		member = podgroup.KueuePodSetGroupNameAnnotation
+		req    = filing.KueuePodSetRequiredTopologyAnnotation
+		pref   = filing.KueuePodSetPreferredTopologyAnnotation
+		slice  = filing.KueuePodSetSliceRequiredTopologyAnnotation
+		size   = filing.KueuePodSetSliceSizeAnnotation
+		member = filing.KueuePodSetGroupNameAnnotation
 	)
 	// podGroupsOf returns the topology of each PodGroup under a ReplicatedJob's composite.
 	podGroupsOf := func(t *testing.T, g *jobframework.Groups, n names, rj string, want int) [][]v1alpha1.TopologyConstraint {
@@ -204,7 +204,7 @@ func TestTreeOfKueue(t *testing.T) {
 		{
 			name: "unconstrained: no constraint anywhere",
 			js: func() *jobSet {
-				return newJobSet("unc", kueueRJob("workers", 2, 2, podgroup.KueuePodSetUnconstrainedTopologyAnnotation, "true"))
+				return newJobSet("unc", kueueRJob("workers", 2, 2, filing.KueuePodSetUnconstrainedTopologyAnnotation, "true"))
 			},
 			check: func(t *testing.T, js *jobSet, g *jobframework.Groups, n names) { noConstraintsBut(t, g) },
 		},
@@ -541,7 +541,7 @@ func TestTreeOfKueue(t *testing.T) {
 				js := newJobSet("kueued",
 					kueueRJob("leader", 1, 1, req, rackKey, member, "lw"),
 					kueueRJob("workers", 2, 4, req, rackKey, member, "lw", slice, hostKey, size, "2"))
-				js.Labels = map[string]string{podgroup.KueueQueueNameLabel: "user-queue"}
+				js.Labels = map[string]string{filing.KueueQueueNameLabel: "user-queue"}
 				return js
 			},
 			check: func(t *testing.T, js *jobSet, g *jobframework.Groups, n names) {
@@ -555,7 +555,7 @@ func TestTreeOfKueue(t *testing.T) {
 			name: "Kueue's topology gate on a pod template: that ReplicatedJob is not read",
 			js: func() *jobSet {
 				gated := kueueRJob("gated", 1, 2, req, rackKey)
-				gated.Template.Spec.Template.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: podgroup.KueueTopologySchedulingGate}}
+				gated.Template.Spec.Template.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: filing.KueueTopologySchedulingGate}}
 				return newJobSet("gate", gated, kueueRJob("free", 1, 2, req, blockKey))
 			},
 			check: func(t *testing.T, js *jobSet, g *jobframework.Groups, n names) {
@@ -654,8 +654,8 @@ func TestTreeOfKueue(t *testing.T) {
 // attempt like every other group, and that checkKueueTree's invariants hold across attempts.
 func TestTreeOfKueueRestarts(t *testing.T) {
 	js := newJobSet("lws",
-		kueueRJob("leader", 1, 1, podgroup.KueuePodSetRequiredTopologyAnnotation, rackKey, podgroup.KueuePodSetGroupNameAnnotation, "lw"),
-		kueueRJob("workers", 2, 2, podgroup.KueuePodSetRequiredTopologyAnnotation, rackKey, podgroup.KueuePodSetGroupNameAnnotation, "lw"))
+		kueueRJob("leader", 1, 1, filing.KueuePodSetRequiredTopologyAnnotation, rackKey, filing.KueuePodSetGroupNameAnnotation, "lw"),
+		kueueRJob("workers", 2, 2, filing.KueuePodSetRequiredTopologyAnnotation, rackKey, filing.KueuePodSetGroupNameAnnotation, "lw"))
 	seen := sets.New[string]()
 	for attempt := int32(0); attempt < 3; attempt++ {
 		js.Status.Restarts = attempt

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // The tree of a JobSet:
@@ -51,12 +51,12 @@ type names struct {
 // of is a group name: prefix, cut to fit, and a hash of the JobSet's UID, the attempt and the
 // whole prefix, so that names never collide across JobSets, attempts or long prefixes.
 func (n names) of(prefix string) string {
-	return podgroup.JobGroupName(prefix, types.UID(fmt.Sprintf("%s/%d/%s", n.uid, n.attempt, prefix)))
+	return filing.JobGroupName(prefix, types.UID(fmt.Sprintf("%s/%d/%s", n.uid, n.attempt, prefix)))
 }
 
-func (n names) workload() string { return podgroup.JobGroupName(n.jobSet, n.uid) }
+func (n names) workload() string { return filing.JobGroupName(n.jobSet, n.uid) }
 func (n names) stage(first string) string {
-	return podgroup.JobGroupName(n.jobSet+"-"+first+"-stage", types.UID(fmt.Sprintf("%s/%d/stage/%s", n.uid, n.attempt, first)))
+	return filing.JobGroupName(n.jobSet+"-"+first+"-stage", types.UID(fmt.Sprintf("%s/%d/stage/%s", n.uid, n.attempt, first)))
 }
 func (n names) replicatedJob(rj string) string { return n.of(n.jobSet + "-" + rj) }
 func (n names) podGroup(rj, index string) string {
@@ -66,7 +66,7 @@ func (n names) podGroup(rj, index string) string {
 // group is the name of stage si's CompositePodGroup of a Kueue podset group: hashed apart
 // from the same group name in other stages and from a ReplicatedJob named "group-<name>".
 func (n names) group(si int, name string) string {
-	return podgroup.JobGroupName(n.jobSet+"-group-"+name, types.UID(fmt.Sprintf("%s/%d/group/%d/%s", n.uid, n.attempt, si, name)))
+	return filing.JobGroupName(n.jobSet+"-group-"+name, types.UID(fmt.Sprintf("%s/%d/group/%d/%s", n.uid, n.attempt, si, name)))
 }
 
 // stagesOf splits the ReplicatedJobs into stages, in start order.
@@ -117,11 +117,11 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 	if len(ours) == 0 {
 		return nil, problems
 	}
-	rootTopology, bad := podgroup.TopologyFromAnnotations(js.Annotations)
+	rootTopology, bad := filing.TopologyFromAnnotations(js.Annotations)
 	problems = append(problems, bad...)
 	var exclusive []v1alpha1.TopologyConstraint
 	if key, ok := js.Annotations[AnnotationExclusiveTopology]; ok {
-		if c, bad := podgroup.TopologyFromAnnotations(map[string]string{v1alpha1.JobTopologyRequiredAnnotation: key}); len(bad) > 0 {
+		if c, bad := filing.TopologyFromAnnotations(map[string]string{v1alpha1.JobTopologyRequiredAnnotation: key}); len(bad) > 0 {
 			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a label key; ignored", AnnotationExclusiveTopology, key))
 		} else {
 			c[0].Exclusive = true
@@ -210,7 +210,7 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 // placed is a ReplicatedJob with the topology its annotations ask for.
 type placed struct {
 	rjob     replicatedJob
-	topology podgroup.KueueTopology
+	topology filing.KueueTopology
 }
 
 // unit is what a stage root's child is: one ReplicatedJob, or the ReplicatedJobs of one
@@ -232,7 +232,7 @@ func unitsOf(js *jobSet, stage []replicatedJob) ([]unit, []string) {
 		replicas := max(rj.Replicas, 1)
 		// A slice is a whole child Job unless slice-size says otherwise (KEP-2724's default
 		// for JobSet).
-		kt, bad := podgroup.PodSetTopology(rj.Template.Annotations, js.Labels, &rj.Template.Spec.Template, replicas*podsOf(rj), podsOf(rj))
+		kt, bad := filing.PodSetTopology(rj.Template.Annotations, js.Labels, &rj.Template.Spec.Template, replicas*podsOf(rj), podsOf(rj))
 		problems = append(problems, bad...)
 		if kt.GroupName != "" && len(validation.IsDNS1123Label("group-"+kt.GroupName)) > 0 {
 			// The group's CompositePodGroup and template are named for it.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 const (
@@ -223,8 +223,8 @@ func TestTreeOf(t *testing.T) {
 					{Name: n.podGroup("workers", "0"), Parent: n.replicatedJob("workers"), Template: "job", Min: 4},
 					{Name: n.podGroup("workers", "1"), Parent: n.replicatedJob("workers"), Template: "job", Min: 4},
 				}
-				if g.Workload != podgroup.JobGroupName(js.Name, js.UID) {
-					t.Errorf("Workload = %q, want %q", g.Workload, podgroup.JobGroupName(js.Name, js.UID))
+				if g.Workload != filing.JobGroupName(js.Name, js.UID) {
+					t.Errorf("Workload = %q, want %q", g.Workload, filing.JobGroupName(js.Name, js.UID))
 				}
 				if diff := cmp.Diff(wantComposites, g.Composites); diff != "" {
 					t.Errorf("Composites (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package podgroup
+package filing
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package podgroup
+package filing
 
 import (
 	"strings"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
 const (
@@ -19,42 +20,13 @@ const (
 	kueueHost  = "kubernetes.io/hostname"
 )
 
-// withTemplateAnnotations sets the pod template's annotations of a Job.
-func withTemplateAnnotations(j *batchv1.Job, kv ...string) *batchv1.Job {
-	if j.Spec.Template.Annotations == nil {
-		j.Spec.Template.Annotations = map[string]string{}
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		j.Spec.Template.Annotations[kv[i]] = kv[i+1]
-	}
-	return j
-}
-
-// nonIndexedJob returns a Job of parallelism n that KEP-5547's rule alone does not make a
-// gang: NonIndexed, completions unset.
-func nonIndexedJob(name string, n int32, annotations map[string]string) *batchv1.Job {
-	j := indexedJob(name, n, annotations)
-	j.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
-	j.Spec.Completions = nil
-	return j
-}
-
 // TestGangForJobKueue proves how Kueue's TAS annotations on a Job's pod template shape its
 // gang: they are its topology (PodSet constraints, then the slice), they make a Job of
 // several pods a gang even when KEP-5547's rule would not, lockstep's own annotations and
 // the gang annotation win over them, and a Job Kueue manages is read for none of them.
 func TestGangForJobKueue(t *testing.T) {
-	names := sets.New(testScheduler)
+	names := sets.New(lt.SchedulerName)
 	name := JobGroupName("train", "uid-train")
-	required := func(key string) v1alpha1.TopologyConstraint {
-		return v1alpha1.TopologyConstraint{Key: key, Mode: v1alpha1.TopologyRequired}
-	}
-	preferred := func(key string) v1alpha1.TopologyConstraint {
-		return v1alpha1.TopologyConstraint{Key: key, Mode: v1alpha1.TopologyPreferred}
-	}
-	slice := func(key string, n int32) v1alpha1.TopologyConstraint {
-		return v1alpha1.TopologyConstraint{Key: key, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To(n)}
-	}
 	tests := []struct {
 		name string
 		job  func() *batchv1.Job
@@ -64,157 +36,135 @@ func TestGangForJobKueue(t *testing.T) {
 	}{
 		// The forms of Kueue's annotations, on an Indexed Job (a gang anyway).
 		{name: "required", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack)
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueRack)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)}}},
 		{name: "preferred", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, nil), KueuePodSetPreferredTopologyAnnotation, kueueRack)
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{preferred(kueueRack)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetPreferredTopologyAnnotation, kueueRack).Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Preferred(kueueRack)}}},
 		{name: "unconstrained: a gang by the Job's shape, no constraint", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, nil), KueuePodSetUnconstrainedTopologyAnnotation, "true")
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetUnconstrainedTopologyAnnotation, "true").Obj()
 		}, want: &JobGang{Name: name, MinCount: 4}},
 		{name: "required block, slices of 2 per host: PodSet constraint first, then the slice", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, nil),
-				KueuePodSetRequiredTopologyAnnotation, kueueBlock,
-				KueuePodSetSliceRequiredTopologyAnnotation, kueueHost, KueuePodSetSliceSizeAnnotation, "2")
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueBlock), slice(kueueHost, 2)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueBlock).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "2").Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueBlock), lt.Slices(kueueHost, 2)}}},
 		{name: "preferred block, slices of 4 per rack", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 8, nil),
-				KueuePodSetPreferredTopologyAnnotation, kueueBlock,
-				KueuePodSetSliceRequiredTopologyAnnotation, kueueRack, KueuePodSetSliceSizeAnnotation, "4")
-		}, want: &JobGang{Name: name, MinCount: 8, Topology: []v1alpha1.TopologyConstraint{preferred(kueueBlock), slice(kueueRack, 4)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(8).TemplateAnnotation(KueuePodSetPreferredTopologyAnnotation, kueueBlock).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueRack).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "4").Obj()
+		}, want: &JobGang{Name: name, MinCount: 8, Topology: []v1alpha1.TopologyConstraint{lt.Preferred(kueueBlock), lt.Slices(kueueRack, 4)}}},
 		{name: "slices alone", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 6, nil),
-				KueuePodSetSliceRequiredTopologyAnnotation, kueueHost, KueuePodSetSliceSizeAnnotation, "3")
-		}, want: &JobGang{Name: name, MinCount: 6, Topology: []v1alpha1.TopologyConstraint{slice(kueueHost, 3)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(6).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "3").Obj()
+		}, want: &JobGang{Name: name, MinCount: 6, Topology: []v1alpha1.TopologyConstraint{lt.Slices(kueueHost, 3)}}},
 		{name: "min-count and Kueue topology together", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, map[string]string{v1alpha1.JobMinCountAnnotation: "3"}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack)
-		}, want: &JobGang{Name: name, MinCount: 3, Topology: []v1alpha1.TopologyConstraint{required(kueueRack)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobMinCountAnnotation, "3").TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
+		}, want: &JobGang{Name: name, MinCount: 3, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)}}},
 
 		// Kueue's annotations make a gang of a Job the shape rule leaves alone.
 		{name: "non-indexed Job of parallelism 4 with a Kueue annotation: a gang", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack)
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueRack)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)}}},
 		{name: "non-indexed Job with slices only: a gang", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 4, nil),
-				KueuePodSetSliceRequiredTopologyAnnotation, kueueHost, KueuePodSetSliceSizeAnnotation, "2")
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{slice(kueueHost, 2)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "2").Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Slices(kueueHost, 2)}}},
 		{name: "Indexed Job with completions > parallelism and a Kueue annotation: a gang", job: func() *batchv1.Job {
-			j := withTemplateAnnotations(indexedJob("train", 4, nil), KueuePodSetPreferredTopologyAnnotation, kueueRack)
+			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetPreferredTopologyAnnotation, kueueRack).Obj()
 			j.Spec.Completions = ptr.To[int32](16)
 			return j
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{preferred(kueueRack)}}},
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Preferred(kueueRack)}}},
 		{name: "non-indexed Job with unconstrained only: not a gang (nothing asks for a group)", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 4, nil), KueuePodSetUnconstrainedTopologyAnnotation, "true")
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetUnconstrainedTopologyAnnotation, "true").Obj()
 		}},
 		{name: "parallelism 1 with a Kueue annotation: not a gang", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 1, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(1).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 		}},
 		{name: "parallelism unset with a Kueue annotation: not a gang", job: func() *batchv1.Job {
-			j := withTemplateAnnotations(nonIndexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			j := lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 			j.Spec.Parallelism = nil
 			return j
 		}},
 		{name: "parallelism 1 opted in: a gang of one with the Kueue topology", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 1, map[string]string{v1alpha1.JobGangAnnotation: "true"}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack)
-		}, want: &JobGang{Name: name, MinCount: 1, Topology: []v1alpha1.TopologyConstraint{required(kueueRack)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(1).Annotation(v1alpha1.JobGangAnnotation, "true").TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
+		}, want: &JobGang{Name: name, MinCount: 1, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)}}},
 		{name: "gang false wins over Kueue's annotations", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 4, map[string]string{v1alpha1.JobGangAnnotation: "false"}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).Annotation(v1alpha1.JobGangAnnotation, "false").TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 		}},
 		{name: "gang false wins on an Indexed Job with Kueue's annotations", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, map[string]string{v1alpha1.JobGangAnnotation: "false"}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack, KueuePodSetSliceRequiredTopologyAnnotation, kueueHost, KueuePodSetSliceSizeAnnotation, "2")
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobGangAnnotation, "false").TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "2").Obj()
 		}},
 		{name: "gang annotation not a boolean: Kueue's annotations still make the gang", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 4, map[string]string{v1alpha1.JobGangAnnotation: "maybe"}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack)
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueRack)}},
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).Annotation(v1alpha1.JobGangAnnotation, "maybe").TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)}},
 			problems: []string{`scheduling.lockstep.dev/gang="maybe" is not true or false`}},
 
 		// lockstep's own topology annotations on the Job win over Kueue's on the template.
 		{name: "lockstep's required on the Job wins over Kueue's", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, map[string]string{v1alpha1.JobTopologyRequiredAnnotation: kueueBlock}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack, KueuePodSetSliceRequiredTopologyAnnotation, kueueHost, KueuePodSetSliceSizeAnnotation, "2")
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueBlock)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobTopologyRequiredAnnotation, kueueBlock).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "2").Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueBlock)}}},
 		{name: "lockstep's preferred on the Job wins over Kueue's, on a Job Kueue's annotations make a gang", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 4, map[string]string{v1alpha1.JobTopologyPreferredAnnotation: kueueBlock}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack)
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{preferred(kueueBlock)}}},
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).Annotation(v1alpha1.JobTopologyPreferredAnnotation, kueueBlock).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Preferred(kueueBlock)}}},
 		{name: "lockstep's annotation invalid: a problem, and Kueue's are not read instead", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, map[string]string{v1alpha1.JobTopologyRequiredAnnotation: "not a key"}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobTopologyRequiredAnnotation, "not a key").TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 		}, want: &JobGang{Name: name, MinCount: 4}, problems: []string{`topology-required="not a key" is not a label key`}},
 		{name: "lockstep's own topology alone does not make a non-indexed Job a gang", job: func() *batchv1.Job {
-			return nonIndexedJob("train", 4, map[string]string{v1alpha1.JobTopologyRequiredAnnotation: kueueBlock})
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).Annotation(v1alpha1.JobTopologyRequiredAnnotation, kueueBlock).Obj()
 		}},
 
 		// Kueue manages the Job: none of its annotations are read, and they make no gang.
 		{name: "queue-name label on the Job", job: func() *batchv1.Job {
-			j := withTemplateAnnotations(nonIndexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			j := lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 			j.Labels = map[string]string{KueueQueueNameLabel: "user-queue"}
 			return j
 		}},
 		{name: "queue-name label on the pod template", job: func() *batchv1.Job {
-			j := withTemplateAnnotations(nonIndexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			j := lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 			j.Spec.Template.Labels = map[string]string{KueueQueueNameLabel: "user-queue"}
 			return j
 		}},
 		{name: "topology scheduling gate on the pod template", job: func() *batchv1.Job {
-			j := withTemplateAnnotations(nonIndexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			j := lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 			j.Spec.Template.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: KueueTopologySchedulingGate}}
 			return j
 		}},
 		{name: "Kueue-managed Indexed Job: still a gang by its shape, without Kueue's topology", job: func() *batchv1.Job {
-			j := withTemplateAnnotations(indexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack,
-				KueuePodSetSliceRequiredTopologyAnnotation, kueueHost, KueuePodSetSliceSizeAnnotation, "2")
+			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "2").Obj()
 			j.Labels = map[string]string{KueueQueueNameLabel: "user-queue"}
 			return j
 		}, want: &JobGang{Name: name, MinCount: 4}},
 		{name: "Kueue-managed Job keeps lockstep's own topology", job: func() *batchv1.Job {
-			j := withTemplateAnnotations(indexedJob("train", 4, map[string]string{v1alpha1.JobTopologyRequiredAnnotation: kueueBlock}),
-				KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobTopologyRequiredAnnotation, kueueBlock).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 			j.Spec.Template.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: KueueTopologySchedulingGate}}
 			return j
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueBlock)}}},
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueBlock)}}},
 		{name: "empty queue-name label: not Kueue's", job: func() *batchv1.Job {
-			j := withTemplateAnnotations(nonIndexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack)
+			j := lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).Obj()
 			j.Labels = map[string]string{KueueQueueNameLabel: ""}
 			return j
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueRack)}}},
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)}}},
 
 		// Malformed annotations: problems, the rest honoured.
 		{name: "required not a label key on an Indexed Job: a problem, no constraint", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, "not a key")
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, "not a key").Obj()
 		}, want: &JobGang{Name: name, MinCount: 4}, problems: []string{KueuePodSetRequiredTopologyAnnotation + `="not a key" is not a label key`}},
 		{name: "required not a label key on a non-indexed Job: no gang", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, "not a key")
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, "not a key").Obj()
 		}},
 		{name: "required and preferred: required wins, a problem", job: func() *batchv1.Job {
-			return withTemplateAnnotations(nonIndexedJob("train", 4, nil),
-				KueuePodSetRequiredTopologyAnnotation, kueueBlock, KueuePodSetPreferredTopologyAnnotation, kueueRack)
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueBlock)}},
+			return lt.MakeJob().Namespace("ns").Name("train").Parallelism(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueBlock).TemplateAnnotation(KueuePodSetPreferredTopologyAnnotation, kueueRack).Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueBlock)}},
 			problems: []string{KueuePodSetPreferredTopologyAnnotation + " cannot be combined with " + KueuePodSetRequiredTopologyAnnotation}},
 		{name: "slice size larger than the Job: slices ignored, a problem", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, nil), KueuePodSetRequiredTopologyAnnotation, kueueRack,
-				KueuePodSetSliceRequiredTopologyAnnotation, kueueHost, KueuePodSetSliceSizeAnnotation, "8")
-		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{required(kueueRack)}},
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, kueueRack).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "8").Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, Topology: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)}},
 			problems: []string{KueuePodSetSliceSizeAnnotation + `="8" exceeds the 4 pods of the pod set`}},
 		{name: "slice topology without size: a Job has no default, a problem", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, nil), KueuePodSetSliceRequiredTopologyAnnotation, kueueHost)
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).Obj()
 		}, want: &JobGang{Name: name, MinCount: 4},
 			problems: []string{KueuePodSetSliceRequiredTopologyAnnotation + " needs " + KueuePodSetSliceSizeAnnotation}},
 		{name: "slice size not a number", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, nil),
-				KueuePodSetSliceRequiredTopologyAnnotation, kueueHost, KueuePodSetSliceSizeAnnotation, "two")
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost).TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "two").Obj()
 		}, want: &JobGang{Name: name, MinCount: 4},
 			problems: []string{KueuePodSetSliceSizeAnnotation + `="two" is not a positive integer`}},
 		{name: "every annotation malformed: problems of each, no panic", job: func() *batchv1.Job {
-			return withTemplateAnnotations(indexedJob("train", 4, map[string]string{v1alpha1.JobMinCountAnnotation: "0"}),
-				KueuePodSetUnconstrainedTopologyAnnotation, "perhaps",
-				KueuePodSetSliceRequiredTopologyAnnotation, "", KueuePodSetSliceSizeAnnotation, "-1",
-				KueuePodSetGroupNameAnnotation, "7")
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobMinCountAnnotation, "0").TemplateAnnotation(KueuePodSetUnconstrainedTopologyAnnotation, "perhaps").TemplateAnnotation(KueuePodSetSliceRequiredTopologyAnnotation, "").TemplateAnnotation(KueuePodSetSliceSizeAnnotation, "-1").TemplateAnnotation(KueuePodSetGroupNameAnnotation, "7").Obj()
 		}, want: &JobGang{Name: name, MinCount: 4}, problems: []string{
 			`min-count="0" is not a positive integer`,
 			KueuePodSetUnconstrainedTopologyAnnotation + `="perhaps" is not true or false`,
@@ -244,9 +194,6 @@ func TestGangForJobKueue(t *testing.T) {
 // lockstep's annotations on the workload object, else Kueue's on the pod template unless
 // Kueue manages the workload; sizes are passed through to Kueue's rules.
 func TestPodSetTopology(t *testing.T) {
-	required := func(key string) v1alpha1.TopologyConstraint {
-		return v1alpha1.TopologyConstraint{Key: key, Mode: v1alpha1.TopologyRequired}
-	}
 	withKueue := func(kv ...string) *v1.PodTemplateSpec {
 		t := &v1.PodTemplateSpec{}
 		t.Annotations = map[string]string{}
@@ -271,14 +218,14 @@ func TestPodSetTopology(t *testing.T) {
 		{name: "nothing"},
 		{name: "no template, no own annotations", own: map[string]string{"example.com/x": "y"}},
 		{name: "own annotations, no template", own: map[string]string{v1alpha1.JobTopologyRequiredAnnotation: kueueBlock},
-			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{required(kueueBlock)}}},
+			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{lt.Required(kueueBlock)}}},
 		{name: "Kueue's annotations", tmpl: rackAndSlices(), size: 8,
-			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{required(kueueRack)},
-				Slice: &v1alpha1.TopologyConstraint{Key: kueueHost, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](2)}}},
+			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)},
+				Slice: ptr.To(lt.Slices(kueueHost, 2))}},
 		{name: "group name is kept", tmpl: withKueue(KueuePodSetPreferredTopologyAnnotation, kueueRack, KueuePodSetGroupNameAnnotation, "leader-workers"),
-			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{{Key: kueueRack, Mode: v1alpha1.TopologyPreferred}}, GroupName: "leader-workers"}},
+			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{lt.Preferred(kueueRack)}, GroupName: "leader-workers"}},
 		{name: "own annotations win over Kueue's", own: map[string]string{v1alpha1.JobTopologyRequiredAnnotation: kueueBlock}, tmpl: rackAndSlices(), size: 8,
-			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{required(kueueBlock)}}},
+			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{lt.Required(kueueBlock)}}},
 		{name: "own annotations invalid: their problem, Kueue's not read", own: map[string]string{v1alpha1.JobTopologyPreferredAnnotation: "bad key"},
 			tmpl: rackAndSlices(), size: 8, problems: []string{`topology-preferred="bad key" is not a label key`}},
 		{name: "queue-name on the workload", workloadLabels: map[string]string{KueueQueueNameLabel: "q"}, tmpl: rackAndSlices(), size: 8},
@@ -296,16 +243,16 @@ func TestPodSetTopology(t *testing.T) {
 			t := rackAndSlices()
 			t.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/wait"}}
 			return t
-		}(), size: 8, want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{required(kueueRack)},
-			Slice: &v1alpha1.TopologyConstraint{Key: kueueHost, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](2)}}},
+		}(), size: 8, want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)},
+			Slice: ptr.To(lt.Slices(kueueHost, 2))}},
 		{name: "Kueue-managed workload keeps lockstep's own annotations", own: map[string]string{v1alpha1.JobTopologyRequiredAnnotation: kueueBlock},
 			workloadLabels: map[string]string{KueueQueueNameLabel: "q"}, tmpl: rackAndSlices(), size: 8,
-			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{required(kueueBlock)}}},
+			want: KueueTopology{PodSet: []v1alpha1.TopologyConstraint{lt.Required(kueueBlock)}}},
 		{name: "pod set size is passed: a slice too large is a problem", tmpl: rackAndSlices(), size: 1,
-			want:     KueueTopology{PodSet: []v1alpha1.TopologyConstraint{required(kueueRack)}},
+			want:     KueueTopology{PodSet: []v1alpha1.TopologyConstraint{lt.Required(kueueRack)}},
 			problems: []string{`exceeds the 1 pods of the pod set`}},
 		{name: "slice size default is passed", tmpl: withKueue(KueuePodSetSliceRequiredTopologyAnnotation, kueueHost), size: 8, def: 4,
-			want: KueueTopology{Slice: &v1alpha1.TopologyConstraint{Key: kueueHost, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](4)}}},
+			want: KueueTopology{Slice: ptr.To(lt.Slices(kueueHost, 4))}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,7 +275,7 @@ func TestPodSetTopology(t *testing.T) {
 // TestKueueTopologyConstraints proves Constraints: the PodSet's constraints, then the slice,
 // on a copy (appending to it leaves the KueueTopology alone).
 func TestKueueTopologyConstraints(t *testing.T) {
-	s := &v1alpha1.TopologyConstraint{Key: kueueHost, Mode: v1alpha1.TopologyRequired, SliceSize: ptr.To[int32](2)}
+	s := ptr.To(lt.Slices(kueueHost, 2))
 	podSet := []v1alpha1.TopologyConstraint{{Key: kueueRack, Mode: v1alpha1.TopologyRequired}}
 	tests := []struct {
 		name string

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -18,7 +20,7 @@ import (
 var bg = klog.Background()
 
 func TestAdmit(t *testing.T) {
-	scheduled := pg("done", 3, "")
+	scheduled := lt.MakePodGroup().Namespace("ns").Name("done").Gang(3).Obj()
 	scheduled.Generation = 1
 	scheduled.Status.Conditions = []metav1.Condition{{Type: "PodGroupInitiallyScheduled", Status: metav1.ConditionTrue, ObservedGeneration: 1}}
 	tests := []struct {
@@ -30,21 +32,25 @@ func TestAdmit(t *testing.T) {
 		code     VerdictCode
 		contains string
 	}{
-		{name: "pod without group", pod: func() *v1.Pod { p := pod("x", 0, ""); p.Labels = nil; return p }(), code: NotMember},
-		{name: "pod of another scheduler", pod: func() *v1.Pod { p := pod("x", 0, ""); p.Spec.SchedulerName = "default-scheduler"; return p }(), code: NotMember},
-		{name: "member not seen by the model yet", pod: pod("a", 0, ""), unseen: true, code: Unseen, contains: "waiting for lockstep to observe pod a-0"},
-		{name: "group not created yet", pods: map[string]int{"a": 2}, pod: pod("a", 0, ""), code: MissingGroup,
+		{name: "pod without group", pod: func() *v1.Pod { p := lt.Member("ns", "x", 0).Obj(); p.Labels = nil; return p }(), code: NotMember},
+		{name: "pod of another scheduler", pod: func() *v1.Pod {
+			p := lt.Member("ns", "x", 0).Obj()
+			p.Spec.SchedulerName = "default-scheduler"
+			return p
+		}(), code: NotMember},
+		{name: "member not seen by the model yet", pod: lt.Member("ns", "a", 0).Obj(), unseen: true, code: Unseen, contains: "waiting for lockstep to observe pod a-0"},
+		{name: "group not created yet", pods: map[string]int{"a": 2}, pod: lt.Member("ns", "a", 0).Obj(), code: MissingGroup,
 			contains: `waiting for PodGroup "a" to be created`},
-		{name: "invalid hierarchy", objs: []any{pg("a", 2, "nope")}, pods: map[string]int{"a": 2}, pod: pod("a", 0, ""),
+		{name: "invalid hierarchy", objs: []any{lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("nope").Obj()}, pods: map[string]int{"a": 2}, pod: lt.Member("ns", "a", 0).Obj(),
 			code: Invalid, contains: `parent CompositePodGroup "nope" not found`},
-		{name: "too few pods", objs: []any{pg("a", 3, "")}, pods: map[string]int{"a": 2}, pod: pod("a", 0, ""),
+		{name: "too few pods", objs: []any{lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()}, pods: map[string]int{"a": 2}, pod: lt.Member("ns", "a", 0).Obj(),
 			code: WaitingForPods, contains: "2 of 3 pods exist"},
-		{name: "enough pods", objs: []any{pg("a", 3, "")}, pods: map[string]int{"a": 3}, pod: pod("a", 0, ""), code: Proceed},
-		{name: "sibling short of pods", objs: []any{cpg("job", 2, ""), pg("s0", 1, "job"), pg("s1", 2, "job")},
-			pods: map[string]int{"s0": 1, "s1": 1}, pod: pod("s0", 0, ""),
+		{name: "enough pods", objs: []any{lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()}, pods: map[string]int{"a": 3}, pod: lt.Member("ns", "a", 0).Obj(), code: Proceed},
+		{name: "sibling short of pods", objs: []any{lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).Obj(), lt.MakePodGroup().Namespace("ns").Name("s0").Gang(1).Parent("job").Obj(), lt.MakePodGroup().Namespace("ns").Name("s1").Gang(2).Parent("job").Obj()},
+			pods: map[string]int{"s0": 1, "s1": 1}, pod: lt.Member("ns", "s0", 0).Obj(),
 			code: WaitingForPods, contains: "parent job: 1 of 2 child groups ready"},
 		{name: "initially scheduled group: a replacement needs no siblings", objs: []any{scheduled},
-			pods: map[string]int{"done": 1}, pod: pod("done", 0, ""), code: Proceed},
+			pods: map[string]int{"done": 1}, pod: lt.Member("ns", "done", 0).Obj(), code: Proceed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +64,7 @@ func TestAdmit(t *testing.T) {
 			if !tc.unseen {
 				m.OnPod(nil, tc.pod)
 			}
-			v := m.Admit(bg, tc.pod)
+			v := m.Gate().Admit(bg, tc.pod)
 			if v.Code != tc.code || !strings.Contains(v.Message, tc.contains) {
 				t.Errorf("Admit = %v %q, want %v containing %q", v.Code, v.Message, tc.code, tc.contains)
 			}
@@ -72,9 +78,9 @@ func TestAdmit(t *testing.T) {
 // A pod held because the model had not seen it yet is activated when it does.
 func TestUnseenPodIsActivatedWhenSeen(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 1, ""))
-	p := pod("a", 0, "")
-	if v := m.Admit(bg, p); v.Code != Unseen {
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Obj())
+	p := lt.Member("ns", "a", 0).Obj()
+	if v := m.Gate().Admit(bg, p); v.Code != Unseen {
 		t.Fatalf("Admit = %v, want Unseen", v.Code)
 	}
 	m.OnPod(nil, p)
@@ -94,7 +100,7 @@ func contains(list []string, s string) bool {
 
 func TestGangOfThreeBindsTogether(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 3, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 	pods := addPods(m, "a", 4) // one pod more than minCount
 	rec.take()
 	if d := reservePermit(m, pods[0]); d.Allow || d.Timeout != time.Minute+permitGrace {
@@ -126,17 +132,17 @@ func TestGangOfThreeBindsTogether(t *testing.T) {
 // look complete.
 func TestDeletedWaiterIsNoGhost(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 3, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 	pods := addPods(m, "a", 3)
 	reservePermit(m, pods[0])
 	reservePermit(m, pods[1])
-	m.Fail(bg, pods[2], "0/1 nodes are available: 1 Insufficient cpu", testPolicy) // a-2 can never fit
+	m.Permits().Fail(bg, pods[2], "0/1 nodes are available: 1 Insufficient cpu", testPolicy) // a-2 can never fit
 	rec.take()
 	// a-0 is deleted; the scheduler rejects it and calls Unreserve with its assumed copy, and
 	// the model's own delete event comes after.
-	m.Unreserve(bg, assumed(pods[0], "n1"))
+	m.Permits().Unreserve(bg, assumed(pods[0], "n1"))
 	m.OnPodDelete(pods[0])
-	replacement := pod("a", 9, "")
+	replacement := lt.Member("ns", "a", 9).Obj()
 	m.OnPod(nil, replacement)
 	if d := reservePermit(m, replacement); d.Allow {
 		t.Fatalf("replacement allowed: two live pods for minCount 3")
@@ -153,21 +159,21 @@ func TestDeletedWaiterIsNoGhost(t *testing.T) {
 // new pods: no stale waiter, no panic; the waiter is released with a reason.
 func TestTreeRecreatedUnderAWaiter(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, cpg("job", 1, ""))
-	m.OnGroup(nil, pg("s0", 2, "job"))
+	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("s0").Gang(2).Parent("job").Obj())
 	pods := addPods(m, "s0", 2)
 	reservePermit(m, pods[0])
 	rec.take()
-	m.OnGroupDelete(cpg("job", 1, ""))
+	m.OnGroupDelete(lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj())
 	if _, _, rejected := rec.take(); !strings.Contains(rejected["s0-0"], "tree of PodGroup s0 changed") {
 		t.Errorf("waiter not released when its tree lost its root: %v", rejected)
 	}
-	m.Unreserve(bg, assumed(pods[0], "n1")) // the framework's Unreserve after the rejection
-	if len(m.Waiters()) != 0 {
-		t.Fatalf("stale waiters %v", m.Waiters())
+	m.Permits().Unreserve(bg, assumed(pods[0], "n1")) // the framework's Unreserve after the rejection
+	if len(m.Permits().Waiters()) != 0 {
+		t.Fatalf("stale waiters %v", m.Permits().Waiters())
 	}
-	m.OnGroup(nil, cpg("job", 1, ""))
-	more := []*v1.Pod{pod("s0", 5, ""), pod("s0", 6, "")}
+	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj())
+	more := []*v1.Pod{lt.Member("ns", "s0", 5).Obj(), lt.Member("ns", "s0", 6).Obj()}
 	for _, p := range more {
 		m.OnPod(nil, p)
 	}
@@ -181,11 +187,7 @@ func TestTreeRecreatedUnderAWaiter(t *testing.T) {
 // delete event not seen yet) is not counted by a concurrent Permit.
 func TestRejectedWaiterIsNotCounted(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 3, ""))
-	pods := addPods(m, "a", 3)
-	reservePermit(m, pods[0])
-	reservePermit(m, pods[1])
-	rec.take()
+	pods := gangWithWaiters(m, rec, "a", 3, 2)
 	rec.gone.Insert(pods[0].UID) // deleted: gone from the scheduler's cache
 	if d := reservePermit(m, pods[2]); d.Allow {
 		t.Fatalf("allowed with a deleted waiter counted")
@@ -195,10 +197,10 @@ func TestRejectedWaiterIsNotCounted(t *testing.T) {
 	}
 	// Bound members are checked too.
 	m2, _, rec2 := testModel(t)
-	m2.OnGroup(nil, pg("b", 2, ""))
-	bound := pod("b", 0, "n1")
+	m2.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Obj())
+	bound := lt.Member("ns", "b", 0).Node("n1").Obj()
 	m2.OnPod(nil, bound)
-	p := pod("b", 1, "")
+	p := lt.Member("ns", "b", 1).Obj()
 	m2.OnPod(nil, p)
 	rec2.gone.Insert(bound.UID)
 	if d := reservePermit(m2, p); d.Allow {
@@ -210,7 +212,7 @@ func TestRejectedWaiterIsNotCounted(t *testing.T) {
 // bind one by one; the group's minimum raised asks for the gang again.
 func TestScheduledGroupSchedulesReplacementsAlone(t *testing.T) {
 	m, _, _ := testModel(t)
-	g := pg("a", 4, "")
+	g := lt.MakePodGroup().Namespace("ns").Name("a").Gang(4).Obj()
 	m.OnGroup(nil, g)
 	pods := addPods(m, "a", 4)
 	for _, p := range pods {
@@ -223,9 +225,9 @@ func TestScheduledGroupSchedulesReplacementsAlone(t *testing.T) {
 	for _, p := range pods {
 		m.OnPodDelete(assumed(p, "n1"))
 	}
-	retry := pod("a", 7, "")
+	retry := lt.Member("ns", "a", 7).Obj()
 	m.OnPod(nil, retry)
-	if v := m.Admit(bg, retry); v.Code != Proceed {
+	if v := m.Gate().Admit(bg, retry); v.Code != Proceed {
 		t.Fatalf("Admit of a retry = %v %q, want Proceed", v.Code, v.Message)
 	}
 	if d := reservePermit(m, retry); !d.Allow {
@@ -236,9 +238,9 @@ func TestScheduledGroupSchedulesReplacementsAlone(t *testing.T) {
 	raised.Spec.SchedulingPolicy.Gang.MinCount = 6
 	raised.Generation = 2
 	m.OnGroup(g, raised)
-	extra := pod("a", 8, "")
+	extra := lt.Member("ns", "a", 8).Obj()
 	m.OnPod(nil, extra)
-	if v := m.Admit(bg, extra); v.Code != WaitingForPods {
+	if v := m.Gate().Admit(bg, extra); v.Code != WaitingForPods {
 		t.Errorf("Admit after minCount raised = %v, want WaitingForPods", v.Code)
 	}
 }
@@ -246,7 +248,7 @@ func TestScheduledGroupSchedulesReplacementsAlone(t *testing.T) {
 // minCount lowered while members wait: they are allowed at once.
 func TestMinCountLoweredAllowsWaiters(t *testing.T) {
 	m, _, rec := testModel(t)
-	g := pg("a", 3, "")
+	g := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()
 	m.OnGroup(nil, g)
 	pods := addPods(m, "a", 3)
 	reservePermit(m, pods[0])
@@ -265,11 +267,11 @@ func TestMinCountLoweredAllowsWaiters(t *testing.T) {
 // exists, they keep waiting and the replacement joins the attempt.
 func TestDeletedMemberReleasesWaitersOnlyWhenHopeless(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 3, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 	pods := addPods(m, "a", 3)
 	reservePermit(m, pods[0])
 	reservePermit(m, pods[1])
-	spare := pod("a", 9, "")
+	spare := lt.Member("ns", "a", 9).Obj()
 	m.OnPod(nil, spare)
 	rec.take()
 	m.OnPodDelete(pods[2])
@@ -281,7 +283,7 @@ func TestDeletedMemberReleasesWaitersOnlyWhenHopeless(t *testing.T) {
 	}
 
 	m2, _, rec2 := testModel(t)
-	m2.OnGroup(nil, pg("b", 3, ""))
+	m2.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(3).Obj())
 	pods = addPods(m2, "b", 3)
 	reservePermit(m2, pods[0])
 	reservePermit(m2, pods[1])
@@ -291,7 +293,7 @@ func TestDeletedMemberReleasesWaitersOnlyWhenHopeless(t *testing.T) {
 	if len(rejected) != 2 || !strings.Contains(rejected["b-0"], "2 of 3 pods exist") {
 		t.Fatalf("waiters released %v, want both, saying what the gang lacks", rejected)
 	}
-	if v := m2.Check(bg, pods[0]); v.Code == BackingOff {
+	if v := m2.Gate().Check(bg, pods[0]); v.Code == BackingOff {
 		t.Error("a tree short of pods backs off: no backoff is due")
 	}
 }
@@ -300,7 +302,7 @@ func TestDeletedMemberReleasesWaitersOnlyWhenHopeless(t *testing.T) {
 // timeout: every waiter is rejected together and the tree backs off.
 func TestDeadlineRejectsTheTree(t *testing.T) {
 	m, clk, rec := testModel(t)
-	g := pg("a", 3, "")
+	g := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()
 	g.Spec.ScheduleTimeoutSeconds = ptr.To[int32](7)
 	m.OnGroup(nil, g)
 	pods := addPods(m, "a", 3)
@@ -316,25 +318,21 @@ func TestDeadlineRejectsTheTree(t *testing.T) {
 	if len(rejected) != 2 || !strings.Contains(rejected["a-1"], "timed out after 7s waiting for the gang: 2 of 3 pods placed") {
 		t.Fatalf("rejected %v, want both waiters at the first one's deadline", rejected)
 	}
-	if len(m.Waiters()) != 0 {
-		t.Errorf("waiters left: %v", m.Waiters())
+	if len(m.Permits().Waiters()) != 0 {
+		t.Errorf("waiters left: %v", m.Permits().Waiters())
 	}
-	if v := m.Check(bg, pods[2]); v.Code != BackingOff {
+	if v := m.Gate().Check(bg, pods[2]); v.Code != BackingOff {
 		t.Errorf("Check after a timeout = %v, want BackingOff", v.Code)
 	}
-	if c, _ := m.Condition(PodGroupKey("ns", "a")); !strings.Contains(c.Message, "timed out") {
+	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); !strings.Contains(c.Message, "timed out") {
 		t.Errorf("condition %q, want the timeout", c.Message)
 	}
 }
 
 func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	m, clk, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 3, ""))
-	pods := addPods(m, "a", 3)
-	reservePermit(m, pods[0])
-	reservePermit(m, pods[1])
-	rec.take()
-	msg := m.Fail(bg, pods[2], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	pods := gangWithWaiters(m, rec, "a", 3, 2)
+	msg := m.Permits().Fail(bg, pods[2], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
 	want := "cannot fit: 2 of 3 pods placed; pod a-2: 0/1 nodes are available: 1 Insufficient cpu"
 	if msg != want {
 		t.Errorf("message %q, want %q", msg, want)
@@ -343,9 +341,9 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 		t.Errorf("rejected %v", rejected)
 	}
 	for _, p := range pods[:2] {
-		m.Unreserve(bg, assumed(p, "n1"))
+		m.Permits().Unreserve(bg, assumed(p, "n1"))
 	}
-	if v := m.Check(bg, pods[0]); v.Code != BackingOff {
+	if v := m.Gate().Check(bg, pods[0]); v.Code != BackingOff {
 		t.Errorf("Check during backoff = %v, want BackingOff", v.Code)
 	}
 	// With no news, the tree is retried when the backoff ends.
@@ -353,10 +351,10 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-0", "a-1", "a-2"}) {
 		t.Errorf("retry after backoff activates %v, want all 3 members", activated)
 	}
-	if v := m.Check(bg, pods[0]); v.Code != Proceed {
+	if v := m.Gate().Check(bg, pods[0]); v.Code != Proceed {
 		t.Errorf("Check after backoff = %v, want Proceed", v.Code)
 	}
-	if c, _ := m.Condition(PodGroupKey("ns", "a")); c.Message != want {
+	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); c.Message != want {
 		t.Errorf("condition %q, want the failure", c.Message)
 	}
 }
@@ -365,22 +363,24 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 // at once (no sooner than the retry floor after its failure).
 func TestNewsRetriesAFailedTreeNow(t *testing.T) {
 	news := map[string]func(m *Model){
-		"node added":           func(m *Model) { m.OnCapacity("node added") },
-		"bound pod deleted":    func(m *Model) { m.OnPodDelete(pod("other", 0, "n1")) },
-		"member created":       func(m *Model) { m.OnPod(nil, pod("a", 9, "")) },
-		"group edited":         func(m *Model) { m.OnGroup(pg("a", 3, ""), pg("a", 2, "")) },
+		"node added":        func(m *Model) { m.OnCapacity("node added") },
+		"bound pod deleted": func(m *Model) { m.OnPodDelete(lt.Member("ns", "other", 0).Node("n1").Obj()) },
+		"member created":    func(m *Model) { m.OnPod(nil, lt.Member("ns", "a", 9).Obj()) },
+		"group edited": func(m *Model) {
+			m.OnGroup(lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj(), lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+		},
 		"another group edited": nil,
 	}
 	for name, event := range news {
 		t.Run(name, func(t *testing.T) {
 			m, clk, rec := testModel(t)
-			m.OnGroup(nil, pg("a", 3, ""))
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 			pods := addPods(m, "a", 3)
-			m.Fail(bg, pods[0], "no room", testPolicy)
+			m.Permits().Fail(bg, pods[0], "no room", testPolicy)
 			rec.take()
 			clk.Step(2 * time.Second) // past the retry floor, well within the backoff
 			if event == nil {
-				m.OnGroup(nil, pg("unrelated", 1, ""))
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("unrelated").Gang(1).Obj())
 				if activated, _, _ := rec.take(); len(activated) != 0 {
 					t.Errorf("an unrelated change retried the tree: %v", activated)
 				}
@@ -392,16 +392,16 @@ func TestNewsRetriesAFailedTreeNow(t *testing.T) {
 			if !contains(activated, "a-0") || !contains(activated, "a-1") {
 				t.Errorf("activated %v, want the tree's members", activated)
 			}
-			if v := m.Check(bg, pods[0]); v.Code != Proceed {
+			if v := m.Gate().Check(bg, pods[0]); v.Code != Proceed {
 				t.Errorf("Check after news = %v %q, want Proceed", v.Code, v.Message)
 			}
 		})
 	}
 	// Within the retry floor, the retry waits for the floor.
 	m, clk, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 3, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 	pods := addPods(m, "a", 3)
-	m.Fail(bg, pods[0], "no room", testPolicy)
+	m.Permits().Fail(bg, pods[0], "no room", testPolicy)
 	rec.take()
 	m.OnCapacity("node added")
 	clk.Step(newsDelay)
@@ -414,28 +414,28 @@ func TestNewsRetriesAFailedTreeNow(t *testing.T) {
 	}
 	// The attempt news prompted fails at once (the scheduler's cache had not caught up): it
 	// backs off for the floor only, then the full backoff.
-	m.Fail(bg, pods[0], "no room", testPolicy)
-	if r := m.attempts.Round(PodGroupKey("ns", "a")); r.backoffUntil.Sub(clk.Now()) != DefaultRetryFloor {
+	m.Permits().Fail(bg, pods[0], "no room", testPolicy)
+	if r := m.permits.attempts.Round(PodGroupKey("ns", "a")); r.backoffUntil.Sub(clk.Now()) != DefaultRetryFloor {
 		t.Errorf("backoff after a failed retry prompted by news: %s, want the floor", r.backoffUntil.Sub(clk.Now()))
 	}
 	clk.Step(DefaultRetryFloor)
 	rec.take()
-	m.Fail(bg, pods[0], "no room", testPolicy)
-	if r := m.attempts.Round(PodGroupKey("ns", "a")); r.backoffUntil.Sub(clk.Now()) != testPolicy.Backoff {
+	m.Permits().Fail(bg, pods[0], "no room", testPolicy)
+	if r := m.permits.attempts.Round(PodGroupKey("ns", "a")); r.backoffUntil.Sub(clk.Now()) != testPolicy.Backoff {
 		t.Errorf("backoff after the next failure: %s, want the full backoff", r.backoffUntil.Sub(clk.Now()))
 	}
 }
 
 func TestFailKeepsGangThatCanStillBeReady(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 2, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
 	pods := addPods(m, "a", 3)
 	reservePermit(m, pods[0])
 	rec.take()
-	if msg := m.Fail(bg, pods[1], "no room", testPolicy); msg != "" {
+	if msg := m.Permits().Fail(bg, pods[1], "no room", testPolicy); msg != "" {
 		t.Errorf("failure %q, want none: a-0 and a-2 can still make minCount 2", msg)
 	}
-	m.Fail(bg, pods[2], "no room", testPolicy)
+	m.Permits().Fail(bg, pods[2], "no room", testPolicy)
 	if _, _, rejected := rec.take(); len(rejected) != 1 {
 		t.Errorf("rejected %v, want a-0 once two of three failed", rejected)
 	}
@@ -443,9 +443,9 @@ func TestFailKeepsGangThatCanStillBeReady(t *testing.T) {
 
 func TestFailInOneShardReleasesOnlyThatShard(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, cpg("job", 2, ""))
+	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).Obj())
 	for _, s := range []string{"s0", "s1", "s2"} {
-		m.OnGroup(nil, pg(s, 2, "job"))
+		m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(s).Gang(2).Parent("job").Obj())
 	}
 	s0, s1, s2 := addPods(m, "s0", 2), addPods(m, "s1", 2), addPods(m, "s2", 2)
 	for _, p := range []*v1.Pod{s0[0], s1[0], s2[0]} {
@@ -454,11 +454,11 @@ func TestFailInOneShardReleasesOnlyThatShard(t *testing.T) {
 		}
 	}
 	rec.take()
-	m.Fail(bg, s1[1], "no room", testPolicy)
+	m.Permits().Fail(bg, s1[1], "no room", testPolicy)
 	if _, _, rejected := rec.take(); len(rejected) != 1 || rejected["s1-0"] == "" {
 		t.Fatalf("rejected %v, want only s1-0", rejected)
 	}
-	if v := m.Check(bg, s0[1]); v.Code != Proceed {
+	if v := m.Gate().Check(bg, s0[1]); v.Code != Proceed {
 		t.Errorf("a shard failing backs the tree off: %v", v.Code)
 	}
 	if d := reservePermit(m, s0[1]); d.Allow {
@@ -476,18 +476,18 @@ func TestFailInOneShardReleasesOnlyThatShard(t *testing.T) {
 // says so (never True while a bind is in flight), and the member is retried alone.
 func TestPartialBindIsReported(t *testing.T) {
 	m, _, _ := testModel(t)
-	m.OnGroup(nil, pg("a", 3, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 	pods := addPods(m, "a", 3)
 	for _, p := range pods {
 		reservePermit(m, p)
 	}
-	if _, ok := m.Condition(PodGroupKey("ns", "a")); ok {
+	if _, ok := m.Gate().Condition(PodGroupKey("ns", "a")); ok {
 		t.Error("a condition while binds are in flight")
 	}
 	m.OnPod(pods[0], assumed(pods[0], "n1"))
 	m.OnPod(pods[1], assumed(pods[1], "n1"))
-	m.Unreserve(bg, assumed(pods[2], "n1")) // a webhook refused the binding
-	c, _ := m.Condition(PodGroupKey("ns", "a"))
+	m.Permits().Unreserve(bg, assumed(pods[2], "n1")) // a webhook refused the binding
+	c, _ := m.Gate().Condition(PodGroupKey("ns", "a"))
 	if c.Reason != "PartiallyBound" || !strings.Contains(c.Message, "partially bound: 2 of 3 pods bound") {
 		t.Fatalf("condition %+v, want PartiallyBound", c)
 	}
@@ -495,7 +495,7 @@ func TestPartialBindIsReported(t *testing.T) {
 		t.Fatalf("retry of the member that failed to bind: %+v, want allowed alone", d)
 	}
 	m.OnPod(pods[2], assumed(pods[2], "n1"))
-	if c, _ := m.Condition(PodGroupKey("ns", "a")); c.Reason != "Scheduled" {
+	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); c.Reason != "Scheduled" {
 		t.Errorf("condition %+v once all bound, want Scheduled", c)
 	}
 }
@@ -503,14 +503,14 @@ func TestPartialBindIsReported(t *testing.T) {
 // A restarted scheduler finds the group scheduled from its condition, and counts bound pods.
 func TestRestartRebuildsFromTheCluster(t *testing.T) {
 	m, _, _ := testModel(t)
-	g := pg("a", 2, "")
+	g := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
 	m.OnGroup(nil, g)
-	m.OnPod(nil, pod("a", 0, "n1"))
-	m.OnPod(nil, pod("a", 1, "n2"))
+	m.OnPod(nil, lt.Member("ns", "a", 0).Node("n1").Obj())
+	m.OnPod(nil, lt.Member("ns", "a", 1).Node("n2").Obj())
 	if !m.index.Get(PodGroupKey("ns", "a")).Scheduled() {
 		t.Error("a group whose minimum is bound is scheduled")
 	}
-	if c, _ := m.Condition(PodGroupKey("ns", "a")); c.Reason != "Scheduled" {
+	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); c.Reason != "Scheduled" {
 		t.Errorf("condition %+v, want Scheduled", c)
 	}
 }
@@ -523,19 +523,24 @@ func TestSortKeyUsesTheGroupsPriority(t *testing.T) {
 	pcs := factory.Scheduling().V1().PriorityClasses()
 	_ = pcs.Informer().GetStore().Add(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Value: 1000})
 	m.priorityLister = pcs.Lister()
-	prod := pg("prod", 1, "")
+	prod := lt.MakePodGroup().Namespace("ns").Name("prod").Gang(1).Obj()
 	prod.Spec.PriorityClassName = "prod"
 	m.OnGroup(nil, prod)
-	m.OnGroup(nil, pg("plain", 1, ""))
-	p1, p2 := pod("prod", 0, ""), pod("plain", 0, "")
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("plain").Gang(1).Obj())
+	p1, p2 := lt.Member("ns", "prod", 0).Obj(), lt.Member("ns", "plain", 0).Obj()
 	p2.Spec.Priority = ptr.To[int32](5)
 	m.OnPod(nil, p1)
 	m.OnPod(nil, p2)
-	if prio, _, _, ok := m.SortKey(p1); !ok || prio != 1000 {
-		t.Errorf("priority %d, want the group's 1000", prio)
+	for _, p := range []*v1.Pod{p1, p2} {
+		if v := m.Gate().Admit(bg, p); v.Code != Proceed {
+			t.Fatalf("%s: %v, want Proceed", p.Name, v)
+		}
 	}
-	if prio, _, _, ok := m.SortKey(p2); !ok || prio != 5 {
-		t.Errorf("priority %d, want the pod's 5", prio)
+	if k, ok := m.Gate().SortKey(p1); !ok || k.Priority != 1000 {
+		t.Errorf("priority %d, want the group's 1000", k.Priority)
+	}
+	if k, ok := m.Gate().SortKey(p2); !ok || k.Priority != 5 {
+		t.Errorf("priority %d, want the pod's 5", k.Priority)
 	}
 }
 
@@ -543,12 +548,12 @@ func TestSortKeyUsesTheGroupsPriority(t *testing.T) {
 // is gone); their tree keeps waiting for them.
 func TestNodeDeletedReleasesItsWaiters(t *testing.T) {
 	m, _, rec := testModel(t)
-	m.OnGroup(nil, pg("a", 3, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 	pods := addPods(m, "a", 3)
 	reservePermit(m, pods[0])
 	a := assumed(pods[1], "n2")
-	m.Reserve(bg, a, "n2")
-	m.Permit(bg, a, testPolicy)
+	m.Permits().Reserve(bg, a, "n2")
+	m.Permits().Permit(bg, a, testPolicy)
 	rec.take()
 	m.OnNodeDelete(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}})
 	activated, _, rejected := rec.take()
@@ -558,7 +563,7 @@ func TestNodeDeletedReleasesItsWaiters(t *testing.T) {
 	if !contains(activated, "a-1") {
 		t.Errorf("a-1 not retried: %v", activated)
 	}
-	if got := m.Waiters(); len(got) != 1 || got[0] != pods[0].UID {
+	if got := m.Permits().Waiters(); len(got) != 1 || got[0] != pods[0].UID {
 		t.Errorf("waiters %v, want a-0 still waiting", got)
 	}
 }
@@ -568,12 +573,12 @@ func TestNodeDeletedReleasesItsWaiters(t *testing.T) {
 // lose the room to one tried earlier.
 func TestNewsRetriesFailedTreesTogether(t *testing.T) {
 	m, clk, rec := testModel(t)
-	m.OnGroup(nil, pg("early", 2, ""))
-	m.OnGroup(nil, pg("late", 2, ""))
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("early").Gang(2).Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("late").Gang(2).Obj())
 	early, late := addPods(m, "early", 2), addPods(m, "late", 2)
-	m.Fail(bg, early[0], "no room", testPolicy)
+	m.Permits().Fail(bg, early[0], "no room", testPolicy)
 	clk.Step(800 * time.Millisecond)
-	m.Fail(bg, late[0], "no room", testPolicy)
+	m.Permits().Fail(bg, late[0], "no room", testPolicy)
 	rec.take()
 	clk.Step(400 * time.Millisecond) // early failed 1.2s ago, late 0.4s ago
 	m.OnCapacity("node added")
@@ -588,5 +593,145 @@ func TestNewsRetriesFailedTreesTogether(t *testing.T) {
 	activated, _, _ := rec.take()
 	if !cmp.Equal(activated, []string{"early-0", "early-1", "late-0", "late-1"}) || batches != 1 {
 		t.Errorf("activated %v in %d batches, want both trees in one", activated, batches)
+	}
+}
+
+// Issue #18 item 3: a member the framework rejects in memory while it waits (a preemption
+// taking it as a victim) stops counting before any other member of its tree can be allowed:
+// the member that completes the gang an instant later waits instead of binding short.
+func TestFrameworkRejectionStopsCountingAtOnce(t *testing.T) {
+	m, _, rec := testModel(t)
+	pods := gangWithWaiters(m, rec, "a", 3, 2)
+	if !m.Permits().Rejecting(bg, assumed(pods[0], "n1"), "preempted") {
+		t.Fatal("the model refused the preemption of a waiter")
+	}
+	if d := reservePermit(m, pods[2]); d.Allow {
+		t.Fatal("a-2 allowed while a-0, rejected by the framework, was counted")
+	}
+	if _, allowed, _ := rec.take(); len(allowed) != 0 {
+		t.Errorf("allowed %v, want none: the gang is short of a-0", allowed)
+	}
+	if got := len(m.Permits().Waiters()); got != 2 {
+		t.Errorf("%d waiters, want a-1 and a-2", got)
+	}
+	// The framework's Unreserve of a-0 follows; it changes nothing.
+	m.Permits().Unreserve(bg, assumed(pods[0], "n1"))
+	if got := len(m.Permits().Waiters()); got != 2 {
+		t.Errorf("%d waiters after the late Unreserve, want 2", got)
+	}
+}
+
+// A member the model allowed is not the framework's to reject any more: the rejection fails
+// (the preemptor deletes the pod instead), and the guard delivers the Allow.
+func TestRejectingAnAllowedMemberFails(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	pods := addPods(m, "a", 2)
+	reservePermit(m, pods[0])
+	if d := reservePermit(m, pods[1]); !d.Allow {
+		t.Fatal("the gang is whole: a-1 must be allowed")
+	}
+	if _, allowed, _ := rec.take(); len(allowed) != 1 || allowed[0] != "a-0" {
+		t.Fatalf("allowed %v, want a-0", allowed)
+	}
+	if m.Permits().Rejecting(bg, assumed(pods[0], "n1"), "preempted") {
+		t.Error("the framework may reject a-0 after the model allowed it: its gang would bind short")
+	}
+	wp := &fakeWaitingPod{pod: assumed(pods[0], "n1")}
+	guarded := guardedWaitingPod{WaitingPod: wp, g: guardedHandle{r: m.Permits(), plugin: "LockstepGang"}}
+	if guarded.Preempt("DefaultPreemption", "preempted") {
+		t.Error("the guarded waiting pod let a preemption stop an allowed member")
+	}
+	if !wp.allowed || wp.stopped {
+		t.Errorf("allowed %v stopped %v, want the Allow delivered and no rejection", wp.allowed, wp.stopped)
+	}
+	// A pod the model holds as a waiter is rejected through the guard, and stops counting.
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Obj())
+	b := addPods(m, "b", 2)
+	reservePermit(m, b[0])
+	wb := &fakeWaitingPod{pod: assumed(b[0], "n1")}
+	if !(guardedWaitingPod{WaitingPod: wb, g: guardedHandle{r: m.Permits()}}).Reject("", "removed") || !wb.stopped {
+		t.Error("the guard refused to reject a waiter")
+	}
+	if d := reservePermit(m, b[1]); d.Allow {
+		t.Error("b-1 allowed counting b-0, which the framework rejected")
+	}
+}
+
+// fakeWaitingPod is a framework's waiting pod that records what it was told.
+type fakeWaitingPod struct {
+	pod              *v1.Pod
+	allowed, stopped bool
+}
+
+func (w *fakeWaitingPod) GetPod() *v1.Pod             { return w.pod }
+func (w *fakeWaitingPod) GetPendingPlugins() []string { return nil }
+func (w *fakeWaitingPod) Allow(string)                { w.allowed = true }
+func (w *fakeWaitingPod) Reject(string, string) bool  { return w.stop() }
+func (w *fakeWaitingPod) Preempt(string, string) bool { return w.stop() }
+func (w *fakeWaitingPod) stop() bool {
+	if w.allowed || w.stopped {
+		return false
+	}
+	w.stopped = true
+	return true
+}
+
+// Waiters keep their deadline after a partial timeout: a waiter kept because a member between
+// Reserve and Permit made its path ready is looked at again a moment later, and released by
+// the model, not by the framework's timeout behind its back, when that member never comes.
+func TestWaitersKeepTheirDeadlineAfterAPartialTimeout(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Parent("job").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Parent("job").ScheduleTimeout(10).Obj())
+	m.OnPod(nil, lt.Member("ns", "a", 0).Node("n1").Obj()) // a is ready: so is job
+	b := addPods(m, "b", 2)
+	d := reservePermit(m, b[0])
+	if d.Allow {
+		t.Fatal("b-0 allowed alone")
+	}
+	clk.Step(9 * time.Second)
+	late := assumed(b[1], "n2")
+	m.Permits().Reserve(bg, late, "n2") // Reserve, not yet Permit
+	rec.take()
+	clk.Step(time.Second) // b-0's deadline: b's path is ready counting b-1's reservation
+	if _, _, rejected := rec.take(); len(rejected) != 0 {
+		t.Fatalf("rejected %v at the deadline, though b-1 is about to complete b", rejected)
+	}
+	m.Permits().Unreserve(bg, late) // b-1 never reaches Permit
+	clk.Step(expiryRecheck)
+	_, _, rejected := rec.take()
+	if len(rejected) != 1 || !strings.Contains(rejected["b-0"], "timed out") {
+		t.Fatalf("rejected %v, want b-0 timed out by the model", rejected)
+	}
+	if clk.Now().After(epoch.Add(10*time.Second + permitGrace)) {
+		t.Errorf("the model released b-0 at %s, after the framework's own timeout", clk.Now().Sub(epoch))
+	}
+}
+
+// The queue-sort key is fixed while a pod sits in the queue: a failure of its tree moves the
+// key of members that enter the queue afterwards, not of those already in it.
+func TestSortKeyIsFixedWhileQueued(t *testing.T) {
+	m, clk, _ := testModel(t)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	pods := addPods(m, "a", 2)
+	if v := m.Gate().Admit(bg, pods[0]); v.Code != Proceed {
+		t.Fatalf("Admit: %v", v)
+	}
+	before, _ := m.Gate().SortKey(pods[0])
+	clk.Step(time.Minute)
+	m.Permits().Fail(bg, pods[1], "no room", testPolicy)
+	if k, _ := m.Gate().SortKey(pods[0]); k != before {
+		t.Errorf("key changed while queued: %+v, was %+v", k, before)
+	}
+	clk.Step(testPolicy.Backoff)
+	m.Gate().Admit(bg, pods[0])
+	if k, _ := m.Gate().SortKey(pods[0]); !k.Time.Equal(epoch.Add(time.Minute)) {
+		t.Errorf("key after the tree failed and the pod entered the queue again: %+v, want the failure's time", k)
+	}
+	m.OnPodDelete(pods[0])
+	if _, ok := m.Gate().SortKey(pods[0]); ok {
+		t.Error("a deleted pod's key is kept")
 	}
 }

@@ -1,0 +1,219 @@
+package topology
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// The reprieve of a preemption dry run: once the tree was planned on a domain with every
+// candidate victim taken out, each victim the plan does without is given back, most
+// important first (upstream's reprieve, with the plan held fixed). Giving one back puts its
+// pods back on the simulated nodes and into the PreFilter state of every member's shape
+// (RunPreFilterExtensionAddPod, as upstream's SelectVictimsOnNode does), and checks the
+// planned members again with every Filter: those on the victim's nodes, or, when placement
+// depends on other pods (the members' inter-pod affinity, spread constraints or host ports,
+// or the victim's own required anti-affinity, which reaches across its topology domain),
+// every planned member. A victim the plan cannot live with is taken out again.
+
+// reprieve is the state of one domain's reprieve.
+type reprieve struct {
+	pl  *Topology
+	ctx context.Context
+	sim *simulation
+	pre preFilterRunner // nil where the handle runs no PreFilter plugins: resources only
+	// members are the planned members, by node then name; interacting: they depend on other
+	// pods (and on each other).
+	members     []plannedMember
+	interacting bool
+	// shapes hold, per shape of member, its PreFilter state as the simulation stands.
+	shapes map[string]*reprieveShape
+	// refused: the PreFilter plugins refuse a member outright; nothing can be given back.
+	refused bool
+}
+
+type plannedMember struct {
+	pod   *v1.Pod
+	node  string
+	shape string
+}
+
+type reprieveShape struct {
+	pod   *v1.Pod
+	state fwk.CycleState
+}
+
+// newReprieve prepares the reprieve of plan on sim, from which removed were taken.
+func (pl *Topology) newReprieve(ctx context.Context, sim *simulation, plan *Plan, members map[types.UID]*v1.Pod, removed []fwk.PodInfo) *reprieve {
+	r := &reprieve{pl: pl, ctx: ctx, sim: sim, shapes: map[string]*reprieveShape{}}
+	r.pre, _ = pl.handle.(preFilterRunner)
+	var pods []*v1.Pod
+	for uid, pp := range plan.Pods {
+		p := members[uid]
+		if p == nil {
+			continue
+		}
+		pods = append(pods, p)
+		r.members = append(r.members, plannedMember{pod: p, node: pp.Node, shape: shapeKey(p, true)})
+	}
+	sortMembers(r.members)
+	r.interacting, _ = interacts(pods)
+	if r.pre == nil {
+		return r
+	}
+	for _, m := range r.members {
+		if _, ok := r.shapes[m.shape]; ok {
+			continue
+		}
+		st := framework.NewCycleState()
+		podgroup.MarkPlanning(st)
+		if _, s, _ := r.pre.RunPreFilterPlugins(ctx, st, m.pod); !s.IsSuccess() && s.Code() != fwk.Unschedulable {
+			r.refused = true
+		}
+		for _, pi := range removed {
+			if ni := sim.get(pi.GetPod().Spec.NodeName); ni != nil {
+				pl.handle.RunPreFilterExtensionRemovePod(ctx, st, m.pod, pi, ni)
+			}
+		}
+		r.shapes[m.shape] = &reprieveShape{pod: m.pod, state: st}
+	}
+	return r
+}
+
+// giveBack puts a victim's pods back and reports whether the plan still holds with them; if
+// it does not, they are taken out again.
+func (r *reprieve) giveBack(logger klog.Logger, u *victimUnit) bool {
+	if r.refused {
+		return false
+	}
+	r.apply(u, true)
+	if r.fits(u) {
+		return true
+	}
+	r.apply(u, false)
+	return false
+}
+
+// apply puts a victim's pods back on their nodes (add) or takes them out, in the simulation
+// and in every shape's PreFilter state.
+func (r *reprieve) apply(u *victimUnit, add bool) {
+	logger := klog.FromContext(r.ctx)
+	for _, pi := range u.Pods() {
+		if add {
+			r.sim.add(pi)
+		} else {
+			r.sim.remove(logger, pi.GetPod())
+		}
+		ni := r.sim.get(pi.GetPod().Spec.NodeName)
+		if ni == nil {
+			continue
+		}
+		for _, s := range r.shapes {
+			if add {
+				r.pl.handle.RunPreFilterExtensionAddPod(r.ctx, s.state, s.pod, pi, ni)
+			} else {
+				r.pl.handle.RunPreFilterExtensionRemovePod(r.ctx, s.state, s.pod, pi, ni)
+			}
+		}
+	}
+}
+
+// fits checks the planned members again with u's pods back: every member when placement
+// depends on other pods, else those on u's nodes. Members are added to the nodes (and, when
+// they interact, to the states) one after the other, as the plan placed them.
+func (r *reprieve) fits(u *victimUnit) bool {
+	global := r.interacting || repels(u)
+	var states map[string]fwk.CycleState
+	if r.pre != nil {
+		states = make(map[string]fwk.CycleState, len(r.shapes))
+		for k, s := range r.shapes {
+			states[k] = s.state.Clone()
+		}
+	}
+	infos := map[string]fwk.NodeInfo{}
+	for _, m := range r.members {
+		if !global && !u.nodes.Has(m.node) {
+			continue
+		}
+		ni, ok := infos[m.node]
+		if !ok {
+			base := r.sim.get(m.node)
+			if base == nil {
+				return false
+			}
+			ni = base.Snapshot()
+			infos[m.node] = ni
+		}
+		if states == nil {
+			if !FreeOn(ni).Fits(PodRequests(m.pod)) {
+				return false
+			}
+		} else if !r.pl.handle.RunFilterPlugins(r.ctx, states[m.shape], m.pod, ni).IsSuccess() {
+			return false
+		}
+		placed := m.pod.DeepCopy()
+		placed.Spec.NodeName = m.node
+		pi, err := framework.NewPodInfo(placed)
+		if err != nil {
+			continue
+		}
+		ni.AddPodInfo(pi)
+		if global && states != nil {
+			for k, st := range states {
+				r.pl.handle.RunPreFilterExtensionAddPod(r.ctx, st, r.shapes[k].pod, pi, ni)
+			}
+		}
+	}
+	return true
+}
+
+// repels reports whether a victim's pods carry required anti-affinity, which refuses pods
+// anywhere in its topology domain, not only on its own node.
+func repels(u *victimUnit) bool {
+	for _, pi := range u.Pods() {
+		if a := pi.GetPod().Spec.Affinity; a != nil && a.PodAntiAffinity != nil &&
+			len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func sortMembers(ms []plannedMember) {
+	less := func(a, b plannedMember) bool {
+		if a.node != b.node {
+			return a.node < b.node
+		}
+		return a.pod.Name < b.pod.Name
+	}
+	for i := 1; i < len(ms); i++ {
+		for j := i; j > 0 && less(ms[j], ms[j-1]); j-- {
+			ms[j], ms[j-1] = ms[j-1], ms[j]
+		}
+	}
+}
+
+// leavingInfos returns the PodInfos of pods already leaving the domain's nodes.
+func leavingInfos(d *domain, leaving map[string][]*v1.Pod) []fwk.PodInfo {
+	var out []fwk.PodInfo
+	seen := sets.New[types.UID]()
+	for _, n := range d.nodes {
+		for _, p := range leaving[n.name] {
+			if seen.Has(p.UID) {
+				continue
+			}
+			seen.Insert(p.UID)
+			if pi, err := framework.NewPodInfo(p); err == nil {
+				out = append(out, pi)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+)
+
+// What a reservation holds on a node is what its plan needs there beyond what the pods in
+// the way still request: others may use the rest, now and after those pods end (backfill).
+func TestReservationHoldsThePlansRoom(t *testing.T) {
+	blocker := running("b", "n1", "2", 0, "")
+	other := running("x", "n1", "2", 0, "")
+	node := lt.MakeNode("n1", "8").Obj()
+	r := &Reservation{Root: podgroup.PodGroupKey("ns", "big"), Domain: "rack r0",
+		Need: map[string]Resources{"n1": {MilliCPU: 4000, Pods: 1}}, Blockers: map[types.UID]string{"b": "n1"}}
+	infoOf := func(pods ...*v1.Pod) fwk.NodeInfo {
+		ni := framework.NewNodeInfo(pods...)
+		ni.SetNode(node)
+		return ni
+	}
+	tests := []struct {
+		name   string
+		ni     fwk.NodeInfo
+		cpu    int64
+		refuse bool
+	}{
+		{name: "room beyond the plan's, while the blocker runs", ni: infoOf(blocker, other), cpu: 2000},
+		{name: "cutting into the plan's room", ni: infoOf(blocker, other), cpu: 3000, refuse: true},
+		{name: "the blocker gone: its room is the plan's", ni: infoOf(other), cpu: 3000, refuse: true},
+		{name: "the blocker gone: the rest stays free", ni: infoOf(other), cpu: 2000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			why := reserved{r}.refusal(tc.ni, Resources{MilliCPU: tc.cpu, Pods: 1})
+			if (why != "") != tc.refuse {
+				t.Errorf("refusal %q, want refused %v", why, tc.refuse)
+			}
+			if tc.refuse && !strings.Contains(why, "reserved for gang big (rack r0)") {
+				t.Errorf("refusal %q does not name the gang and domain", why)
+			}
+		})
+	}
+	closed := &Reservation{Root: r.Root, Domain: "rack r0", Closed: sets.New("n1")}
+	if why := (reserved{closed}).refusal(infoOf(), Resources{MilliCPU: 1, Pods: 1}); why == "" {
+		t.Error("a node of a domain reserved for an exclusive gang was open to another pod")
+	}
+}
+
+// reservationEnv runs the plugin on labeledNodes("4") (4 racks of 2 nodes of 4 cpu) with the
+// running pods, and pending gangs of 2 pods × 4 cpu that require a rack.
+func reservationEnv(t *testing.T, running []*v1.Pod, gangs ...string) (*testEnv, map[string]*podgroup.GroupView) {
+	t.Helper()
+	var groups []runtime.Object
+	pods := append([]*v1.Pod(nil), running...)
+	first := map[string]*v1.Pod{}
+	for _, g := range gangs {
+		groups = append(groups, lt.MakePodGroup().Namespace("ns").Name(g).Gang(2).Topology(lt.Required(rackKey)).Obj())
+		members := lt.Members("ns", g, 2, lt.CPU("4"))
+		first[g] = members[0]
+		pods = append(pods, members...)
+	}
+	env := newTestEnvOpts(t, groups, pods, labeledNodes("4"), podgrouptest.Options{Filters: true})
+	trees := map[string]*podgroup.GroupView{}
+	for g, p := range first {
+		tree, ok := env.Components.Model.Gate().Tree(p)
+		if !ok {
+			t.Fatalf("no tree for %s", g)
+		}
+		trees[g] = tree
+	}
+	return env, trees
+}
+
+func starving(root string, since time.Time) podgroup.Preemptor {
+	return podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", root), Failed: true, WaitingSince: since,
+		ReserveAfter: time.Minute, ReservationTimeout: time.Hour}
+}
+
+// A starving gang gets the rack likely free soonest — the fewest pods in the way, pods of
+// lasting controllers last — and one reservation is held per level and priority, for the
+// gang that has waited longest; a gang that could not fit even then holds nobody back.
+func TestReserveTheRackFreeSoonestForTheLongestWaiter(t *testing.T) {
+	var pods []*v1.Pod
+	// Every rack full of pods of the gangs' own priority; z1-r1 has the fewest (2 × 4 cpu),
+	// z0-r1 as few but of a ReplicaSet, which may never end.
+	pods = append(pods, runningRack("z0-r0", 0)...)
+	pods = append(pods, runningRack("z1-r0", 0)...)
+	pods = append(pods, running("z1-r1-a", "z1-r1-h0", "4", 0, ""), running("z1-r1-b", "z1-r1-h1", "4", 0, ""))
+	for _, n := range []string{"z0-r1-h0", "z0-r1-h1"} {
+		web := st.MakePod().Namespace("ns").Name("web-" + n).UID("web-" + n).Node(n).SchedulerName(lt.SchedulerName).Req(lt.CPU("4"))
+		pods = append(pods, lt.ControlledBy(web, "apps/v1", "ReplicaSet", "web", "web").Obj())
+	}
+	env, trees := reservationEnv(t, pods, "older", "younger")
+	now := time.Now()
+	infos := env.NodeInfos(t)
+	if msg := env.plugin.reserve(env.Ctx, trees["younger"], starving("younger", now.Add(-5*time.Minute)), infos); msg == "" {
+		t.Fatal("the only starving gang got no reservation")
+	}
+	// The older gang starts starving: it takes over, at the same level.
+	msg := env.plugin.reserve(env.Ctx, trees["older"], starving("older", now.Add(-10*time.Minute)), infos)
+	if !strings.Contains(msg, "Reserving rack z1-r1") || !strings.Contains(msg, "waiting for 2 pods of priority up to 0 to end") {
+		t.Fatalf("reservation %q, want rack z1-r1, its 2 pods in the way", msg)
+	}
+	if env.plans.reservations.Get(podgroup.PodGroupKey("ns", "younger")) != nil {
+		t.Error("the younger gang keeps a reservation at the level the older one holds")
+	}
+	if msg := env.plugin.reserve(env.Ctx, trees["younger"], starving("younger", now.Add(-5*time.Minute)), infos); msg != "" {
+		t.Errorf("the younger gang reserved %q while the older holds the rack level", msg)
+	}
+	if got := len(env.plans.reservations.All()); got != 1 {
+		t.Errorf("%d reservations, want 1 per level and priority", got)
+	}
+	// Not starving long enough: nothing.
+	if msg := env.plugin.reserve(env.Ctx, trees["younger"], starving("younger", now.Add(-30*time.Second)), infos); msg != "" {
+		t.Errorf("reserved %q for a gang that waited less than reserveAfter", msg)
+	}
+}
+
+// A gang that could not fit even if every pod of its priority or below ended holds nobody
+// back: the gang behind it gets the reservation.
+func TestUnfittableGangHoldsNothingBack(t *testing.T) {
+	pods := append(runningRack("z0-r0", 0), runningRack("z0-r1", 0)...)
+	pods = append(pods, runningRack("z1-r0", 0)...)
+	pods = append(pods, runningRack("z1-r1", 0)...)
+	env, trees := reservationEnv(t, pods, "fits")
+	huge := lt.Members("ns", "huge", 3, lt.CPU("4")) // 12 cpu: no rack of 8 holds it
+	env.Components.Model.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("huge").Gang(3).Topology(lt.Required(rackKey)).Obj())
+	for _, p := range huge {
+		env.Components.Model.OnPod(nil, p)
+	}
+	hugeTree, ok := env.Components.Model.Gate().Tree(huge[0])
+	if !ok {
+		t.Fatal("no tree for huge")
+	}
+	now := time.Now()
+	infos := env.NodeInfos(t)
+	if msg := env.plugin.reserve(env.Ctx, hugeTree, starving("huge", now.Add(-time.Hour)), infos); msg != "" {
+		t.Errorf("reserved %q for a gang no rack can hold", msg)
+	}
+	if msg := env.plugin.reserve(env.Ctx, trees["fits"], starving("fits", now.Add(-10*time.Minute)), infos); msg == "" {
+		t.Error("the gang behind an unfittable one got no reservation")
+	}
+}
+
+// The reservation holds: a plain pod of the same priority is refused the reserved room, one
+// that fits beside the plan is placed (backfill), one of higher priority is not held back,
+// and other gangs' plans do without the room.
+func TestReservationHoldsAgainstOthers(t *testing.T) {
+	// z1-r1 is free but for one 2-cpu pod on each node; the other racks are full.
+	var pods []*v1.Pod
+	for _, r := range []string{"z0-r0", "z0-r1", "z1-r0"} {
+		pods = append(pods, runningRack(r, 0)...)
+	}
+	pods = append(pods, running("p0", "z1-r1-h0", "2", 0, ""), running("p1", "z1-r1-h1", "2", 0, ""))
+	env, trees := reservationEnv(t, pods, "big", "small")
+	infos := env.NodeInfos(t)
+	if msg := env.plugin.reserve(env.Ctx, trees["big"], starving("big", time.Now().Add(-time.Hour)), infos); !strings.Contains(msg, "rack z1-r1") {
+		t.Fatalf("reservation %q, want rack z1-r1", msg)
+	}
+	filter := func(p *v1.Pod) *fwk.Status {
+		state := framework.NewCycleState()
+		if _, s := env.plugin.PreFilter(env.Ctx, state, p, infos); !s.IsSuccess() && !s.IsSkip() {
+			return s
+		}
+		for _, ni := range infos {
+			if ni.Node().Name == "z1-r1-h0" {
+				return env.plugin.Filter(env.Ctx, state, p, ni)
+			}
+		}
+		return nil
+	}
+	// z1-r1-h0 has 2 cpu free; big needs 4 there, p0's 2 of them once p0 ends.
+	if s := filter(lt.GroupPod("ns", "plain", "").Req(lt.CPU("2")).Obj()); s.IsSuccess() {
+		t.Error("a pod of equal priority took room reserved for big")
+	}
+	if s := filter(lt.GroupPod("ns", "urgent", "").Req(lt.CPU("2")).Priority(100).Obj()); !s.IsSuccess() {
+		t.Errorf("a pod of higher priority was held back: %v", s)
+	}
+	// Another gang's plan does without the reserved room: it has nowhere to go.
+	if plan, _ := env.plugin.planTree(env.Ctx, trees["small"], infos, nil); plan != nil {
+		t.Errorf("small planned on %v, in room reserved for big", plan.Pods)
+	}
+	// The reserved gang's own plan uses it, once the room is free.
+	if r := env.plans.reservations.Get(podgroup.PodGroupKey("ns", "big")); r == nil || len(r.Blockers) != 2 {
+		t.Fatalf("reservation %+v, want p0 and p1 in the way", r)
+	}
+}

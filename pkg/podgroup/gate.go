@@ -1,0 +1,244 @@
+package podgroup
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+)
+
+// Gate is the model's read-only role: whether a pod may enter the scheduling queue or cycle
+// and in which order (here), what its tree looks like for planning and preemption
+// (views.go, preemption.go, exclusive.go), and which condition its groups should carry
+// (status.go). Its answers change nothing of the attempts; Admit only remembers the pods it
+// turned away, to activate them when it can answer.
+type Gate struct {
+	m *Model
+	// sortKeys are the queue-sort keys of the pods Admit let into the queue, fixed until the
+	// pod enters the queue again: QueueSort reads them under the queue's lock, lock-free.
+	sortKeys sync.Map // types.UID → SortKey
+}
+
+// AddProfile registers a profile the model serves (see Model.AddProfile).
+func (g *Gate) AddProfile(p Profile) { g.m.AddProfile(p) }
+
+// VerdictCode says whether a pod may enter the scheduling queue or cycle.
+type VerdictCode int
+
+const (
+	// Proceed: schedule the pod.
+	Proceed VerdictCode = iota
+	// NotMember: the pod belongs to no group; lockstep has nothing to say.
+	NotMember
+	// MissingGroup: the pod's PodGroup does not exist (yet).
+	MissingGroup
+	// Invalid: the pod's group or one of its ancestors is invalid.
+	Invalid
+	// WaitingForPods: the tree cannot be ready with the pods that exist.
+	WaitingForPods
+	// BackingOff: the tree's last attempt failed moments ago.
+	BackingOff
+	// Syncing: the scheduler just started and has not seen every pod yet.
+	Syncing
+	// Unseen: the model's pod informer has not delivered the pod yet.
+	Unseen
+)
+
+var verdictNames = [...]string{"Proceed", "NotMember", "MissingGroup", "Invalid", "WaitingForPods", "BackingOff", "Syncing", "Unseen"}
+
+func (c VerdictCode) String() string { return verdictNames[c] }
+
+// Verdict is the answer to "may this pod be scheduled now?", with a message a person can act
+// on whenever the answer is no.
+type Verdict struct {
+	Code    VerdictCode
+	Group   Key
+	Root    Key
+	Message string
+	// MinResources, with Proceed, is the PodGroup's minResources while it waits for its
+	// initial scheduling (MinResources), read under the same lock as the verdict.
+	MinResources v1.ResourceList
+}
+
+// checkMode says who asks: the queue (PreEnqueue), the scheduling cycle (PreFilter), or a
+// queueing hint (which must not change anything).
+type checkMode int
+
+const (
+	modeEnqueue checkMode = iota
+	modeCycle
+	modePeek
+)
+
+// Admit answers PreEnqueue: a pod waits out of the queue until its PodGroup and every
+// ancestor exist, its tree is valid and enough pods exist for its path to be ready (or its
+// group was initially scheduled). Pods held because the model has not seen them yet are
+// activated when it has. A pod whose PodGroup does not exist gets one event saying so (events
+// are recorded while the scheduler leads; becoming leader announces again). A pod let in
+// gets its queue-sort key, fixed while it is queued.
+func (g *Gate) Admit(logger klog.Logger, pod *v1.Pod) Verdict {
+	v, key := g.check(logger, pod, modeEnqueue)
+	if v.Code == Proceed {
+		g.sortKeys.Store(pod.UID, key)
+	} else {
+		g.sortKeys.Delete(pod.UID)
+	}
+	return v
+}
+
+// Check answers PreFilter: Admit's rules, and a tree that failed moments ago backs off.
+func (g *Gate) Check(logger klog.Logger, pod *v1.Pod) Verdict {
+	v, _ := g.check(logger, pod, modeCycle)
+	return v
+}
+
+// Peek answers Admit's question without side effects, for queueing hints.
+func (g *Gate) Peek(pod *v1.Pod) Verdict {
+	v, _ := g.check(klog.Background(), pod, modePeek)
+	return v
+}
+
+func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, SortKey) {
+	m := g.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem := m.members.Of(pod.UID)
+	if mem == nil || !m.synced() {
+		k, ok := m.fileLocked(pod)
+		if !ok || terminated(pod) {
+			return Verdict{Code: NotMember}, SortKey{}
+		}
+		if mode != modePeek {
+			m.held[pod.UID] = pod
+		}
+		if !m.synced() {
+			return Verdict{Code: Syncing, Group: k, Message: "lockstep is starting: waiting until it has seen every group and pod (if this lasts, are lockstep's CRDs installed?)"}, SortKey{}
+		}
+		return Verdict{Code: Unseen, Group: k, Message: fmt.Sprintf("waiting for lockstep to observe pod %s", pod.Name)}, SortKey{}
+	}
+	k := mem.Group
+	grp := m.index.Get(k)
+	if !grp.Exists() {
+		msg := m.missingGroupMessage(pod, k)
+		if mode == modeEnqueue {
+			m.awaitGroupLocked(pod)
+			// No group object to carry a condition: tell the pod, once.
+			if !m.noticed.Has(pod.UID) && m.recorder != nil {
+				m.noticed.Insert(pod.UID)
+				m.recorder.Eventf(pod, nil, v1.EventTypeWarning, "PodGroupNotFound", "Scheduling", "%s", msg)
+			}
+		}
+		return Verdict{Code: MissingGroup, Group: k, Message: msg}, SortKey{}
+	}
+	if grp.problem != "" {
+		return Verdict{Code: Invalid, Group: k, Message: fmt.Sprintf("PodGroup %q is invalid: %s", k.Name, grp.problem)}, SortKey{}
+	}
+	root, ok := m.index.RootOf(k)
+	if !ok {
+		return Verdict{Code: Invalid, Group: k, Message: fmt.Sprintf("the tree of PodGroup %q is invalid", k.Name)}, SortKey{}
+	}
+	known := m.index.readiness(m.members.Known, true)
+	if !known.path(k) {
+		return Verdict{Code: WaitingForPods, Group: k, Root: root,
+			Message: fmt.Sprintf("waiting for pods of PodGroup %q: %s", k.Name, known.shortfall(k, "exist"))}, SortKey{}
+	}
+	if mode == modeCycle {
+		if left := m.permits.backoffLeftLocked(root); left > 0 {
+			logger.V(4).Info("Gang backs off", "pod", klog.KObj(pod), "group", k, "root", root, "left", left)
+			return Verdict{Code: BackingOff, Group: k, Root: root,
+				Message: fmt.Sprintf("gang %s backs off for %s after a failed attempt (sooner if the cluster changes)", root.Name, left.Round(time.Millisecond))}, SortKey{}
+		}
+	}
+	v := Verdict{Code: Proceed, Group: k, Root: root, MinResources: m.minResourcesLocked(k)}
+	if mode != modeEnqueue {
+		return v, SortKey{}
+	}
+	t := m.index.Get(root).CreationTime()
+	if last := m.permits.lastFailureLocked(root); last.After(t) {
+		t = last
+	}
+	return v, SortKey{Priority: m.priorityLocked(pod, root), Time: t, Root: root.String()}
+}
+
+// SortKey is what QueueSort orders a gang member by: its tree's priority (the root's
+// priorityClassName, else the pod's), the later of its root's creation and last failure,
+// and the root's key, so that members of one tree leave the queue together.
+type SortKey struct {
+	Priority int32
+	Time     time.Time
+	Root     string
+}
+
+// SortKey returns the queue-sort key Admit gave a member when it last let it into the
+// queue; false for pods it did not (pods in no group). It takes no lock of the model: the
+// queue asks it under its own lock, twice per comparison, and a key that changed while the
+// pod sits in the queue's heap would break the heap's order.
+func (g *Gate) SortKey(pod *v1.Pod) (SortKey, bool) {
+	v, ok := g.sortKeys.Load(pod.UID)
+	if !ok {
+		return SortKey{}, false
+	}
+	return v.(SortKey), true
+}
+
+// forget drops what the gate remembers of a pod that is gone.
+func (g *Gate) forget(uid types.UID) { g.sortKeys.Delete(uid) }
+
+// MinResources is PodGroup k's minResources while it waits for its initial scheduling (an
+// early check of the whole gang), nil once it was scheduled or when it sets none.
+func (g *Gate) MinResources(k Key) v1.ResourceList {
+	g.m.mu.Lock()
+	defer g.m.mu.Unlock()
+	return g.m.minResourcesLocked(k)
+}
+
+func (m *Model) minResourcesLocked(k Key) v1.ResourceList {
+	g := m.index.Get(k)
+	if g == nil || g.Scheduled() {
+		return nil
+	}
+	return g.MinResources()
+}
+
+// GroupOf returns the group of a pod: its member's group, or the group the filing rules give
+// a pod not seen yet.
+func (g *Gate) GroupOf(pod *v1.Pod) (Key, bool) {
+	g.m.mu.Lock()
+	defer g.m.mu.Unlock()
+	return g.m.groupOfLocked(pod)
+}
+
+// Related reports whether group k matters to pod: it is on the chain of parents the pod's
+// PodGroup names (even ones not observed yet), or it has the same root.
+func (g *Gate) Related(pod *v1.Pod, k Key) bool {
+	m := g.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pk, ok := m.groupOfLocked(pod)
+	if !ok {
+		return false
+	}
+	cur := pk
+	for i := 0; i <= v1alpha1.MaxTreeDepth; i++ {
+		if cur == k {
+			return true
+		}
+		grp := m.index.Get(cur)
+		if grp == nil {
+			break
+		}
+		p, ok := grp.ParentKey()
+		if !ok {
+			break
+		}
+		cur = p
+	}
+	r1, ok1 := m.index.RootOf(pk)
+	r2, ok2 := m.index.RootOf(k)
+	return ok1 && ok2 && r1 == r2
+}

@@ -1,0 +1,75 @@
+package podgroup
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Membership comes from the scheduler's pod informer only, one record per pod UID: the
+// scheduler's own copy of a pod (assumed on a node) never adds a member or brings a deleted
+// one back, and a pod deleted, terminating or finished stops counting at once.
+
+// filePodLocked puts a pod in the group the filing rules give it, or out of every group.
+func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
+	k, member := m.fileLocked(pod)
+	if terminated(pod) {
+		member = false
+	}
+	prev := m.members.Of(pod.UID)
+	if !member {
+		if prev != nil {
+			m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s left PodGroup %s", pod.Name, prev.Group.Name))
+		}
+		return
+	}
+	if prev != nil && prev.Group != k {
+		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s moved to PodGroup %s", pod.Name, k.Name))
+		prev = nil
+	}
+	wasBound := prev != nil && prev.Bound()
+	m.members.Put(pod, k)
+	if held, ok := m.held[pod.UID]; ok && m.synced() {
+		delete(m.held, pod.UID)
+		eff.activate = append(eff.activate, held)
+	}
+	switch {
+	case prev == nil:
+		// A new member may complete its tree (activations in settle), and is news for a tree
+		// held back after a failed attempt.
+		eff.touch(m.index.TopOf(k))
+		if root, ok := m.index.RootOf(k); ok {
+			m.permits.pokeLocked(root, fmt.Sprintf("pod %s joined PodGroup %s", pod.Name, k.Name))
+		}
+	case !wasBound && pod.Spec.NodeName != "":
+		m.permits.boundLocked(pod, k)
+		// The conditions of the groups above wait for the binds of the members they allowed.
+		if path, ok := m.index.Path(k); ok {
+			for _, pk := range path {
+				m.status.Enqueue(pk)
+			}
+		} else {
+			m.status.Enqueue(k)
+		}
+		eff.touch(m.index.TopOf(k))
+	}
+}
+
+// terminated reports whether a pod no longer counts: it finished or is being deleted.
+func terminated(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}
+
+// removeMemberLocked forgets a member: it stops counting at once. Permits releases its
+// reservation, if it held one, and the waiters of its tree if the tree can no longer be
+// ready with the pods that exist; its tree is refreshed when the change settles.
+func (m *Model) removeMemberLocked(eff *effects, uid types.UID, why string) {
+	mem := m.members.Remove(uid)
+	if mem == nil {
+		return
+	}
+	root, hasRoot := m.index.RootOf(mem.Group)
+	m.permits.memberGoneLocked(eff, uid, root, hasRoot, why)
+	eff.touch(m.index.TopOf(mem.Group))
+}

@@ -1,0 +1,104 @@
+package podgroup
+
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
+// Every change the model takes (a group, a pod, a Job, a node, an attempt) marks the trees
+// it touched; settleLocked brings them up to date before the lock is released: it
+// re-validates the trees whose shape may have changed and releases reservations their
+// change stranded (a group gone or invalid, another root), activates the gated members of
+// PodGroups whose path just became ready by the pods that exist, marks scheduled the groups
+// whose requirement bound pods meet (what a restarted scheduler finds), allows waiters
+// whose tree is ready now (a minimum lowered), and queues status checks. Allowing may find
+// members the scheduler's cache shows deleted; dropping them touches their tree again, so
+// settling repeats until nothing is left to do (each round removes members, so it ends).
+func (m *Model) settleLocked(eff *effects) {
+	for len(eff.dirty) > 0 {
+		dirty := eff.dirty
+		eff.dirty = map[Key]bool{}
+		seen := map[Key]bool{}
+		for top, shape := range dirty {
+			top = m.index.TopOf(top)
+			if seen[top] {
+				continue
+			}
+			seen[top] = true
+			m.refreshTreeLocked(eff, top, shape || dirty[top])
+		}
+	}
+}
+
+func (m *Model) refreshTreeLocked(eff *effects, top Key, shape bool) {
+	if shape {
+		for _, k := range m.index.Revalidate(top, m.validatorsLocked()) {
+			m.status.Enqueue(k)
+			if p := m.index.Get(k).problem; p != "" {
+				m.logger.V(2).Info("Group is invalid", "group", k, "why", p)
+			}
+		}
+	}
+	keys := m.index.Subtree(top)
+	if len(keys) == 0 {
+		keys = []Key{top} // a PodGroup that does not exist, with members waiting for it
+	}
+	if shape {
+		m.permits.reconcileLocked(eff, keys)
+	}
+
+	known := m.index.readiness(m.members.Known, true)
+	bound := m.index.readiness(m.members.BoundOrRan, false)
+	for _, k := range keys {
+		g := m.index.Get(k)
+		if k.Kind == KindPodGroup {
+			if ready := known.path(k); ready != m.knownReady[k] {
+				if ready {
+					m.knownReady[k] = true
+					eff.activate = append(eff.activate, m.pendingOfLocked(k)...)
+				} else {
+					delete(m.knownReady, k)
+				}
+			}
+		}
+		if !g.Exists() {
+			continue
+		}
+		if !g.Scheduled() && bound.path(k) {
+			// Bound pods the scheduler's cache shows deleted do not count.
+			if root, ok := m.index.RootOf(k); ok && m.permits.dropDeletedLocked(eff, root, nil) {
+				bound = m.index.readiness(m.members.BoundOrRan, false)
+			}
+			if bound.path(k) && m.index.MarkScheduled(k) {
+				m.permits.scheduledLocked(k)
+				m.status.Enqueue(k)
+				continue
+			}
+		}
+		if !g.Scheduled() {
+			m.status.EnqueueAfter(k, waitingGrace)
+		}
+	}
+	if root, ok := m.index.RootOf(top); ok {
+		m.permits.allowWaitersLocked(eff, root)
+	}
+}
+
+// pendingOfLocked returns a PodGroup's members that are neither bound nor reserved.
+func (m *Model) pendingOfLocked(k Key) []*v1.Pod {
+	var out []*v1.Pod
+	for _, mem := range m.members.InGroup(k) {
+		if !mem.Bound() && !m.permits.holdsLocked(mem.Pod.UID) {
+			out = append(out, mem.Pod)
+		}
+	}
+	return out
+}
+
+// pendingLocked returns the tree's members that are neither bound nor reserved.
+func (m *Model) pendingLocked(root Key) []*v1.Pod {
+	var out []*v1.Pod
+	for _, k := range m.index.PodGroupsOf(root) {
+		out = append(out, m.pendingOfLocked(k)...)
+	}
+	return out
+}
