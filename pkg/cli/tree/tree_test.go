@@ -22,6 +22,7 @@ func inputs() Inputs {
 	scheduled := metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled", Message: "2 pods placed together (minCount 2)"}
 	waiting := metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable", Message: "cannot fit: PodGroup big: no rack has room for 3 pods × 32 cpu; the roomiest rack could take 2"}
 	preempting := metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPreempting, Message: "taking rack z0-b0-r1: evicting 8 pods of priority up to 10 (1 gang whole)"}
+	reserving := metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReserving, Message: "rack z0-b0-r0 held since 12:04:05 UTC for 4 pods × 2 cpu: 1 of 4 nodes free; waiting for 3 pods of priority up to 0 to end"}
 	return Inputs{
 		Composites: []v1alpha1.CompositePodGroup{*lt.MakeCompositePodGroup().Namespace("demo").Name("llm").Gang(1).
 			Topology(v1alpha1.TopologyConstraint{Key: lt.ZoneKey}, lt.Preferred(lt.RackKey)).Obj()},
@@ -31,6 +32,7 @@ func inputs() Inputs {
 			*lt.MakePodGroup().Namespace("demo").Name("lost").Gang(1).Parent("gone").Obj(),
 			*lt.MakePodGroup().Namespace("demo").Name(filing.JobGroupName("train", "job-uid")).Gang(2).Owner("batch/v1", "Job", "train", "job-uid").Obj(),
 			*lt.MakePodGroup().Namespace("demo").Name("urgent").Gang(1).Conditions(preempting).Obj(),
+			*lt.MakePodGroup().Namespace("demo").Name("whale").Gang(4).Conditions(reserving).Obj(),
 		},
 		Pods: []v1.Pod{
 			*lt.GroupPod("demo", "shard-0-0", "shard-0").Node("n1").Phase(v1.PodRunning).Obj(),
@@ -62,6 +64,7 @@ PodGroup demo/` + filing.JobGroupName("train", "job-uid") + `  gang minCount=2  
 └─ train-0-x  z0 / z0-b0 / z0-b0-r1 / n2
 PodGroup demo/urgent  gang minCount=1  pods 0/1 bound  Preempting: taking rack z0-b0-r1: evicting 8 pods of priority up to 10 (1 gang whole)
 └─ urgent-0  pending
+PodGroup demo/whale  gang minCount=4  pods 0/0 bound  Reserving: rack z0-b0-r0 held since 12:04:05 UTC for 4 pods × 2 cpu: 1 of 4 nodes free; waiting for 3 pods of priority up to 0 to end
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("render (-want +got):\n%s", diff)

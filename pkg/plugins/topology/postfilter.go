@@ -16,7 +16,9 @@ import (
 // refused, so that the tree is planned again without it, never the same refused plan twice.
 // Then, for a member of a gang, it decides the gang's preemption (preemption.go): the tree
 // preempts at most once per failed attempt, and members of gangs are never preempted for one
-// by one, so the status it returns for them stops the profile's DefaultPreemption.
+// by one. A pod in no gang is preempted for by upstream's DefaultPreemption, which the plugin
+// runs on its guarded handle (the profile's own DefaultPreemption is not enabled at
+// PostFilter, see manifests/scheduler-config.yaml).
 func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	sum, ok := pl.trees.Summary(pod)
 	if podgroup.Held(state) {
@@ -25,10 +27,10 @@ func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v
 		if ok && sum.Gang {
 			return pl.nomination(pod, sum), fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: the gang backs off")
 		}
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		return pl.preemptAlone(ctx, state, pod, statuses)
 	}
 	if !ok {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		return pl.preemptAlone(ctx, state, pod, statuses)
 	}
 	if plan := pl.plans.Get(sum.Root); plan != nil && len(plan.Victims) == 0 {
 		if pp, planned := plan.Pods[pod.UID]; planned && pl.plans.Drop(sum.Root) {
@@ -42,9 +44,17 @@ func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v
 		}
 	}
 	if !sum.Gang {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		return pl.preemptAlone(ctx, state, pod, statuses)
 	}
 	return pl.preempt(ctx, pod, sum)
+}
+
+// preemptAlone runs DefaultPreemption for a pod in no gang.
+func (pl *Topology) preemptAlone(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if pl.defaultPreemption == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	return pl.defaultPreemption.PostFilter(ctx, state, pod, statuses)
 }
 
 // nomination is the nominated node a gang member keeps after a failed attempt: its planned

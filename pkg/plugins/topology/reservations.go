@@ -388,7 +388,8 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 		logger.V(2).Info("Reservation for a starving gang", "root", p.Root, "domain", nr.Domain, "priority", p.Priority,
 			"waited", now.Sub(p.WaitingSince).Round(time.Second), "blockers", len(nr.Blockers), "pods", nr.Pods)
 		if rec := pl.handle.EventRecorder(); rec != nil && p.Object != nil {
-			rec.Eventf(p.Object, nil, v1.EventTypeNormal, "Reserving", "Scheduling", "%s (waited %s)", msg, now.Sub(p.WaitingSince).Round(time.Second))
+			rec.Eventf(p.Object, nil, v1.EventTypeNormal, "Reserving", "Scheduling", "Reserving %s for %s after waiting %s: %d pods of priority up to %d must end first",
+				nr.Domain, nr.Pods, now.Sub(p.WaitingSince).Round(time.Second), len(nr.Blockers), blockersPriority(c))
 		}
 	}
 	return msg
@@ -407,6 +408,15 @@ func overlaps(a, b *Reservation) bool {
 		}
 	}
 	return false
+}
+
+// blockersPriority is the highest priority of the pods a reservation waits for.
+func blockersPriority(c *preemptionChoice) int32 {
+	prio := int32(0)
+	for _, p := range c.pods() {
+		prio = max(prio, podPriority(p))
+	}
+	return prio
 }
 
 // refreshed returns r lasting another reservationTTL (never past its deadline).
@@ -450,9 +460,9 @@ func (pl *Topology) holds(r *Reservation, infos []fwk.NodeInfo) bool {
 	return left == 0
 }
 
-// describeReservation says what is held and how far it is from free: "Reserving rack r3 since
-// 12:04:05 for 4 pods × 8 cpu: 2 of 4 nodes free; waiting for 3 pods of priority up to 100
-// to end".
+// describeReservation says what is held and how far it is from free, for the tree's condition
+// (reason Reserving): "rack r3 held since 12:04:05 UTC for 4 pods × 8 cpu: 2 of 4 nodes free;
+// waiting for 3 pods of priority up to 100 to end".
 func (pl *Topology) describeReservation(r *Reservation, infos []fwk.NodeInfo) string {
 	ready, left := 0, 0
 	prio := int32(0)
@@ -471,7 +481,7 @@ func (pl *Topology) describeReservation(r *Reservation, infos []fwk.NodeInfo) st
 			}
 		}
 	}
-	msg := fmt.Sprintf("Reserving %s since %s for %s: %d of %d nodes free", r.Domain, r.Since.UTC().Format("15:04:05"), r.Pods, ready, len(r.Need))
+	msg := fmt.Sprintf("%s held since %s for %s: %d of %d nodes free", r.Domain, r.Since.UTC().Format("15:04:05 MST"), r.Pods, ready, len(r.Need))
 	if left > 0 {
 		msg += fmt.Sprintf("; waiting for %d pods of priority up to %d to end", left, prio)
 	}

@@ -111,7 +111,7 @@ func TestReserveTheRackFreeSoonestForTheLongestWaiter(t *testing.T) {
 	}
 	// The older gang starts starving: it takes over, at the same level.
 	msg := env.plugin.reserve(env.Ctx, trees["older"], starving("older", now.Add(-10*time.Minute)), infos)
-	if !strings.Contains(msg, "Reserving rack z1-r1") || !strings.Contains(msg, "waiting for 2 pods of priority up to 0 to end") {
+	if !strings.Contains(msg, "rack z1-r1 held since") || !strings.Contains(msg, "waiting for 2 pods of priority up to 0 to end") {
 		t.Fatalf("reservation %q, want rack z1-r1, its 2 pods in the way", msg)
 	}
 	if env.plans.reservations.Get(podgroup.PodGroupKey("ns", "younger")) != nil {

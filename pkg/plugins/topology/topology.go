@@ -24,6 +24,9 @@ import (
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
@@ -91,9 +94,14 @@ type Topology struct {
 	podLister corelisters.PodLister
 	pdbLister policylisters.PodDisruptionBudgetLister
 	executor  *preemption.Executor
+	// defaultPreemption is upstream's DefaultPreemption for pods in no gang, built on the
+	// same guarded handle: a pod it preempts while it waits at Permit (a gang member) stops
+	// counting before its tree can be allowed (podgroup.Guard).
+	defaultPreemption *defaultpreemption.DefaultPreemption
 }
 
 var (
+	_ fwk.PreEnqueuePlugin  = &Topology{}
 	_ fwk.PreFilterPlugin   = &Topology{}
 	_ fwk.FilterPlugin      = &Topology{}
 	_ fwk.PostFilterPlugin  = &Topology{}
@@ -147,6 +155,11 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 			evictor = shared.Guard(handle)
 		}
 		pl.executor = preemption.NewExecutor(evictor, feature.Features{})
+		dp, err := defaultpreemption.New(ctx, defaultPreemptionArgs(), evictor, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+		if err != nil {
+			return nil, err
+		}
+		pl.defaultPreemption = dp
 	}
 	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
 	return pl, nil
@@ -174,6 +187,20 @@ func defaultArgs() *config.LockstepTopologyArgs {
 
 // Name returns the name of the plugin.
 func (pl *Topology) Name() string { return Name }
+
+// defaultPreemptionArgs are upstream's defaults for DefaultPreemption.
+func defaultPreemptionArgs() *schedconfig.DefaultPreemptionArgs {
+	return &schedconfig.DefaultPreemptionArgs{MinCandidateNodesPercentage: 10, MinCandidateNodesAbsolute: 100}
+}
+
+// PreEnqueue holds back a pod in no gang whose own preemption is still evicting its victims
+// (DefaultPreemption's asynchronous preemption), as the profile's DefaultPreemption would.
+func (pl *Topology) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	if pl.defaultPreemption == nil {
+		return nil
+	}
+	return pl.defaultPreemption.PreEnqueue(ctx, pod)
+}
 
 // validate refuses topology keys that are not configured levels, and slices broader than
 // the group's Required level: the schema can only check that keys are label keys, not how

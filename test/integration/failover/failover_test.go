@@ -115,14 +115,14 @@ func TestReplicasFailover(t *testing.T) {
 	// of running on as a leader that is not one.
 	ctx := context.Background()
 	testenv.Eventually(t, 30*time.Second, "the lease taken", func() (bool, string) {
-		lease, err := env.Client.CoordinationV1().Leases("kube-system").Get(ctx, "lockstep-scheduler", metav1.GetOptions{})
+		lease, err := env.Client.CoordinationV1().Leases("lockstep-system").Get(ctx, "lockstep-scheduler", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		lease.Spec.HolderIdentity = ptr.To("someone-else")
 		lease.Spec.LeaseDurationSeconds = ptr.To[int32](3600)
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-		_, err = env.Client.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+		_, err = env.Client.CoordinationV1().Leases("lockstep-system").Update(ctx, lease, metav1.UpdateOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
 	testenv.Eventually(t, 30*time.Second, "the replica that lost its lease exits", func() (bool, string) {

@@ -26,11 +26,23 @@ import (
 
 // Env is a running control plane with lockstep's CRDs installed.
 type Env struct {
+	// Config and Kubeconfig reach the apiserver as its superuser (the test's own clients,
+	// the upstream controllers).
 	Config     *rest.Config
 	Kubeconfig string
-	Client     kubernetes.Interface
-	Lockstep   versioned.Interface
-	Extensions apiextensionsclient.Interface
+	// LockstepConfig and LockstepKubeconfig reach it as lockstep's ServiceAccount, with the
+	// RBAC of manifests/rbac.yaml: the scheduler and the workload controller run so.
+	LockstepConfig     *rest.Config
+	LockstepKubeconfig string
+	Client             kubernetes.Interface
+	Lockstep           versioned.Interface
+	Extensions         apiextensionsclient.Interface
+}
+
+// lockstepUser is the identity manifests/rbac.yaml grants lockstep's permissions to.
+var lockstepUser = rest.ImpersonationConfig{
+	UserName: "system:serviceaccount:lockstep-system:lockstep-scheduler",
+	Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:lockstep-system", "system:authenticated"},
 }
 
 // Start runs a kube-apiserver for the test, installs the CRDs and returns clients.
@@ -49,6 +61,10 @@ func StartWithoutCRDs(t *testing.T) *Env {
 		// No service-account controller runs, and no node lifecycle controller would lift the
 		// not-ready taint that TaintNodesByCondition puts on new nodes.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+		// lockstep runs with the manifests' RBAC, and may set blockOwnerDeletion on the groups
+		// it makes for Jobs and JobSets only as the RBAC lets it update their finalizers.
+		"--authorization-mode=RBAC",
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 	}
 	server := kubeapiservertesting.StartTestServerOrDie(t, nil, flags, framework.SharedEtcd())
 	t.Cleanup(server.TearDownFn)
@@ -63,6 +79,14 @@ func StartWithoutCRDs(t *testing.T) *Env {
 		Extensions: apiextensionsclient.NewForConfigOrDie(cfg),
 	}
 	env.Kubeconfig = writeKubeconfig(t, cfg)
+	env.LockstepConfig = rest.CopyConfig(cfg)
+	env.LockstepConfig.Impersonate = lockstepUser
+	env.LockstepKubeconfig = writeKubeconfig(t, env.LockstepConfig)
+	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
+		if err := apply(context.Background(), env.Client, filepath.Join(RepoRoot(), "manifests", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return env
 }
 
@@ -137,6 +161,8 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 		Token:                 cfg.BearerToken,
 		ClientCertificateData: cfg.CertData,
 		ClientKeyData:         cfg.KeyData,
+		Impersonate:           cfg.Impersonate.UserName,
+		ImpersonateGroups:     cfg.Impersonate.Groups,
 	}
 	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
 	kc.CurrentContext = "test"

@@ -58,8 +58,10 @@ func (j *JobController) Stop() {
 func (e *Env) StartJobController(t *testing.T) *JobController {
 	t.Helper()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	kubeClient := kubernetes.NewForConfigOrDie(e.Config)
-	adapters, f, err := scheduler.WorkloadKinds(ctx, e.Config, kubeClient, informers.NewSharedInformerFactory(kubeClient, 0))
+	// As lockstep's ServiceAccount: the manifests' RBAC is what lets it create groups owned,
+	// with blockOwnerDeletion, by Jobs and JobSets.
+	kubeClient := kubernetes.NewForConfigOrDie(e.LockstepConfig)
+	adapters, f, err := scheduler.WorkloadKinds(ctx, e.LockstepConfig, kubeClient, informers.NewSharedInformerFactory(kubeClient, 0))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func (e *Env) StartJobController(t *testing.T) *JobController {
 	j := &JobController{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(j.done)
-		if err := jobframework.Run(ctx, e.Config, adapters, f, jobframework.Options{SchedulerNames: []string{lt.SchedulerName}, Workers: 2}); err != nil {
+		if err := jobframework.Run(ctx, e.LockstepConfig, adapters, f, jobframework.Options{SchedulerNames: []string{lt.SchedulerName}, Workers: 2}); err != nil {
 			t.Errorf("workload controller: %v", err)
 		}
 	}()

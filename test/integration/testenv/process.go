@@ -121,7 +121,8 @@ func run(t *testing.T, name, dir, bin string, args ...string) *Process {
 }
 
 // processConfig writes the manifests' configuration for a process: the test's kubeconfig,
-// LockstepGang args, and leader election on a short lease in kube-system, or off.
+// LockstepGang args, and leader election on a short lease in lockstep-system (where the
+// manifests' RBAC lets it hold one), or off.
 func (e *Env) processConfig(t *testing.T, opts ProcessOptions) string {
 	t.Helper()
 	path := e.schedulerConfig(t, opts.Args)
@@ -139,7 +140,7 @@ func (e *Env) processConfig(t *testing.T, opts ProcessOptions) string {
 	cfg["leaderElection"] = map[string]any{
 		"leaderElect":       true,
 		"resourceName":      "lockstep-scheduler",
-		"resourceNamespace": "kube-system",
+		"resourceNamespace": "lockstep-system",
 		"leaseDuration":     "2s",
 		"renewDeadline":     "1500ms",
 		"retryPeriod":       "500ms",

@@ -147,7 +147,7 @@ func (e *Env) schedulerConfig(t *testing.T, args GangArgs) string {
 		t.Fatal(err)
 	}
 	cfg["leaderElection"] = map[string]any{"leaderElect": false}
-	cfg["clientConnection"] = map[string]any{"kubeconfig": e.Kubeconfig, "qps": 500, "burst": 1000}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": e.LockstepKubeconfig, "qps": 500, "burst": 1000}
 	for _, p := range cfg["profiles"].([]any) {
 		for _, pc := range p.(map[string]any)["pluginConfig"].([]any) {
 			pc := pc.(map[string]any)
