@@ -121,7 +121,10 @@ type Reservations struct {
 	mu      sync.Mutex
 	byRoot  map[podgroup.Key]*Reservation
 	waiters map[podgroup.Key]waiter
-	now     func() time.Time
+	// requeued are the trees whose reservation timed out, and when: they wait their turn
+	// again from then.
+	requeued map[podgroup.Key]time.Time
+	now      func() time.Time
 }
 
 // waiterTTL is how long a starving tree that stopped failing keeps its place in line.
@@ -132,7 +135,8 @@ const waiterTTL = 2 * time.Minute
 const reservationTTL = 2 * time.Minute
 
 func newReservations(now func() time.Time) *Reservations {
-	return &Reservations{byRoot: map[podgroup.Key]*Reservation{}, waiters: map[podgroup.Key]waiter{}, now: now}
+	return &Reservations{byRoot: map[podgroup.Key]*Reservation{}, waiters: map[podgroup.Key]waiter{},
+		requeued: map[podgroup.Key]time.Time{}, now: now}
 }
 
 // Get returns the live reservation of root, nil if it has none.
@@ -142,9 +146,18 @@ func (rs *Reservations) Get(root podgroup.Key) *Reservation {
 	return rs.liveLocked(root)
 }
 
+// liveLocked returns root's reservation unless it ended: held as long as it may (the tree
+// waits its turn again, from now) or not asked for lately.
 func (rs *Reservations) liveLocked(root podgroup.Key) *Reservation {
 	r := rs.byRoot[root]
-	if r != nil && rs.now().After(r.Expires) {
+	switch {
+	case r == nil:
+	case rs.now().After(r.Deadline):
+		rs.releaseLocked(root, "timeout")
+		delete(rs.waiters, root)
+		rs.requeued[root] = rs.now()
+		return nil
+	case rs.now().After(r.Expires):
 		rs.releaseLocked(root, "lapsed")
 		return nil
 	}
@@ -229,6 +242,17 @@ func (rs *Reservations) forgetWaiter(root podgroup.Key) {
 	delete(rs.waiters, root)
 }
 
+// waitingSince is when a tree waits its turn from: when it started waiting, or when its last
+// reservation timed out.
+func (rs *Reservations) waitingSince(root podgroup.Key, started time.Time) time.Time {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if t, ok := rs.requeued[root]; ok && t.After(started) {
+		return t
+	}
+	return started
+}
+
 // store keeps a reservation, replacing the tree's earlier one.
 func (rs *Reservations) store(r *Reservation) {
 	rs.mu.Lock()
@@ -293,26 +317,19 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 	}
 	topo := pl.topology.get(pl.levels, infos)
 	level, _ := topo.constraintLevels(tree)
-	r := rs.Get(p.Root)
+	r := rs.Get(p.Root) // one held as long as it may is gone: the tree waits its turn again
 	if r != nil && (r.Priority != p.Priority || r.Level != level) {
 		rs.release(p.Root, "released")
 		r = nil
-	}
-	if r != nil && now.After(r.Deadline) {
-		// Held as long as it may: the tree waits its turn again, behind those waiting.
-		rs.release(p.Root, "timeout")
-		rs.forgetWaiter(p.Root)
-		logger.V(2).Info("Reservation timed out; the gang waits its turn again", "root", p.Root, "domain", r.Domain, "since", r.Since)
-		return ""
 	}
 	if r != nil && pl.holds(r, infos) {
 		r = refreshed(r, now)
 		rs.store(r)
 		return pl.describeReservation(r, infos)
 	}
-	since := p.WaitingSince
+	since := rs.waitingSince(p.Root, p.WaitingSince)
 	if r != nil {
-		since = r.Since // the tree keeps its place; its domain is chosen again
+		since = r.Waiting // the tree keeps its place; its domain is chosen again
 	}
 	// Its dry runs see the reservations of trees that waited less give way to it.
 	tree.WaitingSince = since
@@ -419,13 +436,10 @@ func blockersPriority(c *preemptionChoice) int32 {
 	return prio
 }
 
-// refreshed returns r lasting another reservationTTL (never past its deadline).
+// refreshed returns r lasting another reservationTTL (its deadline ends it first).
 func refreshed(r *Reservation, now time.Time) *Reservation {
 	c := *r
 	c.Expires = now.Add(reservationTTL)
-	if c.Expires.After(c.Deadline) {
-		c.Expires = c.Deadline
-	}
 	return &c
 }
 
@@ -566,15 +580,17 @@ func (pl *Topology) heldFrom(tree *podgroup.GroupView, priority int32, nodes []f
 }
 
 // TreeScheduled releases what was held for a tree that was scheduled.
-func (rs *Reservations) TreeScheduled(root podgroup.Key) {
-	rs.release(root, "bound")
-	rs.forgetWaiter(root)
-}
+func (rs *Reservations) TreeScheduled(root podgroup.Key) { rs.forget(root, "bound") }
 
 // TreeGone releases what was held for a group that is gone (a root's reservation).
-func (rs *Reservations) TreeGone(root podgroup.Key) {
-	rs.release(root, "released")
-	rs.forgetWaiter(root)
+func (rs *Reservations) TreeGone(root podgroup.Key) { rs.forget(root, "released") }
+
+func (rs *Reservations) forget(root podgroup.Key, why string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.releaseLocked(root, why)
+	delete(rs.waiters, root)
+	delete(rs.requeued, root)
 }
 
 func podPriority(p *v1.Pod) int32 { return corev1helpers.PodPriority(p) }

@@ -198,3 +198,41 @@ func TestReservationHoldsAgainstOthers(t *testing.T) {
 		t.Fatalf("reservation %+v, want p0 and p1 in the way", r)
 	}
 }
+
+// A reservation lasts reservationTimeout at most: then the gang waits its turn again, from
+// the back of the line, and the gang behind it gets the level.
+func TestReservationTimesOutAndRequeues(t *testing.T) {
+	pods := append(runningRack("z0-r0", 0), runningRack("z0-r1", 0)...)
+	pods = append(pods, runningRack("z1-r0", 0)...)
+	pods = append(pods, runningRack("z1-r1", 0)...)
+	env, trees := reservationEnv(t, pods, "a", "b")
+	now := time.Now()
+	env.plans.reservations.now = func() time.Time { return now }
+	infos := env.NodeInfos(t)
+	a, b := starving("a", now.Add(-20*time.Minute)), starving("b", now.Add(-10*time.Minute))
+	a.ReservationTimeout = 5 * time.Minute
+	if msg := env.plugin.reserve(env.Ctx, trees["a"], a, infos); msg == "" {
+		t.Fatal("the gang waiting longest got no reservation")
+	}
+	if msg := env.plugin.reserve(env.Ctx, trees["b"], b, infos); msg != "" {
+		t.Fatalf("b reserved %q while a holds the level", msg)
+	}
+	// Both keep failing (and asking) every minute; then a has held the rack level 5 minutes.
+	for i := 0; i < 4; i++ {
+		now = now.Add(time.Minute)
+		if msg := env.plugin.reserve(env.Ctx, trees["a"], a, infos); msg == "" {
+			t.Fatalf("a lost its reservation after %d minutes", i+1)
+		}
+		env.plugin.reserve(env.Ctx, trees["b"], b, infos)
+	}
+	now = now.Add(time.Minute + time.Second)
+	if msg := env.plugin.reserve(env.Ctx, trees["a"], a, infos); msg != "" {
+		t.Errorf("a still reserves %q after its reservation timed out", msg)
+	}
+	if msg := env.plugin.reserve(env.Ctx, trees["b"], b, infos); msg == "" {
+		t.Error("b did not get the level a's timed-out reservation left")
+	}
+	if msg := env.plugin.reserve(env.Ctx, trees["a"], a, infos); msg != "" {
+		t.Errorf("a reserved %q again at once, ahead of b", msg)
+	}
+}
