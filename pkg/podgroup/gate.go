@@ -77,7 +77,7 @@ const (
 
 // Admit answers PreEnqueue: a pod waits out of the queue until its PodGroup and every
 // ancestor exist, its tree is valid and enough pods exist for its path to be ready (or its
-// group was initially scheduled). Pods held because the model has not seen them yet are
+// group was initially scheduled), and while its tree backs off after a failed attempt. Pods held because the model has not seen them yet are
 // activated when it has. A pod whose PodGroup does not exist gets one event saying so (events
 // are recorded while the scheduler leads; becoming leader announces again). A pod let in
 // gets its queue-sort key, fixed while it is queued.
@@ -147,11 +147,16 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 		return Verdict{Code: WaitingForPods, Group: k, Root: root,
 			Message: fmt.Sprintf("waiting for pods of PodGroup %q: %s", k.Name, known.shortfall(k, "exist"))}, SortKey{}
 	}
-	if mode == modeCycle {
+	// A tree backing off is held out of the queue too (PreEnqueue): a member popped only to be
+	// turned away would get its PodScheduled condition written with the backoff's words, then
+	// with the next attempt's, at every attempt. The model activates the tree's pending
+	// members when the backoff ends or news comes.
+	if mode != modePeek {
 		if left := m.permits.backoffLeftLocked(root); left > 0 {
 			logger.V(4).Info("Gang backs off", "pod", klog.KObj(pod), "group", k, "root", root, "left", left)
 			return Verdict{Code: BackingOff, Group: k, Root: root,
-				Message: fmt.Sprintf("gang %s backs off for %s after a failed attempt (sooner if the cluster changes)", root.Name, left.Round(time.Millisecond))}, SortKey{}
+				// The same words at every retry: the pod's PodScheduled condition is not written again.
+				Message: fmt.Sprintf("gang %s backs off after a failed attempt; retried when the backoff ends or the cluster changes", root.Name)}, SortKey{}
 		}
 	}
 	v := Verdict{Code: Proceed, Group: k, Root: root, MinResources: m.minResourcesLocked(k)}
@@ -162,16 +167,35 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 	if last := m.permits.lastFailureLocked(root); last.After(t) {
 		t = last
 	}
-	return v, SortKey{Priority: m.priorityLocked(pod, root), Time: t, Root: root.String()}
+	return v, SortKey{Priority: m.priorityLocked(pod, root), Finishing: m.halfBoundLocked(root), Time: t, Root: root.String()}
+}
+
+// halfBoundLocked reports whether some members of root's tree are bound (or ran) although
+// the tree was never scheduled whole: a leader that died between a gang's binds left it so,
+// running pods whose peers are not bound. Its members go first.
+func (m *Model) halfBoundLocked(root Key) bool {
+	if m.index.Get(root).Scheduled() {
+		return false
+	}
+	for _, pk := range m.index.PodGroupsOf(root) {
+		if m.members.BoundOrRan(pk) > 0 && !m.index.Get(pk).Scheduled() {
+			return true
+		}
+	}
+	return false
 }
 
 // SortKey is what QueueSort orders a gang member by: its tree's priority (the root's
-// priorityClassName, else the pod's), the later of its root's creation and last failure,
-// and the root's key, so that members of one tree leave the queue together.
+// priorityClassName, else the pod's), whether the tree is half bound, the later of its
+// root's creation and last failure, and the root's key, so that members of one tree leave
+// the queue together.
 type SortKey struct {
 	Priority int32
-	Time     time.Time
-	Root     string
+	// Finishing: part of the tree is bound but it was never scheduled whole (a leader died
+	// between its binds). Within a priority, such trees go first.
+	Finishing bool
+	Time      time.Time
+	Root      string
 }
 
 // SortKey returns the queue-sort key Admit gave a member when it last let it into the

@@ -371,7 +371,21 @@ func (p *Permits) failLocked(eff *effects, logger klog.Logger, pod *v1.Pod, reas
 		r.unplaceable = ""
 	}
 	p.rejectLocked(eff, logger, root, msg, !possible.subtree(root), pol.Backoff, possible.path, "unschedulable")
-	return msg
+	return memberRejection(root, "unschedulable")
+}
+
+// memberRejection is what the members of a failed attempt are told (the PostFilter message of
+// the member that did not fit, the rejection of those waiting): the same words at every
+// attempt of the gang, so that after the first the scheduler's write of their PodScheduled
+// condition changes nothing and is skipped, and their events are counted in a series. What
+// changes from attempt to attempt (counts, the member that did not fit, the nodes' reasons)
+// is on the group's condition and in its events.
+func memberRejection(root Key, result string) string {
+	what := "did not fit"
+	if result == "timeout" {
+		what = "timed out waiting for its members"
+	}
+	return fmt.Sprintf("gang %s %s; the Scheduled condition of %s %s says why (retried when the cluster changes)", root.Name, what, root.Kind, root.Name)
 }
 
 // NoteUnplaceable records why a planner could not place the tree of pod; the failure that
@@ -531,7 +545,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		}
 		metrics.permitWait.WithLabelValues("rejected").Observe(now.Sub(w.WaitStart).Seconds())
 		p.attempts.Remove(w.Pod.UID)
-		eff.rejectPod(w.Pod, msg)
+		eff.rejectPod(w.Pod, memberRejection(root, result))
 		logger.V(4).Info("Waiting member rejected", "pod", klog.KObj(w.Pod), "group", w.Group, "root", root, "why", msg)
 	}
 	r := p.attempts.RoundOf(root)

@@ -315,8 +315,11 @@ func TestDeadlineRejectsTheTree(t *testing.T) {
 	rec.take()
 	clk.Step(4 * time.Second)
 	_, _, rejected := rec.take()
-	if len(rejected) != 2 || !strings.Contains(rejected["a-1"], "timed out after 7s waiting for the gang: 2 of 3 pods placed") {
+	if len(rejected) != 2 || !strings.Contains(rejected["a-1"], "gang a timed out waiting for its members") {
 		t.Fatalf("rejected %v, want both waiters at the first one's deadline", rejected)
+	}
+	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); !strings.Contains(c.Message, "timed out after 7s waiting for the gang: 2 of 3 pods placed") {
+		t.Errorf("condition %q, want the timeout's details", c.Message)
 	}
 	if len(m.Permits().Waiters()) != 0 {
 		t.Errorf("waiters left: %v", m.Permits().Waiters())
@@ -333,12 +336,17 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	m, clk, rec := testModel(t)
 	pods := gangWithWaiters(m, rec, "a", 3, 2)
 	msg := m.Permits().Fail(bg, pods[2], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
-	want := "cannot fit: 2 of 3 pods placed; pod a-2: 0/1 nodes are available: 1 Insufficient cpu"
+	// The members are told the same at every attempt; the details are on the condition.
+	want := "gang a did not fit; the Scheduled condition of PodGroup a says why (retried when the cluster changes)"
 	if msg != want {
 		t.Errorf("message %q, want %q", msg, want)
 	}
 	if _, _, rejected := rec.take(); len(rejected) != 2 || rejected["a-0"] != want {
 		t.Errorf("rejected %v", rejected)
+	}
+	details := "cannot fit: 2 of 3 pods placed; pod a-2: 0/1 nodes are available: 1 Insufficient cpu"
+	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); c.Message != details {
+		t.Errorf("condition %q, want %q", c.Message, details)
 	}
 	for _, p := range pods[:2] {
 		m.Permits().Unreserve(bg, assumed(p, "n1"))
@@ -346,7 +354,13 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	if v := m.Gate().Check(bg, pods[0]); v.Code != BackingOff {
 		t.Errorf("Check during backoff = %v, want BackingOff", v.Code)
 	}
-	// With no news, the tree is retried when the backoff ends.
+	// Held out of the queue meanwhile: a member popped only to be turned away would have its
+	// PodScheduled condition rewritten at every attempt.
+	if v := m.Gate().Admit(bg, pods[1]); v.Code != BackingOff {
+		t.Errorf("Admit during backoff = %v, want BackingOff", v.Code)
+	}
+	// With no news, the tree is retried when the backoff ends: its members are activated
+	// (PreEnqueue runs again) and admitted.
 	clk.Step(10 * time.Second)
 	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-0", "a-1", "a-2"}) {
 		t.Errorf("retry after backoff activates %v, want all 3 members", activated)
@@ -354,7 +368,10 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	if v := m.Gate().Check(bg, pods[0]); v.Code != Proceed {
 		t.Errorf("Check after backoff = %v, want Proceed", v.Code)
 	}
-	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); c.Message != want {
+	if v := m.Gate().Admit(bg, pods[1]); v.Code != Proceed {
+		t.Errorf("Admit after backoff = %v, want Proceed", v.Code)
+	}
+	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); c.Message != details {
 		t.Errorf("condition %q, want the failure", c.Message)
 	}
 }

@@ -25,6 +25,12 @@ import (
 // placed within it gets a single write (Scheduled) instead of two.
 const waitingGrace = 2 * time.Second
 
+// detailsRefresh is how often a condition whose state has not changed is rewritten because
+// its details have (how many pods were placed in the last failed attempt, how much of a
+// reserved domain is free): a gang that fails every few seconds in a busy cluster writes its
+// group once in this interval, not once per attempt.
+const detailsRefresh = 30 * time.Second
+
 // Condition is the PodGroupInitiallyScheduled condition a group should carry, with the note
 // of the event that announces it ("" for none).
 type Condition struct {
@@ -37,6 +43,10 @@ type Condition struct {
 	Reason     string
 	Message    string
 	Note       string
+	// Details: the message holds details that change while the state (Status, Reason and
+	// the kind of message) stays; a change of them alone is written at most every
+	// detailsRefresh.
+	Details bool
 }
 
 // sameAs compares what a condition says; the event note is not part of it.
@@ -114,10 +124,10 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 	if out.Reserving != "" {
 		// No Note: the reservation's own event is recorded when it starts; its message counts
 		// what is free, which changes as pods end.
-		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReserving, Message: out.Reserving}, true
+		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReserving, Message: out.Reserving, Details: true}, true
 	}
 	if out.Failure != "" {
-		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: out.Failure, Note: out.Failure}, true
+		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: out.Failure, Note: out.Failure, Details: true}, true
 	}
 	return Condition{}, false
 }
@@ -140,11 +150,22 @@ type StatusWriter struct {
 	// written remembers the last condition written per group (and the object's UID), so that
 	// a stale informer cache does not cause the same write twice.
 	written map[Key]writtenCondition
+	now     func() time.Time
 }
 
 type writtenCondition struct {
 	uid types.UID
+	at  time.Time
 	Condition
+}
+
+// detailsOnly says whether want differs from the condition last written only in its
+// details, and when it may be written.
+func (c writtenCondition) detailsOnly(want Condition) (time.Time, bool) {
+	if !c.Details || !want.Details || c.Status != want.Status || c.Reason != want.Reason {
+		return time.Time{}, false
+	}
+	return c.at.Add(detailsRefresh), true
 }
 
 // NewStatusWriter returns a writer; Run starts it.
@@ -158,6 +179,7 @@ func NewStatusWriter(client versioned.Interface, pgLister listers.PodGroupLister
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "lockstep_podgroup_status"}),
 		written: map[Key]writtenCondition{},
+		now:     time.Now,
 	}
 }
 
@@ -236,7 +258,12 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 	if cur != nil && cur.Status == metav1.ConditionTrue {
 		return nil // terminal, as upstream
 	}
-	if last, ok := w.written[k]; ok && last.uid == uid && last.sameAs(want) {
+	last, ok := w.written[k]
+	if ok && last.uid == uid && last.sameAs(want) {
+		return nil
+	}
+	if due, details := last.detailsOnly(want); ok && last.uid == uid && details && w.now().Before(due) {
+		w.queue.AddAfter(k, due.Sub(w.now())) // the latest details then
 		return nil
 	}
 	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
@@ -252,7 +279,7 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 	if err := update(); err != nil {
 		return w.ignoreNotFound(k, err)
 	}
-	w.written[k] = writtenCondition{uid: uid, Condition: want}
+	w.written[k] = writtenCondition{uid: uid, at: w.now(), Condition: want}
 	metrics.statusWrites.WithLabelValues(want.Reason).Inc()
 	klog.FromContext(ctx).V(4).Info("Group condition written", "group", k, "status", want.Status, "reason", want.Reason, "message", want.Message)
 	if w.recorder != nil && want.Note != "" {

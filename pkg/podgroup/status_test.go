@@ -8,8 +8,12 @@ import (
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -111,13 +115,7 @@ func TestCondition(t *testing.T) {
 func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	m, _, _ := testModel(t)
 	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()
-	client := fake.NewSimpleClientset(obj)
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := indexer.Add(obj); err != nil {
-		t.Fatal(err)
-	}
-	w := NewStatusWriter(client, listers.NewPodGroupLister(indexer),
-		listers.NewCompositePodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), nil)
+	w, client, indexer := newStatusWriterOf(t, obj)
 	key := PodGroupKey("ns", "a")
 	ctx := context.Background()
 
@@ -226,4 +224,58 @@ func TestBindBringsTheWholePathToTheStatusWriter(t *testing.T) {
 	if !slices.Contains(q.keys, CompositePodGroupKey("ns", "root")) {
 		t.Errorf("after the binds the status writer was asked about %v, want the root among them", q.keys)
 	}
+}
+
+// A failed gang whose failure's details change at every attempt (how many pods were placed,
+// which did not fit) is written once per detailsRefresh; a change of state is written at once.
+func TestStatusWriterRewritesDetailsAtMostOncePerRefresh(t *testing.T) {
+	m, _, _ := testModel(t)
+	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
+	w, client, _ := newStatusWriterOf(t, obj)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	w.now = func() time.Time { return now }
+	key := PodGroupKey("ns", "a")
+	m.OnGroup(nil, obj)
+	for i := range 2 {
+		m.OnPod(nil, lt.Member("ns", "a", i).Obj())
+	}
+	var written []string
+	client.PrependReactor("update", "podgroups", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		pg := a.(clienttesting.UpdateAction).GetObject().(*v1alpha1.PodGroup)
+		written = append(written, meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupInitiallyScheduled).Message)
+		return false, nil, nil
+	})
+	step := func(d time.Duration, failure string) {
+		t.Helper()
+		now = now.Add(d)
+		m.permits.attempts.Outcome(key).Failure = failure
+		if err := w.sync(context.Background(), m.Gate(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(0, "cannot fit: 1 of 2 pods placed")
+	step(10*time.Second, "cannot fit: 0 of 2 pods placed")
+	step(10*time.Second, "cannot fit: 1 of 2 pods placed; pod a-0")
+	step(10*time.Second, "cannot fit: 0 of 2 pods placed; pod a-1")
+	step(time.Second, "")
+	m.permits.attempts.Outcome(key).Reserving = "rack r1 held"
+	step(time.Second, "")
+	want := []string{"cannot fit: 1 of 2 pods placed", "cannot fit: 0 of 2 pods placed; pod a-1", "rack r1 held"}
+	if !cmp.Equal(written, want) {
+		t.Errorf("written %q, want %q", written, want)
+	}
+}
+
+// newStatusWriterOf returns a writer (no recorder) on a fake clientset and a lister holding
+// the PodGroup obj.
+func newStatusWriterOf(t *testing.T, obj *v1alpha1.PodGroup) (*StatusWriter, *fake.Clientset, cache.Indexer) {
+	t.Helper()
+	client := fake.NewSimpleClientset(obj)
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := indexer.Add(obj); err != nil {
+		t.Fatal(err)
+	}
+	w := NewStatusWriter(client, listers.NewPodGroupLister(indexer),
+		listers.NewCompositePodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), nil)
+	return w, client, indexer
 }

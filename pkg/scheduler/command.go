@@ -27,6 +27,9 @@ import (
 // then app.Setup and app.Run), through Scheduler.Run, so that lockstep's leader-only parts
 // follow kube-scheduler's lease.
 func NewCommand() *cobra.Command {
+	if err := SetFeatureDefaults(); err != nil {
+		klog.Background().Error(err, "lockstep's feature gate defaults not applied")
+	}
 	opts := options.NewOptions()
 	var lsOpts Options
 	cmd := &cobra.Command{

@@ -32,6 +32,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 	"github.com/lockstep-sched/lockstep/pkg/leader"
+	"github.com/lockstep-sched/lockstep/pkg/plugins/bind"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/topology"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
@@ -91,6 +92,7 @@ func (s *Scheduler) Registry() frameworkruntime.Registry {
 			}
 			return gang.New(ctx, obj, h, c.groups.Model.Gate(), c.groups.Model.Permits())
 		},
+		bind.Name: bind.New,
 		topology.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			c, err := s.components(ctx, h)
 			if err != nil {

@@ -19,6 +19,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&LockstepGangArgs{},
 		&LockstepTopologyArgs{},
+		&LockstepBindArgs{},
 	)
 	return nil
 }

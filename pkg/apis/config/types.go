@@ -51,3 +51,19 @@ type LockstepTopologyArgs struct {
 	// packed onto nodes chosen once per gang instead of scored one by one.
 	PlanUnconstrainedGangs bool
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// LockstepBindArgs configures the LockstepBind plugin.
+type LockstepBindArgs struct {
+	metav1.TypeMeta
+
+	// MaxBindsInFlight bounds the bind requests the profile has outstanding at once; more
+	// wait their turn in the order they came, so that a released gang of a thousand pods
+	// does not send a thousand requests to the apiserver at the same moment.
+	MaxBindsInFlight int32
+	// QPS and Burst are the rate limit of the bind client, which no other request of the
+	// scheduler shares. 0 takes the scheduler's clientConnection value.
+	QPS   int32
+	Burst int32
+}

@@ -96,11 +96,17 @@ func TestLess(t *testing.T) {
 	urgent := lt.MakePodGroup().Namespace("ns").Name("urgent").Gang(1).Created(epoch.Add(time.Hour)).Obj()
 	pods := append(lt.Members("ns", "older", 2, nil), lt.Members("ns", "newer", 1, nil)...)
 	pods = append(pods, lt.Member("ns", "urgent", 0).Priority(10).Obj())
-	env := newTestEnv(t, []runtime.Object{older, newer, urgent}, pods, nil)
+	// A leader died between the binds of gang half: one member is bound, one is not.
+	half := lt.MakePodGroup().Namespace("ns").Name("half").Gang(2).Created(epoch.Add(2 * time.Hour)).Obj()
+	pods = append(pods, lt.Member("ns", "half", 0).Node("n1").Obj(), lt.Member("ns", "half", 1).Obj())
+	env := newTestEnv(t, []runtime.Object{older, newer, urgent, half}, pods, nil)
 	// The queue runs PreEnqueue before a pod enters it: that is when a member gets its key.
 	byName := map[string]*v1.Pod{}
 	for _, p := range pods {
 		byName[p.Name] = p
+		if p.Spec.NodeName != "" {
+			continue
+		}
 		if s := env.plugin.PreEnqueue(env.Ctx, p); !s.IsSuccess() {
 			t.Fatalf("PreEnqueue %s: %v", p.Name, s)
 		}
@@ -124,6 +130,8 @@ func TestLess(t *testing.T) {
 		{name: "higher priority first", a: entity("urgent-0", epoch), b: entity("older-0", epoch), want: true},
 		{name: "older root first, whatever the queue time", a: entity("older-0", epoch.Add(time.Hour)), b: entity("newer-0", epoch), want: true},
 		{name: "newer root after", a: entity("newer-0", epoch), b: entity("older-1", epoch.Add(time.Hour)), want: false},
+		{name: "half-bound root first, whatever its age", a: entity("half-1", epoch.Add(time.Hour)), b: entity("older-0", epoch), want: true},
+		{name: "higher priority before a half-bound root", a: entity("half-1", epoch), b: entity("urgent-0", epoch), want: false},
 		{name: "same root by queue time", a: entity("older-0", epoch), b: entity("older-1", epoch.Add(time.Second)), want: true},
 		{name: "plain pod by queue time before a later root", a: entity("plain-0", epoch.Add(30*time.Second)), b: entity("newer-0", epoch), want: true},
 		{name: "plain pods by queue time", a: entity("plain-1", epoch.Add(time.Second)), b: entity("plain-0", epoch), want: false},
@@ -231,13 +239,13 @@ func TestPostFilterRejectsWaitingMembers(t *testing.T) {
 	statuses := framework.NewDefaultNodeToStatus()
 	statuses.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
 	_, s := env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), pods[2], statuses)
-	want := "cannot fit: 2 of 3 pods placed; pod a-2: 0/1 nodes are available: 1 Insufficient cpu"
+	want := "gang a did not fit; the Scheduled condition of PodGroup a says why (retried when the cluster changes)"
 	if s.Code() != fwk.Unschedulable || s.Message() != want {
 		t.Errorf("PostFilter = %v %q, want Unschedulable %q", s.Code(), s.Message(), want)
 	}
 	for i, w := range waiters {
 		s := w.outcome()
-		if s.Code() != fwk.Unschedulable || !strings.Contains(s.Message(), "cannot fit") {
+		if s.Code() != fwk.Unschedulable || s.Message() != want {
 			t.Errorf("%s: %v, want rejected", pods[i].Name, s)
 		}
 	}

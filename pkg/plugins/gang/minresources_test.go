@@ -281,8 +281,11 @@ func TestPostFilterAfterMinResourcesRefusal(t *testing.T) {
 	statuses := framework.NewDefaultNodeToStatus()
 	statuses.SetAbsentNodesStatus(s)
 	_, ps := env.plugin.PostFilter(env.Ctx, state, pods[0], statuses)
-	if ps.Code() != fwk.Unschedulable || !strings.Contains(ps.Message(), "needs minResources cpu=4") {
-		t.Errorf("PostFilter = %v %q, want Unschedulable naming minResources", ps.Code(), ps.Message())
+	if ps.Code() != fwk.Unschedulable || !strings.Contains(ps.Message(), "gang a did not fit") {
+		t.Errorf("PostFilter = %v %q, want Unschedulable", ps.Code(), ps.Message())
+	}
+	if c, _ := env.Components.Model.Gate().Condition(podgroup.PodGroupKey("ns", "a")); !strings.Contains(c.Message, "needs minResources cpu=4") {
+		t.Errorf("condition %q, want it naming minResources", c.Message)
 	}
 	// The gang backs off: the next attempt is turned away without a new check.
 	_, s = env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[1], nil)

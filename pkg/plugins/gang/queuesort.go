@@ -1,28 +1,32 @@
 package gang
 
 import (
-	"time"
-
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // Less orders the queue by priority (a gang member's is its tree's: the root group's
-// priorityClassName, else the pod's own), then by the root group's creation time (or its
-// last failure, whichever is later), then by root key, then by when the pod was queued.
+// priorityClassName, else the pod's own), then half-bound trees first (a leader died between
+// their binds: their bound pods run without their peers), then by the root group's creation
+// time (or its last failure, whichever is later), then by root key, then by when the pod was
+// queued.
 // Members of one tree compare equal up to the last step, so they leave the queue back to
 // back and two gangs do not interleave and hold each other's capacity; when room appears
 // for one of several waiting trees, the one with the higher priority gets it.
 func (pl *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
-	pa, ta, ka := pl.sortKey(a)
-	pb, tb, kb := pl.sortKey(b)
-	if pa != pb {
-		return pa > pb
+	ka, kb := pl.sortKey(a), pl.sortKey(b)
+	if ka.Priority != kb.Priority {
+		return ka.Priority > kb.Priority
 	}
-	if !ta.Equal(tb) {
-		return ta.Before(tb)
+	if ka.Finishing != kb.Finishing {
+		return ka.Finishing
 	}
-	if ka != kb {
-		return ka < kb
+	if !ka.Time.Equal(kb.Time) {
+		return ka.Time.Before(kb.Time)
+	}
+	if ka.Root != kb.Root {
+		return ka.Root < kb.Root
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }
@@ -32,16 +36,16 @@ type podInfoGetter interface {
 	GetPodInfo() fwk.PodInfo
 }
 
-// sortKey returns the priority, time and key an entity sorts by: its tree's for a gang
-// member, its own priority, queue timestamp and name otherwise.
-func (pl *Gang) sortKey(e fwk.QueuedEntityInfo) (int32, time.Time, string) {
+// sortKey returns the key an entity sorts by: its tree's for a gang member, its own
+// priority, queue timestamp and name otherwise.
+func (pl *Gang) sortKey(e fwk.QueuedEntityInfo) podgroup.SortKey {
 	pi, ok := e.(podInfoGetter)
 	if !ok || pi.GetPodInfo() == nil {
-		return e.GetPriority(), e.GetTimestamp(), ""
+		return podgroup.SortKey{Priority: e.GetPriority(), Time: e.GetTimestamp()}
 	}
 	pod := pi.GetPodInfo().GetPod()
 	if k, ok := pl.groups.SortKey(pod); ok {
-		return k.Priority, k.Time, k.Root
+		return k
 	}
-	return e.GetPriority(), e.GetTimestamp(), "Pod " + pod.Namespace + "/" + pod.Name
+	return podgroup.SortKey{Priority: e.GetPriority(), Time: e.GetTimestamp(), Root: "Pod " + pod.Namespace + "/" + pod.Name}
 }

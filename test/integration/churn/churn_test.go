@@ -56,11 +56,13 @@ type churn struct {
 	runs  []*testenv.Process
 	// oracle watches the binds as they happen.
 	oracle *oracle
+	// args override LockstepGang's args of the manifests' configuration.
+	args testenv.GangArgs
 }
 
 func (c *churn) startScheduler() {
 	c.sched = c.env.StartProcess(c.t, fmt.Sprintf("scheduler-%d", len(c.runs)), testenv.ProcessOptions{
-		Args:      testenv.GangArgs{"backoffSeconds": 1, "permitTimeoutSeconds": 10},
+		Args:      c.args,
 		Verbosity: 4,
 	})
 	c.runs = append(c.runs, c.sched)
@@ -76,12 +78,23 @@ func (c *churn) pod(g *gang) *v1.Pod {
 // createGang creates a random gang: 2-8 pods of 1-4 cores, minCount all or all but one,
 // required rack or block, preferred rack, or no constraint.
 func (c *churn) createGang() {
-	c.id++
 	size := 2 + c.rng.Intn(7)
-	g := &gang{name: fmt.Sprintf("g%d", c.id), min: size, cpu: int64(1 + c.rng.Intn(4))}
+	min := size
 	if c.rng.Intn(3) == 0 {
-		g.min = size - 1
+		min = size - 1
 	}
+	c.createGangOf(size, min, int64(1+c.rng.Intn(4)))
+}
+
+// createGangOf creates a gang of size pods of cpu cores each with minCount min (0: all of
+// them): required
+// rack or block, preferred rack, or no constraint, at random.
+func (c *churn) createGangOf(size, min int, cpu int64) *gang {
+	c.id++
+	if min == 0 {
+		min = size
+	}
+	g := &gang{name: fmt.Sprintf("g%d", c.id), min: min, cpu: cpu}
 	pg := lt.MakePodGroup().Namespace(c.ns).Name(g.name).Gang(int32(g.min))
 	switch c.rng.Intn(4) {
 	case 0:
@@ -102,6 +115,7 @@ func (c *churn) createGang() {
 	}
 	c.env.CreatePods(c.t, pods...)
 	c.gangs[g.name] = g
+	return g
 }
 
 func (c *churn) randomGang() *gang {
@@ -118,16 +132,9 @@ func (c *churn) randomGang() *gang {
 
 // deleteGang deletes a gang, group and pods, as a finished or cancelled job does.
 func (c *churn) deleteGang() {
-	g := c.randomGang()
-	if g == nil {
-		return
+	if g := c.randomGang(); g != nil {
+		c.deleteGangNamed(g.name)
 	}
-	ctx := context.Background()
-	for _, p := range g.pods {
-		_ = c.env.Client.CoreV1().Pods(c.ns).Delete(ctx, p, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-	}
-	_ = c.env.Lockstep.SchedulingV1alpha1().PodGroups(c.ns).Delete(ctx, g.name, metav1.DeleteOptions{})
-	delete(c.gangs, g.name)
 }
 
 // replaceMember deletes a pod of a gang and creates a replacement, as a controller does.
@@ -204,11 +211,12 @@ func TestChurn(t *testing.T) {
 		}
 	})
 	env := testenv.Start(t)
-	c := &churn{t: t, env: env, rng: rand.New(rand.NewSource(seed)), gangs: map[string]*gang{}, gone: map[string]bool{}}
+	c := &churn{t: t, env: env, rng: rand.New(rand.NewSource(seed)), gangs: map[string]*gang{}, gone: map[string]bool{},
+		args: testenv.GangArgs{"backoffSeconds": 1, "permitTimeoutSeconds": 10}}
 	c.ns = env.Namespace(t, "churn")
 	c.nodes = lt.TopologyNodes(2, 2, 2, 4, "8")
 	env.CreateNodes(t, c.nodes...)
-	c.oracle = watch(t, env, c.ns, c.nodes)
+	c.oracle = watch(t, env, c.ns, c.nodes, partialGrace)
 	c.startScheduler()
 
 	const gangs = 120

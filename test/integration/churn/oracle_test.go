@@ -19,7 +19,7 @@ import (
 // oracle watches every pod of the test as the apiserver reports it and checks, as binds
 // happen, what lockstep promises; it knows the gangs from what the test created and the
 // nodes from the objects it created, and never reads lockstep's conditions or logs:
-//   - no gang stays partially bound (0 < bound < minCount) longer than partialGrace without
+//   - no gang stays partially bound (0 < bound < minCount) longer than its grace without
 //     a member of it deleted in between: binds of a gang allowed whole land one after the
 //     other, and a scheduler killed among them is replaced and finishes them, but neither
 //     takes that long;
@@ -41,6 +41,13 @@ type oracle struct {
 	whole   map[string]bool
 	// fails are the violations seen, reported by check.
 	fails []string
+	// grace is how long a gang may be partially bound without a member deleted.
+	grace time.Duration
+	// wholeAt are the times gangs became bound whole (wholeNow: those that are);
+	// conditionWrites count the changes of each pod's PodScheduled condition.
+	wholeAt         []time.Time
+	wholeNow        map[string]bool
+	conditionWrites map[string]int
 }
 
 type boundPod struct {
@@ -49,14 +56,15 @@ type boundPod struct {
 	gang string
 }
 
-// partialGrace is how long a gang may be partially bound without a member deleted.
+// partialGrace is how long a gang may be partially bound without a member deleted, in the
+// churn of TestChurn.
 const partialGrace = 45 * time.Second
 
 // watch starts an oracle on the namespace's pods; it checks the partial gangs every second
 // until the test ends.
-func watch(t *testing.T, env *testenv.Env, ns string, nodes []*v1.Node) *oracle {
-	o := &oracle{t: t, gangs: map[string]*gang{}, cpu: map[string]int64{}, bound: map[string]boundPod{},
-		partial: map[string]time.Time{}, excused: map[string]bool{}, whole: map[string]bool{}}
+func watch(t *testing.T, env *testenv.Env, ns string, nodes []*v1.Node, grace time.Duration) *oracle {
+	o := &oracle{t: t, grace: grace, gangs: map[string]*gang{}, cpu: map[string]int64{}, bound: map[string]boundPod{},
+		partial: map[string]time.Time{}, excused: map[string]bool{}, whole: map[string]bool{}, wholeNow: map[string]bool{}, conditionWrites: map[string]int{}}
 	for _, n := range nodes {
 		o.cpu[n.Name] = n.Status.Allocatable.Cpu().MilliValue()
 	}
@@ -65,8 +73,11 @@ func watch(t *testing.T, env *testenv.Env, ns string, nodes []*v1.Node) *oracle 
 	factory := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.observe(obj.(*v1.Pod)) },
-		UpdateFunc: func(_, obj any) { o.observe(obj.(*v1.Pod)) },
+		AddFunc: func(obj any) { o.observe(obj.(*v1.Pod)) },
+		UpdateFunc: func(old, obj any) {
+			o.countConditionWrite(old.(*v1.Pod), obj.(*v1.Pod))
+			o.observe(obj.(*v1.Pod))
+		},
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
@@ -169,13 +180,19 @@ func (o *oracle) settle(gang string) {
 	n := o.boundOf(gang)
 	switch {
 	case n >= g.min:
+		if !o.wholeNow[gang] {
+			o.wholeAt = append(o.wholeAt, time.Now())
+			o.wholeNow[gang] = true
+		}
 		o.whole[gang] = true
 		delete(o.partial, gang)
 		delete(o.excused, gang)
 	case n == 0:
+		delete(o.wholeNow, gang)
 		delete(o.partial, gang)
 		delete(o.excused, gang)
 	default:
+		delete(o.wholeNow, gang)
 		if _, ok := o.partial[gang]; !ok {
 			o.partial[gang] = time.Now()
 		}
@@ -192,17 +209,61 @@ func (o *oracle) boundOf(gang string) int {
 	return n
 }
 
-// overdue flags the gangs partially bound for longer than partialGrace with no member deleted.
+// overdue flags the gangs partially bound for longer than the grace with no member deleted.
 func (o *oracle) overdue() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for gang, since := range o.partial {
-		if o.excused[gang] || time.Since(since) < partialGrace {
+		if o.excused[gang] || time.Since(since) < o.grace {
 			continue
 		}
 		o.fail("gang %s partially bound (%d of minCount %d) for %s with no member deleted", gang, o.boundOf(gang), o.gangs[gang].min, time.Since(since).Round(time.Second))
 		o.excused[gang] = true // once
 	}
+}
+
+// countConditionWrite counts a change of a pod's PodScheduled condition.
+func (o *oracle) countConditionWrite(old, cur *v1.Pod) {
+	was, is := scheduledCondition(old), scheduledCondition(cur)
+	if is == nil || (was != nil && was.Status == is.Status && was.Reason == is.Reason && was.Message == is.Message) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.conditionWrites[cur.Name]++
+}
+
+func scheduledCondition(p *v1.Pod) *v1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == v1.PodScheduled {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// wholeSince returns when gangs became bound whole after t.
+func (o *oracle) wholeSince(t time.Time) []time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []time.Time
+	for _, w := range o.wholeAt {
+		if w.After(t) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// conditionWritesOf returns the number of PodScheduled condition changes of the named pods.
+func (o *oracle) conditionWritesOf(pods []string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, p := range pods {
+		n += o.conditionWrites[p]
+	}
+	return n
 }
 
 // wholeOnce reports whether the oracle saw a gang bound whole.

@@ -63,7 +63,7 @@ func TestReplicasFailover(t *testing.T) {
 	ns := env.Namespace(t, "failover")
 	env.CreateNodes(t, lt.MakeNode("n1", "8").Obj(), lt.MakeNode("n2", "8").Obj())
 	env.StartKubeControllers(t)
-	opts := testenv.ProcessOptions{Args: args, LeaderElect: true, Verbosity: 4}
+	opts := testenv.ProcessOptions{Args: args, LeaderElect: true, Verbosity: 4, FeatureGates: testenv.NominatedWaiting} // WaitWaiting
 	a := env.StartProcess(t, "replica-a", opts)
 	b := env.StartProcess(t, "replica-b", opts)
 	leader, standby := leaderOf(t, a, b)

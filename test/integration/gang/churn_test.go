@@ -25,7 +25,7 @@ import (
 // the test lifts; a long scheduleTimeoutSeconds keeps the model's deadline out of the way.
 
 // waitingGang creates a gang PodGroup of minCount on a long timeout, n pods of 1 cpu that fit,
-// and the gated ones named; it waits until the n pods wait at Permit.
+// and the gated ones named; it waits until the n pods wait at Permit (NominateWaiting).
 func waitingGang(t *testing.T, env *testenv.Env, ns, name string, minCount int32, n int, gated ...string) {
 	t.Helper()
 	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(name).Gang(minCount).ScheduleTimeout(300).Obj())
@@ -43,6 +43,7 @@ func TestDeletedWaiterAndReplacement(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "dw")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
+	testenv.NominateWaiting(t)
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-last")
@@ -64,6 +65,7 @@ func TestCompositeRecreatedUnderAWaiter(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "cr")
 	env.CreateNodes(t, lt.MakeNode("n1", "8").Obj())
+	testenv.NominateWaiting(t)
 	env.StartScheduler(t, fastArgs)
 
 	env.CreateComposites(t, lt.MakeCompositePodGroup().Namespace(ns).Name("job").Gang(1).Obj())
@@ -90,6 +92,7 @@ func TestMinCountLoweredReleasesWaiters(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "ml")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
+	testenv.NominateWaiting(t)
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-held")
@@ -108,6 +111,7 @@ func TestMinCountRaisedHoldsTheGang(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "mr")
 	env.CreateNodes(t, lt.MakeNode("n1", "8").Obj())
+	testenv.NominateWaiting(t)
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-held")
@@ -127,6 +131,7 @@ func TestMemberReplacedWhileSiblingsWait(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "mw")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
+	testenv.NominateWaiting(t)
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-old", "g-spare")
@@ -142,6 +147,7 @@ func TestNodeDeletedWhileMembersWait(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "nd")
 	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "2").Obj(), lt.MakeNode("n3", "2").Obj())
+	testenv.NominateWaiting(t)
 	env.StartScheduler(t, fastArgs)
 
 	waitingGang(t, env, ns, "g", 3, 2, "g-held")

@@ -91,6 +91,7 @@ func TestPlainPodPreemptsAWaitingMember(t *testing.T) {
 	env.CreateNodes(t, lt.MakeNode("a", "4").Obj(), lt.MakeNode("b", "2").Obj())
 	env.CreatePriorityClass(t, low, 10, false)
 	env.CreatePriorityClass(t, high, 1000, false)
+	testenv.NominateWaiting(t) // WaitWaiting
 	env.StartScheduler(t, deployed)
 	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("g").Gang(3).PriorityClass(low).Obj())
 	for i := 0; i < 3; i++ {

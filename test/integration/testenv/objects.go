@@ -257,8 +257,8 @@ func (e *Env) SetMinCount(t *testing.T, ns, name string, minCount int32) {
 }
 
 // WaitWaiting waits until every named pod waits at Permit for its gang: it holds a node
-// (the scheduler writes it as nominatedNodeName before the wait) and is not bound. It
-// returns the node of each.
+// (the scheduler writes it as nominatedNodeName before the wait, under NominatedWaiting:
+// lockstep's binary does not by default) and is not bound. It returns the node of each.
 func (e *Env) WaitWaiting(t *testing.T, ns string, names ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}

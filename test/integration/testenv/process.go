@@ -55,6 +55,8 @@ type ProcessOptions struct {
 	NoWorkloadController bool
 	// Verbosity is the -v level (default 2).
 	Verbosity int
+	// FeatureGates is the value of --feature-gates ("" for none).
+	FeatureGates string
 }
 
 // Process is a lockstep-scheduler running as its own process.
@@ -85,6 +87,9 @@ func (e *Env) StartProcess(t *testing.T, name string, opts ProcessOptions) *Proc
 	}
 	if opts.NoWorkloadController {
 		args = append(args, "--workload-controller=false")
+	}
+	if opts.FeatureGates != "" {
+		args = append(args, "--feature-gates="+opts.FeatureGates)
 	}
 	p := run(t, name, dir, bin, args...)
 	p.MetricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)

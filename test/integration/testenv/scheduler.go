@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"testing"
 
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
+
 	"github.com/spf13/pflag"
 	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -88,6 +91,10 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	t.Helper()
 	cfgPath := e.schedulerConfig(t, args)
 
+	// The binary's feature gate defaults, before options.NewOptions closes the gate.
+	if err := scheduler.SetFeatureDefaults(); err != nil {
+		t.Fatal(err)
+	}
 	opts := options.NewOptions()
 	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
 	effectiveVersion := utilcompatibility.DefaultKubeEffectiveVersionForTest()
@@ -169,4 +176,14 @@ func (e *Env) schedulerConfig(t *testing.T, args GangArgs) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// NominatedWaiting is the feature gate setting under which the scheduler writes a waiting
+// member's node as its nominatedNodeName (kube-scheduler's default, off in lockstep's), which
+// WaitWaiting watches for.
+const NominatedWaiting = "NominatedNodeNameForExpectation=true"
+
+// NominateWaiting turns NominatedWaiting on for the in-process schedulers this test starts.
+func NominateWaiting(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.NominatedNodeNameForExpectation, true)
 }

@@ -79,3 +79,22 @@ func SetDefaults_LockstepGangArgs(obj *LockstepGangArgs) {
 		obj.ReservationTimeoutSeconds = &v
 	}
 }
+
+// DefaultMaxBindsInFlight: enough requests outstanding to keep a loaded apiserver busy
+// (binds take milliseconds each), few enough that a gang's release is not a flood.
+const DefaultMaxBindsInFlight int32 = 32
+
+// SetDefaults_LockstepBindArgs fills unset fields; qps and burst stay 0 (the scheduler's
+// clientConnection values), which only the plugin knows.
+func SetDefaults_LockstepBindArgs(obj *LockstepBindArgs) {
+	if obj.MaxBindsInFlight == nil {
+		v := DefaultMaxBindsInFlight
+		obj.MaxBindsInFlight = &v
+	}
+	if obj.QPS == nil {
+		obj.QPS = new(int32)
+	}
+	if obj.Burst == nil {
+		obj.Burst = new(int32)
+	}
+}

@@ -63,3 +63,23 @@ type LockstepTopologyArgs struct {
 	// +optional
 	PlanUnconstrainedGangs *bool `json:"planUnconstrainedGangs,omitempty"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// LockstepBindArgs configures the LockstepBind plugin, which binds pods through a client of
+// its own so that binds never queue behind the scheduler's status writes.
+type LockstepBindArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// maxBindsInFlight bounds the bind requests the profile has outstanding at once; more
+	// wait their turn in the order they came. Default 32.
+	// +optional
+	MaxBindsInFlight *int32 `json:"maxBindsInFlight,omitempty"`
+	// qps is the bind client's rate limit, in requests per second. Default 0: the
+	// scheduler's clientConnection.qps.
+	// +optional
+	QPS *int32 `json:"qps,omitempty"`
+	// burst is the bind client's burst. Default 0: the scheduler's clientConnection.burst.
+	// +optional
+	Burst *int32 `json:"burst,omitempty"`
+}

@@ -29,9 +29,14 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&LockstepBindArgs{}, func(obj interface{}) { SetObjectDefaults_LockstepBindArgs(obj.(*LockstepBindArgs)) })
 	scheme.AddTypeDefaultingFunc(&LockstepGangArgs{}, func(obj interface{}) { SetObjectDefaults_LockstepGangArgs(obj.(*LockstepGangArgs)) })
 	scheme.AddTypeDefaultingFunc(&LockstepTopologyArgs{}, func(obj interface{}) { SetObjectDefaults_LockstepTopologyArgs(obj.(*LockstepTopologyArgs)) })
 	return nil
+}
+
+func SetObjectDefaults_LockstepBindArgs(in *LockstepBindArgs) {
+	SetDefaults_LockstepBindArgs(in)
 }
 
 func SetObjectDefaults_LockstepGangArgs(in *LockstepGangArgs) {

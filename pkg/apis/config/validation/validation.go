@@ -54,3 +54,18 @@ func ValidateLockstepTopologyArgs(path *field.Path, args *config.LockstepTopolog
 	}
 	return errs.ToAggregate()
 }
+
+// ValidateLockstepBindArgs returns an error listing every invalid field.
+func ValidateLockstepBindArgs(path *field.Path, args *config.LockstepBindArgs) error {
+	var errs field.ErrorList
+	if args.MaxBindsInFlight <= 0 {
+		errs = append(errs, field.Invalid(path.Child("maxBindsInFlight"), args.MaxBindsInFlight, "must be greater than 0"))
+	}
+	if args.QPS < 0 {
+		errs = append(errs, field.Invalid(path.Child("qps"), args.QPS, "must not be negative (0 takes clientConnection.qps)"))
+	}
+	if args.Burst < 0 {
+		errs = append(errs, field.Invalid(path.Child("burst"), args.Burst, "must not be negative (0 takes clientConnection.burst)"))
+	}
+	return errs.ToAggregate()
+}

@@ -1,0 +1,67 @@
+package bind
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/flowcontrol"
+	k8smetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// metrics say whether binds wait, and for what: a slot (the apiserver is slower than the
+// scheduler releases pods) or the bind client's rate limit (qps/burst too low).
+var metrics = struct {
+	inFlight *k8smetrics.Gauge
+	slotWait *k8smetrics.Histogram
+	rateWait *k8smetrics.Histogram
+}{
+	inFlight: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "binds_in_flight",
+		Help:           "Bind requests LockstepBind has outstanding (at most maxBindsInFlight per profile).",
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+	slotWait: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "bind_slot_wait_seconds",
+		Help:           "Time a pod waited for a LockstepBind slot before its bind request.",
+		Buckets:        k8smetrics.ExponentialBuckets(0.0001, 4, 10),
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+	rateWait: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+		Subsystem:      podgroup.Subsystem,
+		Name:           "bind_rate_limiter_wait_seconds",
+		Help:           "Time a bind request waited for the bind client's rate limiter (qps/burst).",
+		Buckets:        k8smetrics.ExponentialBuckets(0.0001, 4, 10),
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
+}
+
+var registerOnce sync.Once
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(metrics.inFlight, metrics.slotWait, metrics.rateWait)
+	})
+}
+
+// observedLimiter is client-go's token bucket, timing every wait: client-go's own
+// rest_client_rate_limiter_duration_seconds does not tell the bind client from the others.
+type observedLimiter struct {
+	flowcontrol.RateLimiter
+}
+
+func newObservedLimiter(qps float32, burst int) flowcontrol.RateLimiter {
+	return observedLimiter{flowcontrol.NewTokenBucketRateLimiter(qps, burst)}
+}
+
+func (l observedLimiter) Wait(ctx context.Context) error {
+	start := time.Now()
+	err := l.RateLimiter.Wait(ctx)
+	metrics.rateWait.Observe(time.Since(start).Seconds())
+	return err
+}
