@@ -219,7 +219,7 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 		return err
 	}
 	if _, err := kube.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { m.OnCapacity("node added") },
+		AddFunc:    m.OnNodeAdd,
 		UpdateFunc: m.onNodeUpdate,
 		DeleteFunc: m.OnNodeDelete,
 	}); err != nil {
@@ -519,6 +519,17 @@ func (m *Model) OnNodeDelete(obj any) {
 		return
 	}
 	m.update(m.logger, func(eff *effects) { m.permits.nodeGoneLocked(eff, node.Name) })
+}
+
+// OnNodeAdd retries the trees that failed for want of room; a node added under the name of
+// one deleted is a node again.
+func (m *Model) OnNodeAdd(obj any) {
+	if node, ok := obj.(*v1.Node); ok {
+		m.mu.Lock()
+		m.permits.gone.Delete(node.Name)
+		m.mu.Unlock()
+	}
+	m.OnCapacity("node added")
 }
 
 // OnCapacity tells the model that room may have appeared (a node added or grown, a pod

@@ -35,10 +35,13 @@ type Permits struct {
 	retryFloor time.Duration
 	// scheduled are the roots scheduled since the observer last heard.
 	scheduled []Key
+	// gone are the nodes deleted (until a node of that name is added again): the model may
+	// hear of a deletion before the scheduler's cache, which may still place a member there.
+	gone sets.Set[string]
 }
 
 func newPermits(m *Model, observer RoundObserver) *Permits {
-	return &Permits{m: m, attempts: NewAttempts(), observer: observer, retryFloor: DefaultRetryFloor}
+	return &Permits{m: m, attempts: NewAttempts(), observer: observer, retryFloor: DefaultRetryFloor, gone: sets.New[string]()}
 }
 
 // Policy is the gang policy of the profile a member is scheduled by.
@@ -137,6 +140,13 @@ func (p *Permits) permitLocked(eff *effects, logger klog.Logger, pod *v1.Pod, po
 		}
 		a = &Attempt{Pod: pod, Group: k, Root: root, Node: node, State: Reserved}
 		p.attempts.Add(a)
+	}
+	if p.gone.Has(a.Node) {
+		// Placed from a cache that had not yet lost the node: allowed, it would bind there.
+		p.attempts.Remove(pod.UID)
+		why := fmt.Sprintf("node %s was deleted", a.Node)
+		logger.V(4).Info("Permit refused", "pod", klog.KObj(pod), "group", k, "root", root, "why", why)
+		return PermitDecision{Reject: why}
 	}
 	if p.allowReadyLocked(eff, logger, root, a) {
 		return PermitDecision{Allow: true}
@@ -660,6 +670,7 @@ func (p *Permits) boundLocked(pod *v1.Pod, k Key) {
 // would bind to it. They are scheduled again; their trees keep waiting for them if they can
 // still be ready.
 func (p *Permits) nodeGoneLocked(eff *effects, node string) {
+	p.gone.Insert(node)
 	why := fmt.Sprintf("node %s was deleted", node)
 	roots := sets.New[Key]()
 	for _, uid := range p.attempts.WaitingUIDs() {

@@ -583,6 +583,23 @@ func TestNodeDeletedReleasesItsWaiters(t *testing.T) {
 	if got := m.Permits().Waiters(); len(got) != 1 || got[0] != pods[0].UID {
 		t.Errorf("waiters %v, want a-0 still waiting", got)
 	}
+	// The scheduler's cache may not have lost the node yet: a member placed there again is
+	// refused, even as the member that would make the tree ready.
+	m.Permits().Reserve(bg, a, "n2")
+	if d := m.Permits().Permit(bg, a, testPolicy); !strings.Contains(d.Reject, "node n2 was deleted") {
+		t.Errorf("Permit on the deleted node = %+v, want refused", d)
+	}
+	last := assumed(pods[2], "n2")
+	m.Permits().Reserve(bg, last, "n2")
+	if d := m.Permits().Permit(bg, last, testPolicy); d.Allow || d.Reject == "" {
+		t.Errorf("Permit of the last member on the deleted node = %+v, want refused", d)
+	}
+	// A node added under that name again is a node.
+	m.OnNodeAdd(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}})
+	m.Permits().Reserve(bg, a, "n2")
+	if d := m.Permits().Permit(bg, a, testPolicy); d.Reject != "" {
+		t.Errorf("Permit on the node added again = %+v, want no refusal", d)
+	}
 }
 
 // News retries every failed tree together, once the latest failure is a retry floor old: their

@@ -60,8 +60,13 @@ func (s *modelSUT) groupEvent(old, cur runtime.Object) {
 
 func (s *modelSUT) nodeEvent() { s.m.OnCapacity("node added") }
 
+// nodeDeleted deletes a node and adds one of the same name back: the simulated scheduler
+// keeps placing pods on the simulation's fixed nodes (a placement on a node still deleted is
+// refused, see TestNodeDeletedReleasesItsWaiters).
 func (s *modelSUT) nodeDeleted(name string) {
-	s.m.OnNodeDelete(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	s.m.OnNodeDelete(node)
+	s.m.OnNodeAdd(node)
 }
 
 func (s *modelSUT) preEnqueue(p *v1.Pod) (bool, string) {
