@@ -3,8 +3,6 @@ package gang
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -97,19 +95,10 @@ func resourceVersions(t *testing.T, env *testenv.Env, ns string, names []string)
 	return out
 }
 
-var unschedulableAttempts = regexp.MustCompile(`(?m)^lockstep_gang_attempts_total\{result="unschedulable"\} ([0-9.e+]+)$`)
-
 // gangAttempts is the scheduler's count of failed gang attempts (the in-process schedulers of
 // a test binary share one registry: compare counts).
 func gangAttempts(t *testing.T, s *testenv.Scheduler) float64 {
 	t.Helper()
-	m := unschedulableAttempts.FindStringSubmatch(s.Metrics(t))
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, _ := testenv.Sample(s.Metrics(t), `lockstep_gang_attempts_total\{result="unschedulable"\}`)
 	return v
 }

@@ -226,8 +226,12 @@ func (p *Process) Metrics() string {
 // Metric returns the value of the first sample of /metrics whose line matches the pattern
 // (a regexp of the name and labels, e.g. `lockstep_group_status_writes_total\{reason="Scheduled"\}`),
 // and false if there is none.
-func (p *Process) Metric(pattern string) (float64, bool) {
-	m := regexp.MustCompile(`(?m)^` + pattern + ` ([0-9.e+-]+)$`).FindStringSubmatch(p.Metrics())
+func (p *Process) Metric(pattern string) (float64, bool) { return Sample(p.Metrics(), pattern) }
+
+// Sample returns the value of the first sample of a /metrics body whose line matches the
+// pattern (a regexp of the name and labels), and false if there is none.
+func Sample(metrics, pattern string) (float64, bool) {
+	m := regexp.MustCompile(`(?m)^` + pattern + ` ([0-9.e+-]+)$`).FindStringSubmatch(metrics)
 	if m == nil {
 		return 0, false
 	}
