@@ -33,6 +33,8 @@ type run struct {
 	duration    float64            // seconds
 	pods        int
 	heapMB      float64
+	cpu         *cpuSeconds // with -perf-cpuprofile
+	writes      float64     // the scheduler's requests to the apiserver; -1 unknown
 }
 
 func main() {
@@ -84,6 +86,16 @@ func load(paths []string) ([]*run, error) {
 			if r == nil {
 				r = &run{mode: mode, shape: shape, pods: podsOf(shape)}
 				byName[key] = r
+				if r.writes, err = readWrites(filepath.Dir(f), mode, shape); err != nil {
+					return nil, fmt.Errorf("requests of %s: %w", key, err)
+				}
+				if prof := profileOf(filepath.Dir(f), mode, shape); prof != "" {
+					cpu, err := readCPU(prof)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", prof, err)
+					}
+					r.cpu = &cpu
+				}
 			}
 			switch it.Labels["Metric"] {
 			case "SchedulingThroughput":
@@ -160,8 +172,8 @@ func write(w io.Writer, runs []*run) {
 		}
 		return runs[i].mode > runs[j].mode // Plain, Native, Lockstep
 	})
-	fmt.Fprintln(w, "| Shape | Mode | Throughput avg | p50 | p90 | p99 | Duration (s) | Pods/s | Heap (MB) | lockstep / native | lockstep / plain |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| Shape | Mode | Throughput avg | p50 | p90 | p99 | Duration (s) | Pods/s | Heap (MB) | lockstep / native | lockstep / plain | heap / plain | scheduler CPU s / 1000 pods | of which PreFilter, Filter, Score | scheduler writes / pod |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range runs {
 		group, role := family(r.mode)
 		if role == "plain" {
@@ -169,20 +181,21 @@ func write(w io.Writer, runs []*run) {
 		}
 		if role == "native" || (role == "lockstep" && native[group+"/"+r.shape] == nil) {
 			if p := plain[r.shape]; p != nil {
-				fmt.Fprintln(w, row(p, "plain", "", ""))
+				fmt.Fprintln(w, row(p, "plain", "", "", ""))
 			}
 		}
-		vsNative, vsPlain := "", ""
+		vsNative, vsPlain, heap := "", "", ""
 		if role == "lockstep" {
 			vsNative = ratio(r, native[group+"/"+r.shape])
 			vsPlain = ratio(r, plain[r.shape])
+			heap = heapRatio(r, plain[r.shape])
 		}
-		fmt.Fprintln(w, row(r, r.mode, vsNative, vsPlain))
+		fmt.Fprintln(w, row(r, r.mode, vsNative, vsPlain, heap))
 	}
 }
 
 func order(group string) int {
-	for i, g := range []string{"Gang", "Topology", "PreferredRack", "GPU", "AntiAffinity", "Composite", "Mixed"} {
+	for i, g := range []string{"Gang", "GangNoPlan", "Topology", "PreferredRack", "GPU", "AntiAffinity", "Composite", "Mixed"} {
 		if g == group {
 			return i
 		}
@@ -190,7 +203,7 @@ func order(group string) int {
 	return 99
 }
 
-func row(r *run, mode, vsNative, vsPlain string) string {
+func row(r *run, mode, vsNative, vsPlain, heap string) string {
 	t := func(k string) string {
 		if r.throughput == nil {
 			return "–"
@@ -201,8 +214,26 @@ func row(r *run, mode, vsNative, vsPlain string) string {
 	if r.duration > 0 && r.pods > 0 {
 		podsPerSecond = fmt.Sprintf("%.1f", float64(r.pods)/r.duration)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.1f | %s | %.0f | %s | %s |",
-		r.shape, mode, t("Average"), t("Perc50"), t("Perc90"), t("Perc99"), r.duration, podsPerSecond, r.heapMB, vsNative, vsPlain)
+	cpu, filterScore := "–", "–"
+	if r.cpu != nil && r.pods > 0 {
+		perThousand := 1000 / float64(r.pods)
+		cpu = fmt.Sprintf("%.2f", r.cpu.scheduler*perThousand)
+		filterScore = fmt.Sprintf("%.2f", r.cpu.filterScore*perThousand)
+	}
+	writes := "–"
+	if r.writes >= 0 && r.pods > 0 {
+		writes = fmt.Sprintf("%.2f", r.writes/float64(r.pods))
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.1f | %s | %.0f | %s | %s | %s | %s | %s | %s |",
+		r.shape, mode, t("Average"), t("Perc50"), t("Perc90"), t("Perc99"), r.duration, podsPerSecond, r.heapMB, vsNative, vsPlain, heap, cpu, filterScore, writes)
+}
+
+// heapRatio compares the process's peak heap in use during the measured op.
+func heapRatio(r, base *run) string {
+	if base == nil || base.heapMB <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", r.heapMB/base.heapMB)
 }
 
 // ratio compares pods per second over the whole measured op (throughput averages are

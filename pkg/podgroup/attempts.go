@@ -98,6 +98,10 @@ type Round struct {
 	news   string
 	newsAt time.Time
 
+	// releaseTimer releases the tree if it stays half bound after a failed attempt
+	// (release.go).
+	releaseTimer Timer
+
 	// boundRecorded: the whole tree was seen bound (for the end-to-end latency metric).
 	boundRecorded bool
 
@@ -120,6 +124,9 @@ type Outcome struct {
 	// Reserving says which domain is held for the tree (set on the root); cleared when the
 	// reservation ends.
 	Reserving string
+	// Released says which bound members were evicted when the half-bound tree was released
+	// (release.go); cleared when the group is scheduled.
+	Released string
 }
 
 // NewAttempts returns an empty record.
@@ -310,6 +317,7 @@ func (as *Attempts) ForgetGroup(k Key) {
 	if r := as.rounds[k]; r != nil && r.active == 0 {
 		stopTimer(&r.retryTimer)
 		stopTimer(&r.deadlineTimer)
+		stopTimer(&r.releaseTimer)
 		delete(as.rounds, k)
 	}
 }

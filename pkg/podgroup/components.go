@@ -64,6 +64,7 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 	status := NewStatusWriter(opts.Client, groups.PodGroups().Lister(), groups.CompositePodGroups().Lister(), opts.Recorder)
 	model := New(Options{
 		Scheduler: frameworks,
+		Evictor:   NewEvictor(handle.ClientSet(), opts.Recorder),
 		Status:    status,
 		Recorder:  opts.Recorder,
 		Observer:  opts.Observer,

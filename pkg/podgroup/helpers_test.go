@@ -25,7 +25,26 @@ type recorder struct {
 	activated []string
 	allowed   []string
 	rejected  map[string]string
+	evicted   []string
 	gone      sets.Set[types.UID]
+}
+
+func (r *recorder) Evict(_ klog.Logger, pods []*v1.Pod, _ string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range pods {
+		r.evicted = append(r.evicted, p.Name)
+	}
+}
+
+// takeEvicted returns and forgets the pods evicted, names sorted.
+func (r *recorder) takeEvicted() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.evicted
+	sort.Strings(out)
+	r.evicted = nil
+	return out
 }
 
 func (r *recorder) Activate(_ klog.Logger, pods []*v1.Pod) {
@@ -72,7 +91,7 @@ func testModel(t *testing.T) (*Model, *simClock, *recorder) {
 	logger, _ := ktesting.NewTestContext(t)
 	clk := newSimClock(epoch)
 	rec := &recorder{rejected: map[string]string{}, gone: sets.New[types.UID]()}
-	m := New(Options{Scheduler: rec, Clock: clk, Logger: logger})
+	m := New(Options{Scheduler: rec, Evictor: rec, Clock: clk, Logger: logger})
 	m.AddProfile(Profile{Name: testScheduler})
 	return m, clk, rec
 }

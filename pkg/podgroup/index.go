@@ -65,6 +65,10 @@ func (g *Group) Problem() string { return g.problem }
 // again.
 func (g *Group) Scheduled() bool { return g.scheduled && g.Minimum() <= g.scheduledMin }
 
+// EverScheduled reports whether the group was initially scheduled, whatever its minimum is
+// now.
+func (g *Group) EverScheduled() bool { return g.scheduled }
+
 // ParentKey returns the key of the CompositePodGroup the group names as its parent.
 func (g *Group) ParentKey() (Key, bool) {
 	var p *string

@@ -19,6 +19,7 @@ var metrics = struct {
 	permitWait   *k8smetrics.HistogramVec
 	statusWrites *k8smetrics.CounterVec
 	partialBinds *k8smetrics.Counter
+	released     *k8smetrics.Counter
 }{
 	waitingGangs: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
 		Subsystem:      Subsystem,
@@ -58,6 +59,12 @@ var metrics = struct {
 		Help:           "Members that failed to bind after their gang was allowed to bind (the gang is partially bound; the member is retried alone).",
 		StabilityLevel: k8smetrics.ALPHA,
 	}),
+	released: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "gangs_released_total",
+		Help:           "Half-bound gangs (bound members, never scheduled whole) whose remaining members did not fit, released by evicting their bound members.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}),
 }
 
 var registerOnce sync.Once
@@ -65,6 +72,6 @@ var registerOnce sync.Once
 // RegisterMetrics registers lockstep's metrics with the registry the scheduler serves.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites, metrics.partialBinds)
+		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites, metrics.partialBinds, metrics.released)
 	})
 }

@@ -44,6 +44,7 @@ type Model struct {
 	permits  *Permits
 	gate     *Gate
 	sched    Scheduler
+	evictor  Evictor
 	status   StatusQueue
 	recorder events.EventRecorder
 	clock    Clock
@@ -121,11 +122,14 @@ func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterF
 // Options configure a Model.
 type Options struct {
 	Scheduler Scheduler
-	Status    StatusQueue
-	Recorder  events.EventRecorder
-	Clock     Clock
-	Observer  RoundObserver
-	Logger    klog.Logger
+	// Evictor evicts the bound members of half-bound gangs the model releases (nil: none
+	// is).
+	Evictor  Evictor
+	Status   StatusQueue
+	Recorder events.EventRecorder
+	Clock    Clock
+	Observer RoundObserver
+	Logger   klog.Logger
 	// Workloads files the pods of Jobs; nil for Jobs that get a gang by their own spec
 	// (filing.JobGangs), their PodGroups created by a workload controller.
 	Workloads filing.Workloads
@@ -141,6 +145,7 @@ func New(opts Options) *Model {
 		members:    NewMembers(),
 		book:       filing.NewBook(opts.Workloads),
 		sched:      opts.Scheduler,
+		evictor:    opts.Evictor,
 		status:     opts.Status,
 		recorder:   opts.Recorder,
 		clock:      opts.Clock,
@@ -311,6 +316,7 @@ type effects struct {
 	logger   klog.Logger
 	activate []*v1.Pod
 	reject   []rejection
+	evict    []eviction
 	ended    []Key
 	// dirty are the tops of trees to refresh (settle.go), true for those whose shape (groups,
 	// validity) may have changed.
@@ -352,6 +358,15 @@ func (m *Model) apply(e *effects) {
 	}
 	m.permits.ended(e.ended)
 	m.activate(e.logger, e.activate)
+	if m.evictor != nil {
+		// Only the release timer (its own goroutine) evicts: no scheduling cycle waits.
+		for _, ev := range e.evict {
+			if m.recorder != nil {
+				m.recorder.Eventf(ev.group, nil, v1.EventTypeWarning, ReasonGangReleased, "Releasing", "%s", ev.why)
+			}
+			m.evictor.Evict(e.logger, ev.pods, ev.why)
+		}
+	}
 }
 
 func (m *Model) activate(logger klog.Logger, pods []*v1.Pod) {

@@ -330,7 +330,7 @@ func (p *Permits) markScheduledLocked(logger klog.Logger, root Key, placed *read
 // requirement is met. A root scheduled waits no more: the observer hears of it.
 func (p *Permits) scheduledLocked(k Key) {
 	o := p.attempts.Outcome(k)
-	o.Failure, o.Preempting, o.Reserving = "", "", ""
+	o.Failure, o.Preempting, o.Reserving, o.Released = "", "", "", ""
 	if root, ok := p.m.index.RootOf(k); ok && root == k {
 		if r := p.attempts.Round(root); r != nil {
 			r.waitingSince = time.Time{}
@@ -561,6 +561,9 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 	r := p.attempts.RoundOf(root)
 	p.armDeadlineLocked(root, r)
 	if whole {
+		// A half-bound tree gets its full backoff to finish, even after a failure that may be
+		// the cache's lag (below).
+		p.armReleaseLocked(root, r, max(backoff, p.retryFloor))
 		if !r.newsAt.IsZero() && now.Sub(r.newsAt) < 2*p.retryFloor {
 			// The attempt news prompted failed at once: the scheduler's cache may not have had
 			// the news yet. One more look soon; the full backoff after that.

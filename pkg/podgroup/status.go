@@ -106,6 +106,11 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 		case k.Kind == KindPodGroup && !known.subtree(k):
 			c.Message = fmt.Sprintf("waiting for pods: minCount is %d", g.Minimum())
 			c.Note = fmt.Sprintf("waiting for pods: %d of %d pods exist", m.members.Known(k), g.Minimum())
+			if out.Released != "" {
+				// Its evicted members are missing: say why.
+				c.Message += "; " + out.Released
+				c.Note += "; " + out.Released
+			}
 		case k.Kind == KindCompositePodGroup && !known.subtree(k):
 			c.Message = fmt.Sprintf("waiting for child groups: %s", known.shortfall(k, "exist"))
 			c.Note = c.Message

@@ -23,10 +23,15 @@ const (
 // EventsToRegister returns the events that may make a member rejected by this plugin
 // schedulable: a pod of its tree created, a group of its tree created or its minimum
 // lowered, or capacity appearing (a node added or grown, a pod leaving a node).
+//
+// Not a pod bound (AssignedPod/Add): the queue would ask the hint for every member it holds
+// at every bind, a million questions while a 1000-pod gang binds next to two waiting ones,
+// and a bind never makes a member schedulable (the bound pod was counted when it was
+// created). A pod created bound (a restarted scheduler's) is counted by the model, which
+// activates the members of a tree its pods make ready.
 func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}, QueueingHintFn: pl.isSchedulableAfterPodAdded},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Add}, QueueingHintFn: pl.isSchedulableAfterPodAdded},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterCapacityChange},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: pl.isSchedulableAfterCapacityChange},
 		{Event: fwk.ClusterEvent{Resource: podGroupsResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterGroupChange},

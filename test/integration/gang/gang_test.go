@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -393,4 +396,53 @@ func TestSchedulerStartedBeforeTheCRDs(t *testing.T) {
 	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("late").Gang(2).Obj())
 	env.CreatePods(t, lt.Members(ns, "late", 2, lt.CPU("1"))...)
 	env.WaitBound(t, ns, append(names(2, "late"), "plain")...)
+}
+
+// What a scheduler that died mid-gang leaves behind, when the rest of the gang no longer
+// fits (other pods took the room meanwhile): the new leader releases the gang one backoff
+// after its remaining members fail to fit. Its bound member is evicted (DisruptionTarget,
+// then deletion, an event) and the condition says so; once room returns, the gang (its
+// evicted member recreated, as its Job would) binds whole.
+func TestHalfBoundGangIsReleased(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "hb")
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("stuck").Gang(3).Obj())
+	env.CreatePods(t,
+		lt.Member(ns, "stuck", 0).Req(lt.CPU("1")).Node("n1").Obj(),
+		lt.GroupPod(ns, "filler-1", "").Req(lt.CPU("3")).Node("n1").Obj(),
+		lt.GroupPod(ns, "filler-2", "").Req(lt.CPU("4")).Node("n2").Obj(),
+		lt.Member(ns, "stuck", 1).Req(lt.CPU("1")).Obj(),
+		lt.Member(ns, "stuck", 2).Req(lt.CPU("1")).Obj())
+	env.StartScheduler(t, fastArgs)
+
+	ctx := context.Background()
+	testenv.Eventually(t, 60*time.Second, "stuck-0 evicted", func() (bool, string) {
+		pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, "stuck-0", metav1.GetOptions{})
+		if err != nil {
+			return apierrors.IsNotFound(err), err.Error()
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == v1.DisruptionTarget && c.Reason == podgroup.ReasonGangReleased && pod.DeletionTimestamp != nil {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("deletion %v, conditions %v", pod.DeletionTimestamp, pod.Status.Conditions)
+	})
+	env.WaitCondition(t, "PodGroup", ns, "stuck", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "waiting for pods: minCount is 3; released: evicted its bound pods stuck-0 (1 of 3 pods were bound")
+	env.WaitEvent(t, ns, "stuck", podgroup.ReasonGangReleased, "gang stuck released: 1 of its 3 pods were bound")
+	env.WaitEvent(t, ns, "stuck-0", podgroup.ReasonGangReleased, "gang stuck released")
+	if n := env.BoundCount(t, ns, "stuck-1", "stuck-2"); n != 0 {
+		t.Fatalf("%d of the released gang's pending members bound", n)
+	}
+
+	// The kubelet would finish the deletion; its Job would create the member again.
+	env.DeletePods(t, ns, "stuck-0", "filler-1")
+	testenv.Eventually(t, 30*time.Second, "stuck-0 gone", func() (bool, string) {
+		_, err := env.Client.CoreV1().Pods(ns).Get(ctx, "stuck-0", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	env.CreatePods(t, lt.Member(ns, "stuck", 0).Req(lt.CPU("1")).Obj())
+	env.WaitBound(t, ns, names(3, "stuck")...)
+	env.WaitCondition(t, "PodGroup", ns, "stuck", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "3 pods placed")
 }

@@ -37,7 +37,13 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		timeout = 3 * time.Minute
 	}
 	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "lockstep", lockstep.Registry(),
-		perf.WithPrepareFn(installCRDs), perf.WithPodsSchedulingTimeout(timeout))
+		perf.WithPrepareFn(prepare), perf.WithPodsSchedulingTimeout(timeout))
+}
+
+// prepare readies a workload's apiserver for lockstep and counts the requests it serves.
+func prepare(tCtx ktesting.TContext) error {
+	countRequests(tCtx)
+	return installCRDs(tCtx)
 }
 
 // installCRDs creates lockstep's CRDs from manifests/crds once the apiserver of a workload

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/google/pprof/profile"
+)
+
+// schedulerCode matches the frames of the scheduler's own code in a profile of the
+// benchmark's process, which also runs the kube-apiserver, its etcd client and the
+// workload's pod creation: upstream's scheduler (queue, cache, framework, plugins, event
+// handlers, binding) and lockstep's packages. Decoding of watch events (client-go, shared
+// with the harness's informers) and the apiserver's work on the scheduler's requests are not
+// counted.
+var schedulerCode = regexp.MustCompile(`^(k8s\.io/kubernetes/pkg/scheduler|github\.com/lockstep-sched/lockstep/pkg)[./]`)
+
+// filterScore matches the scheduler's search for a pod's node: PreFilter, Filter over the
+// nodes and Score (findNodesThatFitPod, prioritizeNodes and the closures their parallel
+// workers run): the part of a cycle that grows with the nodes. lockstep's planning runs in
+// PreFilter and counts here too.
+var filterScore = regexp.MustCompile(`^k8s\.io/kubernetes/pkg/scheduler\.(\(\*Scheduler\)\.(findNodesThatFitPod|findNodesThatPassFilters)|prioritizeNodes)($|\.)` +
+	`|^k8s\.io/kubernetes/pkg/scheduler/framework/runtime\.\(\*frameworkImpl\)\.(RunPreFilterPlugins|RunFilterPlugins|RunFilterPluginsWithNominatedPods|RunPreScorePlugins|RunScorePlugins)($|\.)`)
+
+// cpuSeconds is a run's CPU time in the scheduler's code and in its node search, from
+// the CPU profile scheduler_perf writes for the measured op with -perf-cpuprofile.
+type cpuSeconds struct {
+	scheduler, filterScore float64
+}
+
+// profileOf finds the CPU profile of mode/shape in dir
+// (<mode>_<shape>_<topic>[_<run id>]-cpu.prof); "" if there is none.
+func profileOf(dir, mode, shape string) string {
+	matches, _ := filepath.Glob(filepath.Join(dir, mode+"_"+shape+"_*-cpu.prof"))
+	for _, m := range matches {
+		// 5000Nodes_3Gangs_3000Pods must not match 5000Nodes_3Gangs_3000Pods_1000PerGroup's.
+		rest := strings.TrimPrefix(filepath.Base(m), mode+"_"+shape+"_")
+		if !strings.HasPrefix(rest, "lockstep") {
+			continue
+		}
+		return m
+	}
+	return ""
+}
+
+// readCPU attributes the samples of a CPU profile: a sample counts for the scheduler if any
+// frame of its stack is the scheduler's code.
+func readCPU(path string) (cpuSeconds, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return cpuSeconds{}, err
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return cpuSeconds{}, err
+	}
+	cpu := -1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" {
+			cpu = i
+		}
+	}
+	var out cpuSeconds
+	if cpu < 0 {
+		return out, nil
+	}
+	for _, s := range p.Sample {
+		sched, fs := false, false
+		for _, loc := range s.Location {
+			for _, line := range loc.Line {
+				if line.Function == nil {
+					continue
+				}
+				name := line.Function.Name
+				sched = sched || schedulerCode.MatchString(name)
+				fs = fs || filterScore.MatchString(name)
+			}
+		}
+		ns := float64(s.Value[cpu]) / 1e9
+		if sched {
+			out.scheduler += ns
+		}
+		if fs {
+			out.filterScore += ns
+		}
+	}
+	return out, nil
+}
+
+// schedulerWrites are the requests of the scheduler among those a workload's apiserver
+// served (the rest are the harness's: nodes, namespaces, groups and pods created, and reads):
+// binds, pod status (failed attempts, nominations, DisruptionTarget), pods deleted
+// (preemption), events, and group status.
+var schedulerWrites = []string{
+	"POST pods/binding", "PATCH pods/status", "PUT pods/status", "DELETE pods",
+	"POST events", "PATCH events", "PUT events",
+	"PUT podgroups/status", "PATCH podgroups/status", "PUT compositepodgroups/status", "PATCH compositepodgroups/status",
+}
+
+// readWrites sums the scheduler's writes in the requests file of mode/shape in dir
+// (requests_test.go), -1 if there is none.
+func readWrites(dir, mode, shape string) (float64, error) {
+	data, err := os.ReadFile(filepath.Join(dir, mode+"_"+shape+"-requests.json"))
+	if os.IsNotExist(err) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	var counts map[string]float64
+	if err := json.Unmarshal(data, &counts); err != nil {
+		return -1, err
+	}
+	n := 0.0
+	for _, k := range schedulerWrites {
+		n += counts[k]
+	}
+	return n, nil
+}
