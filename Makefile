@@ -89,12 +89,12 @@ bench: etcd
 		-args -perf-scheduling-label-filter=short -data-items-dir=$(BENCH_DIR)/short
 	$(GO) run ./hack/benchtable $(BENCH_DIR)/short
 
-## bench-perf: the 5000- and 15,000-node workloads (about an hour on 2 cores), with a CPU
-## profile of each (the table's scheduler CPU columns); table in $(BENCH_DIR)/perf
+## bench-perf: the 5000- and 15,000-node workloads (about an hour on 2 cores), with CPU and
+## heap profiles of each (the table's scheduler CPU and heap columns); table in $(BENCH_DIR)/perf
 bench-perf: etcd
 	rm -rf $(BENCH_DIR)/perf
 	$(GO) test ./test/integration/scheduler_perf/ $(PERF_FLAGS) -timeout 6h \
-		-args -perf-scheduling-label-filter=performance -data-items-dir=$(BENCH_DIR)/perf -perf-cpuprofile
+		-args -perf-scheduling-label-filter=performance -data-items-dir=$(BENCH_DIR)/perf -perf-cpuprofile -perf-memprofile
 	$(GO) run ./hack/benchtable $(BENCH_DIR)/perf | tee $(BENCH_DIR)/perf/table.md
 
 ## run: run the scheduler against the cluster of $KUBECONFIG (CRDs must be applied)

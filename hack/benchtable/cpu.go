@@ -28,13 +28,13 @@ var filterScore = regexp.MustCompile(`^k8s\.io/kubernetes/pkg/scheduler\.(\(\*Sc
 // cpuSeconds is a run's CPU time in the scheduler's code and in its node search, from
 // the CPU profile scheduler_perf writes for the measured op with -perf-cpuprofile.
 type cpuSeconds struct {
-	scheduler, filterScore float64
+	scheduler, filterScore, total float64
 }
 
-// profileOf finds the CPU profile of mode/shape in dir
-// (<mode>_<shape>_<topic>[_<run id>]-cpu.prof); "" if there is none.
-func profileOf(dir, mode, shape string) string {
-	matches, _ := filepath.Glob(filepath.Join(dir, mode+"_"+shape+"_*-cpu.prof"))
+// profileOf finds the profile of mode/shape in dir with suffix ("-cpu.prof",
+// "-end-mem.prof": <mode>_<shape>_<topic>[_<run id>]<suffix>); "" if there is none.
+func profileOf(dir, mode, shape, suffix string) string {
+	matches, _ := filepath.Glob(filepath.Join(dir, mode+"_"+shape+"_*"+suffix))
 	for _, m := range matches {
 		// 5000Nodes_3Gangs_3000Pods must not match 5000Nodes_3Gangs_3000Pods_1000PerGroup's.
 		rest := strings.TrimPrefix(filepath.Base(m), mode+"_"+shape+"_")
@@ -49,12 +49,7 @@ func profileOf(dir, mode, shape string) string {
 // readCPU attributes the samples of a CPU profile: a sample counts for the scheduler if any
 // frame of its stack is the scheduler's code.
 func readCPU(path string) (cpuSeconds, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return cpuSeconds{}, err
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
+	p, err := readProfile(path)
 	if err != nil {
 		return cpuSeconds{}, err
 	}
@@ -81,6 +76,7 @@ func readCPU(path string) (cpuSeconds, error) {
 			}
 		}
 		ns := float64(s.Value[cpu]) / 1e9
+		out.total += ns
 		if sched {
 			out.scheduler += ns
 		}
@@ -89,6 +85,54 @@ func readCPU(path string) (cpuSeconds, error) {
 		}
 	}
 	return out, nil
+}
+
+// readHeap returns the heap in use, in MB, that the scheduler's code allocated, from the heap
+// profile scheduler_perf writes at the end of the measured op with -perf-memprofile (after a
+// GC: live objects). The scheduler's informer caches are allocated by client-go and not
+// counted; the rest of the process's heap is the apiserver's.
+func readHeap(path string) (float64, error) {
+	p, err := readProfile(path)
+	if err != nil {
+		return 0, err
+	}
+	inuse := -1
+	for i, st := range p.SampleType {
+		if st.Type == "inuse_space" {
+			inuse = i
+		}
+	}
+	if inuse < 0 {
+		return 0, nil
+	}
+	var bytes int64
+	for _, s := range p.Sample {
+		if fromScheduler(s) {
+			bytes += s.Value[inuse]
+		}
+	}
+	return float64(bytes) / (1 << 20), nil
+}
+
+func readProfile(path string) (*profile.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return profile.Parse(f)
+}
+
+// fromScheduler reports whether a sample's stack holds the scheduler's code.
+func fromScheduler(s *profile.Sample) bool {
+	for _, loc := range s.Location {
+		for _, line := range loc.Line {
+			if line.Function != nil && schedulerCode.MatchString(line.Function.Name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // schedulerWrites are the requests of the scheduler among those a workload's apiserver

@@ -1,8 +1,10 @@
 // Command benchtable turns the data items scheduler_perf writes (-data-items-dir) into the
 // comparison table of docs/benchmarks.md: per workload shape and mode (plain, native,
 // lockstep), SchedulingThroughput average and percentiles, scheduling duration, pods per
-// second over the whole measured op, the scheduler's heap, and the ratios lockstep / native
-// and lockstep / plain.
+// second over the whole measured op, the process's heap, the ratios lockstep / native and
+// lockstep / plain (and heap / plain), and, where the run left them, the scheduler's CPU per
+// 1000 pods from the workload's CPU profile (cpu.go) and its writes per pod from the
+// apiserver's request counts.
 //
 //	go run ./hack/benchtable DIR|FILE...
 package main
@@ -34,6 +36,7 @@ type run struct {
 	pods        int
 	heapMB      float64
 	cpu         *cpuSeconds // with -perf-cpuprofile
+	schedHeapMB float64     // with -perf-memprofile; -1 unknown
 	writes      float64     // the scheduler's requests to the apiserver; -1 unknown
 }
 
@@ -89,7 +92,13 @@ func load(paths []string) ([]*run, error) {
 				if r.writes, err = readWrites(filepath.Dir(f), mode, shape); err != nil {
 					return nil, fmt.Errorf("requests of %s: %w", key, err)
 				}
-				if prof := profileOf(filepath.Dir(f), mode, shape); prof != "" {
+				r.schedHeapMB = -1
+				if prof := profileOf(filepath.Dir(f), mode, shape, "-end-mem.prof"); prof != "" {
+					if r.schedHeapMB, err = readHeap(prof); err != nil {
+						return nil, fmt.Errorf("%s: %w", prof, err)
+					}
+				}
+				if prof := profileOf(filepath.Dir(f), mode, shape, "-cpu.prof"); prof != "" {
 					cpu, err := readCPU(prof)
 					if err != nil {
 						return nil, fmt.Errorf("%s: %w", prof, err)
@@ -172,8 +181,8 @@ func write(w io.Writer, runs []*run) {
 		}
 		return runs[i].mode > runs[j].mode // Plain, Native, Lockstep
 	})
-	fmt.Fprintln(w, "| Shape | Mode | Throughput avg | p50 | p90 | p99 | Duration (s) | Pods/s | Heap (MB) | lockstep / native | lockstep / plain | heap / plain | scheduler CPU s / 1000 pods | of which PreFilter, Filter, Score | scheduler writes / pod |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| Shape | Mode | Throughput avg | p50 | p90 | p99 | Duration (s) | Pods/s | Heap (MB) | lockstep / native | lockstep / plain | heap / plain | scheduler heap (MB) | scheduler CPU s / 1000 pods | of which PreFilter, Filter, Score | scheduler share of CPU | scheduler writes / pod |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range runs {
 		group, role := family(r.mode)
 		if role == "plain" {
@@ -214,18 +223,25 @@ func row(r *run, mode, vsNative, vsPlain, heap string) string {
 	if r.duration > 0 && r.pods > 0 {
 		podsPerSecond = fmt.Sprintf("%.1f", float64(r.pods)/r.duration)
 	}
-	cpu, filterScore := "–", "–"
+	cpu, filterScore, share := "–", "–", "–"
 	if r.cpu != nil && r.pods > 0 {
 		perThousand := 1000 / float64(r.pods)
 		cpu = fmt.Sprintf("%.2f", r.cpu.scheduler*perThousand)
 		filterScore = fmt.Sprintf("%.2f", r.cpu.filterScore*perThousand)
+		if r.cpu.total > 0 {
+			share = fmt.Sprintf("%.0f%%", 100*r.cpu.scheduler/r.cpu.total)
+		}
+	}
+	schedHeap := "–"
+	if r.schedHeapMB >= 0 {
+		schedHeap = fmt.Sprintf("%.1f", r.schedHeapMB)
 	}
 	writes := "–"
 	if r.writes >= 0 && r.pods > 0 {
 		writes = fmt.Sprintf("%.2f", r.writes/float64(r.pods))
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.1f | %s | %.0f | %s | %s | %s | %s | %s | %s |",
-		r.shape, mode, t("Average"), t("Perc50"), t("Perc90"), t("Perc99"), r.duration, podsPerSecond, r.heapMB, vsNative, vsPlain, heap, cpu, filterScore, writes)
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.1f | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |",
+		r.shape, mode, t("Average"), t("Perc50"), t("Perc90"), t("Perc99"), r.duration, podsPerSecond, r.heapMB, vsNative, vsPlain, heap, schedHeap, cpu, filterScore, share, writes)
 }
 
 // heapRatio compares the process's peak heap in use during the measured op.

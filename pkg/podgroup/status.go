@@ -22,8 +22,11 @@ import (
 )
 
 // waitingGrace delays writing a "waiting" condition: a gang whose pods are all created and
-// placed within it gets a single write (Scheduled) instead of two.
-const waitingGrace = 2 * time.Second
+// placed within it gets a single write (Scheduled) instead of two. Workload controllers create
+// a group's pods right after the group, but a burst of thousands of them (a sweep of Jobs
+// submitted at once) is spread over seconds by the apiserver's own limits: waiting that long
+// for pods is not news worth a write and an event per group.
+const waitingGrace = 10 * time.Second
 
 // detailsRefresh is how often a condition whose state has not changed is rewritten because
 // its details have (how many pods were placed in the last failed attempt, how much of a
