@@ -60,7 +60,7 @@ type anywhere struct {
 
 // plan places the pending members of root on nodes the fitter allows; it returns the
 // explanation on failure.
-func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.NodeInfo, promised map[string]Resources, fit fitter) (*Plan, string) {
+func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.NodeInfo, promisedOn func(node string) Resources, fit fitter) (*Plan, string) {
 	var pods []*pending
 	groupOf := map[types.UID]*podgroup.GroupView{}
 	root.Walk(func(g *podgroup.GroupView) {
@@ -79,8 +79,8 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 		r, ok := free[i]
 		if !ok {
 			r = FreeOn(infos[i])
-			if p, ok := promised[infos[i].Node().Name]; ok {
-				r.Sub(p)
+			if promisedOn != nil {
+				r.Sub(promisedOn(infos[i].Node().Name))
 			}
 			free[i] = r
 		}

@@ -151,31 +151,65 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 // priority as if they were there, so the plan must too, or Filter refuses it. The tree's own
 // members and pods a plan already counted are left out. It also returns the nodes the tree
 // may not use at all: those of domains reserved for another tree to take whole.
-func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (map[string]Resources, sets.Set[string]) {
-	promised, counted := pl.plans.Promised(tree.Key, pl.trees.Pending)
-	priority, members := int32(math.MaxInt32), sets.New[types.UID]()
+func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*promisedCapacity, sets.Set[string]) {
+	plans, counted := pl.plans.Promised(tree.Key, pl.trees.Pending)
+	p := &promisedCapacity{handle: pl.handle, plans: plans, counted: counted, members: sets.New[types.UID](), priority: int32(math.MaxInt32)}
 	tree.Walk(func(g *podgroup.GroupView) {
 		for _, m := range g.Pending {
-			members.Insert(m.UID)
-			priority = min(priority, corev1helpers.PodPriority(m))
+			p.members.Insert(m.UID)
+			p.priority = min(p.priority, corev1helpers.PodPriority(m))
 		}
 	})
+	return p, pl.heldFrom(tree, tree.Priority, nodes, plans)
+}
+
+// promisedCapacity is what a plan of one tree must leave free on each node: what other
+// plans and reservations hold there, and the nominated pods the scheduler's Filter counts.
+// A planner that looks at a few nodes (anywhere.go) asks per node: a plan's cost then does
+// not grow with the cluster.
+type promisedCapacity struct {
+	handle   fwk.Handle
+	plans    map[string]Resources
+	counted  sets.Set[types.UID]
+	members  sets.Set[types.UID]
+	priority int32
+}
+
+// on returns what is promised on the named node.
+func (p *promisedCapacity) on(name string) Resources {
+	r, _ := p.onNode(name)
+	return r
+}
+
+// onNode returns what is promised on the named node, and whether anything is.
+func (p *promisedCapacity) onNode(name string) (Resources, bool) {
+	r, any := p.plans[name]
+	r = r.Clone()
+	for _, pi := range p.handle.NominatedPodsForNode(name) {
+		pod := pi.GetPod()
+		if p.members.Has(pod.UID) || p.counted.Has(pod.UID) || corev1helpers.PodPriority(pod) < p.priority {
+			continue
+		}
+		r.Add(PodRequests(pod))
+		any = true
+	}
+	return r, any
+}
+
+// all returns what is promised on every node with anything promised, for planners that
+// weigh whole domains.
+func (p *promisedCapacity) all(nodes []fwk.NodeInfo) map[string]Resources {
+	out := make(map[string]Resources, len(p.plans))
 	for _, ni := range nodes {
 		if ni.Node() == nil {
 			continue
 		}
 		name := ni.Node().Name
-		for _, pi := range pl.handle.NominatedPodsForNode(name) {
-			p := pi.GetPod()
-			if members.Has(p.UID) || counted.Has(p.UID) || corev1helpers.PodPriority(p) < priority {
-				continue
-			}
-			r := promised[name]
-			r.Add(PodRequests(p))
-			promised[name] = r
+		if r, ok := p.onNode(name); ok {
+			out[name] = r
 		}
 	}
-	return promised, pl.heldFrom(tree, tree.Priority, nodes, promised)
+	return out
 }
 
 // planScope narrows a plan for preemption's dry runs: to the nodes of one domain, on
@@ -194,7 +228,7 @@ type planScope struct {
 func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, nodes []fwk.NodeInfo, scope *planScope) (*Plan, string) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
-	promised, reservedElsewhere := pl.promised(tree, nodes)
+	promise, reservedElsewhere := pl.promised(tree, nodes)
 	topo := pl.topology.get(pl.levels, nodes)
 	fit := pl.fitter(ctx, topo, nodes, tree, scope)
 	defer fit.release()
@@ -227,7 +261,7 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 				return ""
 			}}
 		}
-		plan, why := pl.anywhere.plan(tree, topo, nodes, promised, fit)
+		plan, why := pl.anywhere.plan(tree, topo, nodes, promise.on, fit)
 		if plan == nil {
 			observe("unplaceable", "any")
 			return nil, why
@@ -237,6 +271,7 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 		logger.V(4).Info("Planned gang", "root", tree.Key, "pods", len(plan.Pods), "dryRun", scope != nil)
 		return plan, ""
 	}
+	promised := promise.all(nodes)
 	c := newCluster(topo, nodes, promised)
 	planner := newPlanner(c, fit, pl.planLimit)
 	planner.held, planner.foreign = held, pl.foreignPods(nodes, promised)
