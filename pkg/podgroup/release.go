@@ -68,10 +68,10 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 		return
 	}
 	placed, total := p.treeCountsLocked(root)
-	why := fmt.Sprintf("gang %s released: %d of its %d pods were bound but the rest did not fit for %s; its bound pods are evicted so that it is scheduled whole once it fits",
-		root.Name, placed, total, wait.Round(time.Second))
-	released := fmt.Sprintf("released: evicted its bound pods %s (%d of %d pods were bound but the rest did not fit for %s)",
-		strings.Join(names, ", "), placed, total, wait.Round(time.Second))
+	why := fmt.Sprintf("gang %s released: %d of its %d pods were bound but the rest did not fit; its bound pods are evicted so that it is scheduled whole once it fits",
+		root.Name, placed, total)
+	released := fmt.Sprintf("released: evicted its bound pods %s (%d of %d pods were bound but the rest did not fit)",
+		someNames(names), placed, total)
 	for _, k := range m.index.Subtree(root) {
 		o := p.attempts.Outcome(k)
 		o.Failure, o.Released = released, released
@@ -80,6 +80,16 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 	eff.evict = append(eff.evict, eviction{group: m.index.Get(root).Object(), pods: pods, why: why})
 	metrics.released.Inc()
 	eff.logger.V(2).Info("Half-bound gang released", "root", root, "evicted", klog.KObjSlice(pods), "placed", placed, "total", total)
+}
+
+// someNames lists a few names, and how many more: a condition's message stays short for a
+// gang of thousands.
+func someNames(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
 // eviction is a release: the root group released, its pods evicted and why.
