@@ -64,23 +64,12 @@ func readCPU(path string) (cpuSeconds, error) {
 		return out, nil
 	}
 	for _, s := range p.Sample {
-		sched, fs := false, false
-		for _, loc := range s.Location {
-			for _, line := range loc.Line {
-				if line.Function == nil {
-					continue
-				}
-				name := line.Function.Name
-				sched = sched || schedulerCode.MatchString(name)
-				fs = fs || filterScore.MatchString(name)
-			}
-		}
 		ns := float64(s.Value[cpu]) / 1e9
 		out.total += ns
-		if sched {
+		if hasFrame(s, schedulerCode) {
 			out.scheduler += ns
 		}
-		if fs {
+		if hasFrame(s, filterScore) {
 			out.filterScore += ns
 		}
 	}
@@ -107,7 +96,7 @@ func readHeap(path string) (float64, error) {
 	}
 	var bytes int64
 	for _, s := range p.Sample {
-		if fromScheduler(s) {
+		if hasFrame(s, schedulerCode) {
 			bytes += s.Value[inuse]
 		}
 	}
@@ -123,11 +112,11 @@ func readProfile(path string) (*profile.Profile, error) {
 	return profile.Parse(f)
 }
 
-// fromScheduler reports whether a sample's stack holds the scheduler's code.
-func fromScheduler(s *profile.Sample) bool {
+// hasFrame reports whether a sample's stack holds a function that re matches.
+func hasFrame(s *profile.Sample, re *regexp.Regexp) bool {
 	for _, loc := range s.Location {
 		for _, line := range loc.Line {
-			if line.Function != nil && schedulerCode.MatchString(line.Function.Name) {
+			if line.Function != nil && re.MatchString(line.Function.Name) {
 				return true
 			}
 		}

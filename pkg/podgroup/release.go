@@ -47,15 +47,16 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 		p.armReleaseLocked(root, r, max(p.retryFloor, wait/2))
 		return
 	}
-	var pods []*v1.Pod
-	var names []string
-	for _, k := range m.index.Subtree(root) {
+	subtree := m.index.Subtree(root)
+	for _, k := range subtree {
 		if m.index.Get(k).EverScheduled() {
 			// Scheduled whole once, its minimum raised since: a running gang is not evicted
 			// for an edit; it waits for the pods its new minimum asks for.
 			return
 		}
 	}
+	var pods []*v1.Pod
+	var names []string
 	for _, k := range m.index.PodGroupsOf(root) {
 		for _, mem := range m.members.InGroup(k) {
 			if mem.Bound() {
@@ -72,7 +73,7 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 		root.Name, placed, total)
 	released := fmt.Sprintf("released: evicted its bound pods %s (%d of %d pods were bound but the rest did not fit)",
 		someNames(names), placed, total)
-	for _, k := range m.index.Subtree(root) {
+	for _, k := range subtree {
 		o := p.attempts.Outcome(k)
 		o.Failure, o.Released = released, released
 		m.status.Enqueue(k)

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
@@ -234,12 +235,8 @@ func (o *oracle) countConditionWrite(old, cur *v1.Pod) {
 }
 
 func scheduledCondition(p *v1.Pod) *v1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == v1.PodScheduled {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
+	_, c := podutil.GetPodCondition(&p.Status, v1.PodScheduled)
+	return c
 }
 
 // wholeSince returns when gangs became bound whole after t.

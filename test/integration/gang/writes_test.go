@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -74,12 +75,8 @@ func podScheduled(t *testing.T, env *testenv.Env, ns, name string) *v1.PodCondit
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == v1.PodScheduled {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
+	_, c := podutil.GetPodCondition(&p.Status, v1.PodScheduled)
+	return c
 }
 
 func resourceVersions(t *testing.T, env *testenv.Env, ns string, names []string) map[string]string {
