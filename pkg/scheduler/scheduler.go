@@ -65,6 +65,8 @@ type Scheduler struct {
 type shared struct {
 	groups *podgroup.Components
 	plans  *topology.Plans
+	// nominations lists the nodes the scheduler's queue may hold nominated pods for.
+	nominations *topology.Nominations
 	// workloads are the workload kinds lockstep makes groups for, on informers that both
 	// the group model (filing) and the workload controller read.
 	workloads []jobframework.Adapter
@@ -99,10 +101,11 @@ func (s *Scheduler) Registry() frameworkruntime.Registry {
 				return nil, err
 			}
 			return topology.New(ctx, obj, h, topology.Shared{
-				Trees: c.groups.Model.Gate(),
-				Notes: c.groups.Model.Permits(),
-				Plans: c.plans,
-				Guard: func(h fwk.Handle) fwk.Handle { return podgroup.Guard(h, c.groups.Model.Permits(), gang.Name) },
+				Trees:       c.groups.Model.Gate(),
+				Notes:       c.groups.Model.Permits(),
+				Plans:       c.plans,
+				Nominations: c.nominations,
+				Guard:       func(h fwk.Handle) fwk.Handle { return podgroup.Guard(h, c.groups.Model.Permits(), gang.Name) },
 			})
 		},
 	}
@@ -142,6 +145,10 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 		return nil, err
 	}
 	plans := topology.NewPlans()
+	nominations, err := topology.NewNominations(h.SharedInformerFactory().Core().V1().Pods().Informer())
+	if err != nil {
+		return nil, err
+	}
 	groups, err := podgroup.NewComponents(ctx, h, podgroup.ComponentOptions{
 		Client:       client,
 		Recorder:     leader.GateRecorder(h.EventRecorder(), s.elected),
@@ -161,7 +168,7 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 	groups.Start(ctx)
 	wlInformers.Dynamic.Start(ctx.Done())
 	s.elected.Run(ctx, groups.Lead)
-	c := &shared{groups: groups, plans: plans, workloads: adapters, informers: wlInformers}
+	c := &shared{groups: groups, plans: plans, nominations: nominations, workloads: adapters, informers: wlInformers}
 	s.shared[key] = c
 	go func() {
 		<-ctx.Done()

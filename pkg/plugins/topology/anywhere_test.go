@@ -56,7 +56,7 @@ func TestAnywhere(t *testing.T) {
 			var a anywhere
 			infos := nodeInfos(tc.nodes)
 			topo := buildTopology(levels, infos)
-			plan, why := a.plan(root, topo, infos, nil, newSpecFitter(topo.nodes))
+			plan, why := a.plan(root, topo, infos, nil, newSpecFitter(newEligibility(topo.nodes)))
 			if tc.fail != "" {
 				if plan != nil || !strings.Contains(why, tc.fail) {
 					t.Fatalf("plan %v, explanation %q; want failure %q", plan, why, tc.fail)

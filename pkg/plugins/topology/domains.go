@@ -1,7 +1,7 @@
 package topology
 
 import (
-	"fmt"
+	"encoding/json"
 	"sort"
 	"strings"
 	"sync"
@@ -66,6 +66,18 @@ type topology struct {
 	members map[string][]*node
 	// sub lists, per domain key ("" for anywhere) and deeper level, the domains inside it.
 	sub map[string]map[int][]*domain
+
+	// mu guards what plans keep of the nodes across plans, so that a plan reads again only
+	// the nodes that changed since the last one (sameAs): each node's free capacity, by the
+	// generation of its NodeInfo, and which nodes each pod spec may use (eligibility).
+	mu   sync.Mutex
+	gens []int64
+	free []Resources
+	elig *eligibility
+	// versions gives each domain (by key, "" for anywhere) a new version whenever one of its
+	// nodes changed: the rooms of domains cached for plans (room.go) are kept by version.
+	versions map[string]uint64
+	version  uint64
 }
 
 // topologyCache keeps the topology of the last snapshot.
@@ -86,31 +98,64 @@ func (tc *topologyCache) get(levels []string, infos []fwk.NodeInfo) *topology {
 	return tc.last
 }
 
-// sameAs reports whether infos are the nodes of t, in order, with the same paths; Node
-// objects that changed without changing their path are adopted.
+// sameAs reports whether infos are the nodes of t, in order, with the same paths, and brings
+// what t keeps of each node up to date: a Node object that changed without changing its path
+// is adopted (and checked again for eligibility), and a node's free capacity is read again.
+// Only nodes whose NodeInfo has a new generation are looked at: the scheduler's cache gives a
+// NodeInfo a new one at every change of its node or its pods.
 func (t *topology) sameAs(infos []fwk.NodeInfo) bool {
 	if len(infos) != len(t.objs) {
 		return false
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for i, ni := range infos {
-		n := ni.Node()
-		if n == t.objs[i] {
+		g := ni.GetGeneration()
+		if g == t.gens[i] && g != 0 {
 			continue
 		}
-		if n == nil || n.Name != t.nodes[i].name || !equalPaths(pathOf(n, t.levels), t.nodes[i].path) {
-			return false
+		if n := ni.Node(); n != t.objs[i] {
+			if n == nil || n.Name != t.nodes[i].name || !equalPaths(pathOf(n, t.levels), t.nodes[i].path) {
+				return false
+			}
+			t.objs[i], t.nodes[i].obj = n, n
+			t.nodeChangedLocked(i)
 		}
-		t.objs[i], t.nodes[i].obj = n, n
+		t.gens[i], t.free[i] = g, freeOf(ni)
+		t.version++
+		t.versions[""] = t.version
+		for _, k := range t.nodes[i].keys {
+			t.versions[k] = t.version
+		}
 	}
 	return true
 }
 
+// nodeChangedLocked forgets which pod specs may use node i, after its Node object changed.
+func (t *topology) nodeChangedLocked(i int) {
+	if t.elig == nil {
+		return
+	}
+	for _, e := range t.elig.cache {
+		e.state[i] = 0
+	}
+}
+
+// freeOf is FreeOn of a node, nothing where the node is gone.
+func freeOf(ni fwk.NodeInfo) Resources {
+	if ni.Node() == nil {
+		return Resources{}
+	}
+	return FreeOn(ni)
+}
+
 func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 	t := &topology{levels: levels, objs: make([]*v1.Node, len(infos)), byName: make(map[string]*node, len(infos)),
-		members: map[string][]*node{}, sub: map[string]map[int][]*domain{}}
+		members: map[string][]*node{}, sub: map[string]map[int][]*domain{},
+		gens: make([]int64, len(infos)), free: make([]Resources, len(infos)), versions: map[string]uint64{}}
 	for i, ni := range infos {
 		n := ni.Node()
-		t.objs[i] = n
+		t.objs[i], t.gens[i], t.free[i] = n, ni.GetGeneration(), freeOf(ni)
 		nd := &node{idx: i}
 		if n != nil {
 			nd.name, nd.obj, nd.path = n.Name, n, pathOf(n, levels)
@@ -177,27 +222,39 @@ func equalPaths(a, b []string) bool {
 	return true
 }
 
-// cluster is the topology of one scheduling cycle and the free capacity of its nodes.
+// cluster is the topology of one scheduling cycle and the free capacity of its nodes: each
+// node's allocatable minus what its pods (bound and assumed) request and what other trees'
+// plans promised. It reads the topology's free capacity of the nodes (which the topology's
+// next refresh changes: a cluster serves one plan) and keeps its own where something is
+// promised.
 type cluster struct {
 	*topology
-	// free is each node's allocatable minus what its pods (bound and assumed) request and
-	// what other trees' plans promised, by node index.
-	free []Resources
+	base []Resources
+	over map[int]Resources
 }
 
-// newCluster adds the free capacity of this cycle to a topology.
-func newCluster(t *topology, infos []fwk.NodeInfo, promised map[string]Resources) *cluster {
-	c := &cluster{topology: t, free: make([]Resources, len(infos))}
-	for i, ni := range infos {
-		if ni.Node() == nil {
-			continue
-		}
-		c.free[i] = FreeOn(ni)
-		if p, ok := promised[ni.Node().Name]; ok {
-			c.free[i].Sub(p)
+// newCluster adds the free capacity of this cycle to t, the topology of infos as
+// topologyCache.get returned it.
+func newCluster(t *topology, _ []fwk.NodeInfo, promised map[string]Resources) *cluster {
+	t.mu.Lock()
+	c := &cluster{topology: t, base: t.free, over: map[int]Resources{}}
+	t.mu.Unlock()
+	for name, p := range promised {
+		if n, ok := t.byName[name]; ok && t.objs[n.idx] != nil {
+			r := c.base[n.idx].Clone()
+			r.Sub(p)
+			c.over[n.idx] = r
 		}
 	}
 	return c
+}
+
+// freeAt returns the free capacity of the node of index i.
+func (c *cluster) freeAt(i int) Resources {
+	if r, ok := c.over[i]; ok {
+		return r
+	}
+	return c.base[i]
 }
 
 // within returns the domains of a level inside d, in a stable order.
@@ -250,7 +307,9 @@ func levelName(key string) string {
 // it without looking at other pods: node selector and required node affinity, tolerations
 // (of taints and of cordoning). Filter still checks everything on the chosen node; this
 // keeps plans away from nodes that could never pass it. Nodes are checked when first asked
-// about, so a plan that looks at one rack does not check the whole cluster.
+// about, so a plan that looks at one rack does not check the whole cluster, and the answers
+// are kept across plans (topology.eligibility) until the node's object changes. Plans run one
+// at a time, in the scheduling cycle.
 type eligibility struct {
 	nodes []*node
 	cache map[string]*eligible
@@ -260,12 +319,29 @@ func newEligibility(nodes []*node) *eligibility {
 	return &eligibility{nodes: nodes, cache: map[string]*eligible{}}
 }
 
+// maxEligibilitySpecs bounds the pod specs a topology keeps eligibility for across plans (a
+// byte per node each).
+const maxEligibilitySpecs = 256
+
+// eligibility returns the topology's eligibility, kept across plans.
+func (t *topology) eligibility() *eligibility {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.elig == nil || len(t.elig.cache) >= maxEligibilitySpecs {
+		t.elig = newEligibility(t.nodes)
+	}
+	return t.elig
+}
+
 // eligible answers for one pod spec, node by node.
 type eligible struct {
 	pe      podEligibility
 	nodes   []*node
-	state   []int8 // 0 unknown, 1 allowed, 2 refused
+	state   []int8 // 0 unknown (or its Node object changed since), 1 allowed, 2 refused
 	reasons map[int]string
+	// rooms caches, per shape (roomKey) and domain key, the room of the domain on the nodes
+	// the spec may use (room.go).
+	rooms map[string]map[string]roomOf
 }
 
 // allows reports whether the pod may run on the node of index i.
@@ -278,6 +354,7 @@ func (e *eligible) allows(i int) bool {
 		}
 		if why == "" {
 			e.state[i] = 1
+			delete(e.reasons, i)
 		} else {
 			e.reasons[i] = why
 		}
@@ -295,9 +372,22 @@ func (e *eligible) why(i int) string {
 
 var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
 
-// eligibilityKey is what decides where a pod may run, as a cache key.
+// eligibilityKey is what decides where a pod may run, as a cache key: its node selector,
+// required node affinity and tolerations.
 func eligibilityKey(pod *v1.Pod) string {
-	return fmt.Sprintf("%v|%v|%v", pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations)
+	var required *v1.NodeSelector
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		required = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	key, err := json.Marshal(struct {
+		Selector    map[string]string `json:"s,omitempty"`
+		Required    *v1.NodeSelector  `json:"r,omitempty"`
+		Tolerations []v1.Toleration   `json:"t,omitempty"`
+	}{pod.Spec.NodeSelector, required, pod.Spec.Tolerations})
+	if err != nil {
+		return string(pod.UID) // cannot happen; a key of its own is always right
+	}
+	return string(key)
 }
 
 // of returns where pod may run.
@@ -306,7 +396,8 @@ func (e *eligibility) of(pod *v1.Pod) *eligible {
 	if el, hit := e.cache[key]; hit {
 		return el
 	}
-	el := &eligible{pe: newPodEligibility(pod), nodes: e.nodes, state: make([]int8, len(e.nodes)), reasons: map[int]string{}}
+	el := &eligible{pe: newPodEligibility(pod), nodes: e.nodes, state: make([]int8, len(e.nodes)), reasons: map[int]string{},
+		rooms: map[string]map[string]roomOf{}}
 	e.cache[key] = el
 	return el
 }

@@ -205,7 +205,7 @@ type reservation struct {
 	node string
 }
 
-func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, nodes []*node, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod, removed []fwk.PodInfo) *frameworkFitter {
+func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, elig *eligibility, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod, removed []fwk.PodInfo) *frameworkFitter {
 	interacting, monotone := interacts(tree)
 	labelsMatter := true
 	if lister := fh.SnapshotSharedLister(); lister != nil {
@@ -213,7 +213,8 @@ func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner,
 			labelsMatter = len(withAnti) > 0
 		}
 	}
-	f := &frameworkFitter{elig: newEligibility(nodes), ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
+	nodes := elig.nodes
+	f := &frameworkFitter{elig: elig, ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
 		interacting: interacting, monotone: monotone, labelsMatter: labelsMatter, plannedOn: map[int][]*v1.Pod{}, removed: removed}
 	if len(removed) > 0 {
 		f.byName = make(map[string]int, len(nodes))
@@ -488,8 +489,8 @@ type specFitter struct {
 	shapes map[string]*shape
 }
 
-func newSpecFitter(nodes []*node) *specFitter {
-	return &specFitter{elig: newEligibility(nodes), shapes: map[string]*shape{}}
+func newSpecFitter(elig *eligibility) *specFitter {
+	return &specFitter{elig: elig, shapes: map[string]*shape{}}
 }
 
 func (f *specFitter) shapeOf(pod *v1.Pod) *shape {

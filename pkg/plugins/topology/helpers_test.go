@@ -162,7 +162,7 @@ func planExpecting(t *testing.T, nodes []testNode, root *podgroup.GroupView, fai
 func planOn(t *testing.T, nodes []testNode, root *podgroup.GroupView, promised map[string]Resources) (outcome, *cluster) {
 	t.Helper()
 	c := clusterOf(nodeInfos(nodes), promised)
-	return newPlanner(c, newSpecFitter(c.nodes), time.Minute).plan(root), c
+	return newPlanner(c, newSpecFitter(newEligibility(c.nodes)), time.Minute).plan(root), c
 }
 
 // placementOf returns, per pod name, the node it was assigned.

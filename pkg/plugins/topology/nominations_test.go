@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
-// nominate records pod as nominated to node, as the scheduler's queue does after a
-// preemption, or after a restart for a pod whose status names a node.
+// nominate records pod as nominated to node in memory, as the scheduler's queue does after a
+// preemption decided in this process (whose PostFilter result Nominations notes).
 func nominate(t *testing.T, env *testEnv, pod *v1.Pod, node string) {
 	t.Helper()
 	logger := klog.FromContext(env.Ctx)
@@ -29,6 +30,7 @@ func nominate(t *testing.T, env *testEnv, pod *v1.Pod, node string) {
 		t.Fatal(err)
 	}
 	env.Framework.AddNominatedPod(logger, pi, &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: node})
+	env.plugin.nominations.Note(pod.UID, node)
 }
 
 // The scheduler's Filter counts pods nominated to a node (of at least the pod's priority) as
@@ -109,5 +111,109 @@ func TestFailedMemberKeepsNoNominationUnlessItsTreePreempts(t *testing.T) {
 	res, _ = env.plugin.PostFilter(env.Ctx, held(), pods[0], statuses)
 	if res == nil || res.Mode() != fwk.ModeOverride || res.NominatedNodeName != "z0-r0-h1" {
 		t.Errorf("held member of a preempting tree: result %+v, want nominated to its planned node z0-r0-h1", res)
+	}
+}
+
+// Nominations lists every node the scheduler's queue may hold a nominated pod for: the node
+// in a pod's status and the node this process nominated it to, until the pod is bound,
+// deleted or nominated elsewhere.
+func TestNominationsListTheNodesThatMayHaveNominatedPods(t *testing.T) {
+	unbound := func(uid, node string) *v1.Pod {
+		p := lt.MakePod().Namespace("ns").Name(uid).UID(uid).Obj()
+		p.Status.NominatedNodeName = node
+		return p
+	}
+	bound := func(uid, node string) *v1.Pod {
+		p := unbound(uid, "")
+		p.Spec.NodeName = node
+		return p
+	}
+	override := func(node string) *fwk.PostFilterResult {
+		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: node}}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []func(n *Nominations)
+		want  []string
+	}{
+		{name: "status", steps: []func(*Nominations){
+			func(n *Nominations) { n.observe(unbound("a", "n1")) },
+			func(n *Nominations) { n.observe(unbound("b", "n2")) },
+		}, want: []string{"n1", "n2"}},
+		{name: "status moves", steps: []func(*Nominations){
+			func(n *Nominations) { n.observe(unbound("a", "n1")) },
+			func(n *Nominations) { n.observe(unbound("a", "n2")) },
+		}, want: []string{"n2"}},
+		{name: "bound pods are nominated nowhere", steps: []func(*Nominations){
+			func(n *Nominations) { n.observe(unbound("a", "n1")) },
+			func(n *Nominations) { n.Note("a", "n3") },
+			func(n *Nominations) { n.observe(bound("a", "n1")) },
+		}, want: nil},
+		{name: "deleted pods are nominated nowhere", steps: []func(*Nominations){
+			func(n *Nominations) { n.observe(unbound("a", "n1")) },
+			func(n *Nominations) { n.forget("a") },
+		}, want: nil},
+		{name: "in memory before the status", steps: []func(*Nominations){
+			func(n *Nominations) { n.NoteResult(unbound("a", ""), override("n1")) },
+		}, want: []string{"n1"}},
+		{name: "in memory and status both count until cleared", steps: []func(*Nominations){
+			func(n *Nominations) { n.observe(unbound("a", "n1")) },
+			func(n *Nominations) { n.Note("a", "n2") },
+		}, want: []string{"n1", "n2"}},
+		{name: "an override to no node clears what this process nominated", steps: []func(*Nominations){
+			func(n *Nominations) { n.Note("a", "n2") },
+			func(n *Nominations) { n.NoteResult(unbound("a", ""), override("")) },
+		}, want: nil},
+		{name: "a result that keeps the nomination changes nothing", steps: []func(*Nominations){
+			func(n *Nominations) { n.Note("a", "n2") },
+			func(n *Nominations) {
+				n.NoteResult(unbound("a", ""), &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeNoop}})
+			},
+			func(n *Nominations) { n.NoteResult(unbound("a", ""), nil) },
+		}, want: []string{"n2"}},
+		{name: "two pods on a node", steps: []func(*Nominations){
+			func(n *Nominations) { n.observe(unbound("a", "n1")) },
+			func(n *Nominations) { n.Note("b", "n1") },
+			func(n *Nominations) { n.forget("a") },
+		}, want: []string{"n1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := NewNominations(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, step := range tc.steps {
+				step(n)
+			}
+			if got := sets.List(sets.New(n.Nodes()...)); !slices.Equal(got, tc.want) && (len(got) > 0 || len(tc.want) > 0) {
+				t.Errorf("nodes %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// After a restart the queue nominates pods whose status names a node (a preemption of the
+// last leader); a plan that weighs whole domains sees them through the pod informer alone.
+func TestPlanSeesPodsNominatedInTheirStatus(t *testing.T) {
+	nodes := labeledNodes("4")
+	pods := lt.Members("ns", "g", 2, lt.CPU("2"))
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(hostKey)).Obj()
+	others := lt.Members("ns", "other", len(nodes)-1, lt.CPU("4"))
+	for i, o := range others {
+		o.Status.NominatedNodeName = nodes[i].Name
+	}
+	env := newTestEnv(t, []runtime.Object{group}, append(append([]*v1.Pod{}, pods...), others...), nodes)
+	for _, o := range others {
+		env.Queue.Add(env.Ctx, o)
+	}
+	if got := env.Framework.NominatedPodsForNode(nodes[0].Name); len(got) != 1 {
+		t.Fatalf("nominated to %s: %d pods, want 1", nodes[0].Name, len(got))
+	}
+	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+	if !s.IsSuccess() || res == nil || res.NodeNames.Len() != 1 {
+		t.Fatalf("PreFilter = %v %v, want one node", res, s)
+	}
+	if got, want := sets.List(res.NodeNames)[0], nodes[len(nodes)-1].Name; got != want {
+		t.Errorf("planned on %s, want %s (the only node no pod is nominated to)", got, want)
 	}
 }

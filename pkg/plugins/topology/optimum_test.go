@@ -77,7 +77,7 @@ func (c smallCase) plannerCount() int {
 			}
 		}
 		cl := clusterOf(nodeInfos(nodes), nil)
-		out := newPlanner(cl, newSpecFitter(cl.nodes), time.Minute).plan(root)
+		out := newPlanner(cl, newSpecFitter(newEligibility(cl.nodes)), time.Minute).plan(root)
 		if !out.ok {
 			return i
 		}

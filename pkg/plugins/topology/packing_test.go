@@ -52,7 +52,7 @@ func placeWithPlanner(nodes []testNode, gangs []gangSpec) int {
 		}
 		root := gang(fmt.Sprintf("g%d", i), g.pods, g.cpu, g.level)
 		c := clusterOf(nodeInfos(cur), nil)
-		out := newPlanner(c, newSpecFitter(c.nodes), time.Minute).plan(root)
+		out := newPlanner(c, newSpecFitter(newEligibility(c.nodes)), time.Minute).plan(root)
 		if !out.ok {
 			return i
 		}

@@ -48,7 +48,14 @@ type planner struct {
 	budget   int
 	deadline time.Time
 
-	free    []Resources
+	// taken is the free capacity of the nodes the plan took from (freeAt); dirty counts, per
+	// domain key, the nodes of the domain whose free capacity is not the topology's (promised
+	// elsewhere or taken by the plan), whose room bestFitFor cannot take from the cache.
+	taken map[int]Resources
+	dirty map[string]int
+	// cached: the fitter's eligibility is the pod spec's alone (no node excluded for this
+	// plan), so a domain's room may come from the cache (room.go).
+	cached  bool
 	assign  map[types.UID]*node
 	domains map[podgroup.Key]*domain
 	undo    []change
@@ -116,7 +123,8 @@ func newPlanner(c *cluster, fit fitter, limit time.Duration) *planner {
 		fit:       fit,
 		budget:    planBudget,
 		deadline:  time.Now().Add(limit),
-		free:      make([]Resources, len(c.nodes)),
+		taken:     map[int]Resources{},
+		dirty:     map[string]int{},
 		assign:    map[types.UID]*node{},
 		domains:   map[podgroup.Key]*domain{},
 		pendingOf: map[podgroup.Key][]*pending{},
@@ -129,8 +137,12 @@ func newPlanner(c *cluster, fit fitter, limit time.Duration) *planner {
 		views:     map[podgroup.Key]*podgroup.GroupView{},
 		foreign:   func(*domain, podgroup.Key) string { return "" },
 	}
-	for i, n := range c.nodes {
-		p.free[i] = c.free[n.idx].Clone()
+	switch fit.(type) {
+	case *frameworkFitter, *specFitter:
+		p.cached = true
+	}
+	for i := range c.over {
+		p.markDirty(c.nodes[i], 1)
 	}
 	return p
 }
@@ -324,7 +336,7 @@ func (p *planner) pack(pods []*pending, nodes []*node) int {
 	placed := 0
 	for _, pd := range order {
 		for _, n := range nodes {
-			if p.free[n.idx].Fits(pd.need) && !p.closed(n, pd.group) && p.fit.allows(pd.shape, n) && p.fit.admits(pd.shape, n) {
+			if p.freeAt(n.idx).Fits(pd.need) && !p.closed(n, pd.group) && p.fit.allows(pd.shape, n) && p.fit.admits(pd.shape, n) {
 				p.take(n, pd)
 				placed++
 				break
@@ -403,17 +415,7 @@ func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least Resource
 	}
 	var ok []scored
 	for _, d := range ds {
-		var total Resources
-		var slots int64
-		for _, n := range d.nodes {
-			if rep != nil && (!p.fit.eligible(rep.shape, n) || p.closed(n, g.Key)) {
-				continue
-			}
-			total.Add(p.free[n.idx])
-			if count > 0 {
-				slots += p.free[n.idx].Copies(shape)
-			}
-		}
+		total, slots := p.room(d, g, rep, shape, count)
 		if !total.Fits(least) || (count > 0 && slots == 0) {
 			continue
 		}
@@ -480,9 +482,9 @@ func (p *planner) packOrder(nodes []*node, need Resources) []*node {
 	depth := len(p.c.levels)
 	slots := func(n *node) int64 {
 		if need.MilliCPU == 0 && need.Memory == 0 && len(need.Scalar) == 0 {
-			return p.free[n.idx].MilliCPU
+			return p.freeAt(n.idx).MilliCPU
 		}
-		return p.free[n.idx].Copies(need)
+		return p.freeAt(n.idx).Copies(need)
 	}
 	// Free slots and CPU per domain of every level, keyed by its path.
 	sums := map[string][2]int64{}
@@ -491,7 +493,7 @@ func (p *planner) packOrder(nodes []*node, need Resources) []*node {
 		for l := 0; l < len(n.path) && l < depth; l++ {
 			k, _ := n.domainOf(l)
 			v := sums[k]
-			sums[k] = [2]int64{v[0] + s, v[1] + p.free[n.idx].MilliCPU}
+			sums[k] = [2]int64{v[0] + s, v[1] + p.freeAt(n.idx).MilliCPU}
 		}
 	}
 	out := append([]*node(nil), nodes...)
@@ -517,7 +519,7 @@ func (p *planner) packOrder(nodes []*node, need Resources) []*node {
 		if sa, sb := slots(a), slots(b); sa != sb {
 			return sa < sb
 		}
-		if fa, fb := p.free[a.idx].MilliCPU, p.free[b.idx].MilliCPU; fa != fb {
+		if fa, fb := p.freeAt(a.idx).MilliCPU, p.freeAt(b.idx).MilliCPU; fa != fb {
 			return fa < fb
 		}
 		return a.name < b.name
@@ -557,7 +559,7 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 			}
 			eligible = true
 			if count > 0 {
-				copies := p.free[n.idx].Copies(shape)
+				copies := p.freeAt(n.idx).Copies(shape)
 				slots += copies
 				if copies > 0 && rep != nil && !p.closed(n, g.Key) {
 					if p.fit.allows(rep.shape, n) {
@@ -600,7 +602,13 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 }
 
 func (p *planner) take(n *node, pd *pending) {
-	p.free[n.idx].Sub(pd.need)
+	r, ok := p.taken[n.idx]
+	if !ok {
+		r = p.c.freeAt(n.idx).Clone()
+		p.markDirty(n, 1)
+	}
+	r.Sub(pd.need)
+	p.taken[n.idx] = r
 	p.assign[pd.pod.UID] = n
 	p.undo = append(p.undo, change{node: n, pod: pd})
 	p.fit.planned(pd.pod, n)
@@ -633,7 +641,9 @@ func (p *planner) rollback(mark int) {
 			}
 			continue
 		}
-		p.free[c.node.idx].Add(c.pod.need)
+		r := p.taken[c.node.idx]
+		r.Add(c.pod.need)
+		p.taken[c.node.idx] = r
 		delete(p.assign, c.pod.pod.UID)
 		p.fit.unplanned(c.pod.pod, c.node)
 	}

@@ -205,8 +205,8 @@ func TestPlanner(t *testing.T) {
 				}
 			})
 			for _, n := range c.nodes {
-				if used[n.name] > c.free[n.idx].MilliCPU {
-					t.Errorf("node %s given %dm cpu, has %dm free", n.name, used[n.name], c.free[n.idx].MilliCPU)
+				if used[n.name] > c.freeAt(n.idx).MilliCPU {
+					t.Errorf("node %s given %dm cpu, has %dm free", n.name, used[n.name], c.freeAt(n.idx).MilliCPU)
 				}
 			}
 		})
@@ -266,7 +266,7 @@ func TestPlannerRespectsNodeSelectorAndTaints(t *testing.T) {
 		p.Spec.NodeSelector = map[string]string{"pool": "a"}
 	}
 	c := clusterOf(infos, nil)
-	out := newPlanner(c, newSpecFitter(c.nodes), time.Minute).plan(g)
+	out := newPlanner(c, newSpecFitter(newEligibility(c.nodes)), time.Minute).plan(g)
 	if !out.ok {
 		t.Fatal(c.explain(g, out.failures))
 	}

@@ -46,7 +46,11 @@ func newTestEnvOpts(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes
 	env.Env = podgrouptest.NewEnv(t, groups, pods, nodes, opts, podgrouptest.Plugin{
 		Name: Name,
 		Factory: func(ctx context.Context, fh fwk.Handle, c *podgroup.Components) (fwk.Plugin, error) {
-			pl, err := New(ctx, nil, fh, Shared{Trees: c.Model.Gate(), Notes: c.Model.Permits(), Plans: env.plans,
+			nominations, err := NewNominations(fh.SharedInformerFactory().Core().V1().Pods().Informer())
+			if err != nil {
+				return nil, err
+			}
+			pl, err := New(ctx, nil, fh, Shared{Trees: c.Model.Gate(), Notes: c.Model.Permits(), Plans: env.plans, Nominations: nominations,
 				Guard: func(h fwk.Handle) fwk.Handle { return podgroup.Guard(h, c.Model.Permits(), "") }})
 			if err != nil {
 				return nil, err

@@ -20,6 +20,12 @@ import (
 // runs on its guarded handle (the profile's own DefaultPreemption is not enabled at
 // PostFilter, see manifests/scheduler-config.yaml).
 func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	res, status := pl.postFilter(ctx, state, pod, statuses)
+	pl.nominations.NoteResult(pod, res)
+	return res, status
+}
+
+func (pl *Topology) postFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	sum, ok := pl.trees.Summary(pod)
 	if podgroup.Held(state) {
 		// The gang refused the member before Filter ran (its tree backs off): no node

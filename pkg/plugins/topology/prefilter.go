@@ -153,7 +153,7 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 // may not use at all: those of domains reserved for another tree to take whole.
 func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*promisedCapacity, sets.Set[string]) {
 	plans, counted := pl.plans.Promised(tree.Key, pl.trees.Pending)
-	p := &promisedCapacity{handle: pl.handle, plans: plans, counted: counted, members: sets.New[types.UID](), priority: int32(math.MaxInt32)}
+	p := &promisedCapacity{handle: pl.handle, nominations: pl.nominations, plans: plans, counted: counted, members: sets.New[types.UID](), priority: int32(math.MaxInt32)}
 	tree.Walk(func(g *podgroup.GroupView) {
 		for _, m := range g.Pending {
 			p.members.Insert(m.UID)
@@ -168,11 +168,12 @@ func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*p
 // A planner that looks at a few nodes (anywhere.go) asks per node: a plan's cost then does
 // not grow with the cluster.
 type promisedCapacity struct {
-	handle   fwk.Handle
-	plans    map[string]Resources
-	counted  sets.Set[types.UID]
-	members  sets.Set[types.UID]
-	priority int32
+	handle      fwk.Handle
+	nominations *Nominations
+	plans       map[string]Resources
+	counted     sets.Set[types.UID]
+	members     sets.Set[types.UID]
+	priority    int32
 }
 
 // on returns what is promised on the named node.
@@ -197,17 +198,31 @@ func (p *promisedCapacity) onNode(name string) (Resources, bool) {
 }
 
 // all returns what is promised on every node with anything promised, for planners that
-// weigh whole domains.
+// weigh whole domains: the nodes of other plans and, of the nominator's, those Nominations
+// lists (every node of nodes without it).
 func (p *promisedCapacity) all(nodes []fwk.NodeInfo) map[string]Resources {
 	out := make(map[string]Resources, len(p.plans))
-	for _, ni := range nodes {
-		if ni.Node() == nil {
-			continue
+	add := func(name string) {
+		if _, done := out[name]; done {
+			return
 		}
-		name := ni.Node().Name
 		if r, ok := p.onNode(name); ok {
 			out[name] = r
 		}
+	}
+	if p.nominations == nil {
+		for _, ni := range nodes {
+			if n := ni.Node(); n != nil {
+				add(n.Name)
+			}
+		}
+		return out
+	}
+	for name := range p.plans {
+		add(name)
+	}
+	for _, name := range p.nominations.Nodes() {
+		add(name)
 	}
 	return out
 }
@@ -330,9 +345,9 @@ func (pl *Topology) fitter(ctx context.Context, topo *topology, nodes []fwk.Node
 		if scope != nil {
 			verdicts, removed = scope.verdicts, scope.removed
 		}
-		fit = newFrameworkFitter(ctx, pl.handle, pre, topo.nodes, nodes, verdicts, pods, removed)
+		fit = newFrameworkFitter(ctx, pl.handle, pre, topo.eligibility(), nodes, verdicts, pods, removed)
 	} else {
-		fit = newSpecFitter(topo.nodes)
+		fit = newSpecFitter(topo.eligibility())
 	}
 	if refused := pl.plans.Refusals(tree.Key); len(refused) > 0 {
 		fit = excluding{fitter: fit, out: func(n *node) string {

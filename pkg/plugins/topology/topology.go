@@ -89,6 +89,8 @@ type Topology struct {
 	// shapes on nodes.
 	topology topologyCache
 	verdicts *verdictCache
+	// nominations lists the nodes that may have nominated pods (nil: any node may).
+	nominations *Nominations
 	// podLister tells whether victims are gone, pdbLister which evictions budgets allow;
 	// executor evicts (upstream's).
 	podLister corelisters.PodLister
@@ -121,6 +123,9 @@ type Shared struct {
 	// member waiting at Permit goes through the group model first (podgroup.Guard); nil
 	// leaves the handle as it is.
 	Guard func(fwk.Handle) fwk.Handle
+	// Nominations lists the nodes that may have nominated pods; nil makes every plan that
+	// weighs whole domains ask the nominator about every node.
+	Nominations *Nominations
 }
 
 // New builds the plugin from its (defaulted, internal) args, on what it shares with every
@@ -146,6 +151,8 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 		planLimit: time.Duration(args.PlanTimeLimitMilliseconds) * time.Millisecond,
 		planGangs: args.PlanUnconstrainedGangs,
 		verdicts:  newVerdictCache(),
+
+		nominations: shared.Nominations,
 	}
 	if f := handle.SharedInformerFactory(); f != nil {
 		pl.podLister = f.Core().V1().Pods().Lister()

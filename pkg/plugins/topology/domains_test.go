@@ -1,0 +1,194 @@
+package topology
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// A topology keeps each node's free capacity across plans and reads a node again only when
+// its NodeInfo changed (the scheduler's cache gives it a new generation at every change of
+// the node or its pods). A pod added or removed must show in the next plan, and what one plan
+// subtracts for promised capacity must not stay in the next.
+func TestClusterFreeCapacityFollowsNodeChanges(t *testing.T) {
+	nodes := grid(1, 1, 1, 3, 8)
+	nodes[0].gpus, nodes[1].gpus, nodes[2].gpus = 4, 4, 4
+	infos := nodeInfos(nodes)
+	var tc topologyCache
+	freeCPU := func(c *cluster) []int64 {
+		var out []int64
+		for i := range c.nodes {
+			out = append(out, c.freeAt(i).MilliCPU/1000)
+		}
+		return out
+	}
+	gpus := func(c *cluster, i int) int64 { return c.freeAt(i).Scalar["nvidia.com/gpu"] }
+
+	if got := freeCPU(newCluster(tc.get(levels, infos), infos, nil)); !slices.Equal(got, []int64{8, 8, 8}) {
+		t.Fatalf("free cpu %v, want [8 8 8]", got)
+	}
+	bound := podOf("bound", 3, 1)
+	bound.Spec.NodeName = nodes[1].name
+	node1 := infos[1].(*framework.NodeInfo)
+	node1.AddPod(bound)
+	c := newCluster(tc.get(levels, infos), infos, map[string]Resources{nodes[2].name: {MilliCPU: 2000, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 2}}})
+	if got := freeCPU(c); !slices.Equal(got, []int64{8, 5, 6}) {
+		t.Errorf("after a pod was added to node 1 and 2 cores promised on node 2: free cpu %v, want [8 5 6]", got)
+	}
+	if gpus(c, 1) != 3 || gpus(c, 2) != 2 {
+		t.Errorf("free gpus on nodes 1 and 2: %d and %d, want 3 and 2", gpus(c, 1), gpus(c, 2))
+	}
+	if err := node1.RemovePod(klog.Background(), bound); err != nil {
+		t.Fatal(err)
+	}
+	c = newCluster(tc.get(levels, infos), infos, nil)
+	if got := freeCPU(c); !slices.Equal(got, []int64{8, 8, 8}) {
+		t.Errorf("after the pod left and nothing is promised: free cpu %v, want [8 8 8]", got)
+	}
+	if gpus(c, 1) != 4 || gpus(c, 2) != 4 {
+		t.Errorf("free gpus on nodes 1 and 2: %d and %d, want 4 and 4 (a promise of an earlier plan stayed)", gpus(c, 1), gpus(c, 2))
+	}
+}
+
+// Which nodes a pod spec may use is kept across plans; a node whose Node object changes
+// (tainted, cordoned, relabelled within its domain) is checked again.
+func TestEligibilityFollowsNodeObjects(t *testing.T) {
+	nodes := grid(1, 1, 1, 2, 8)
+	infos := nodeInfos(nodes)
+	var tc topologyCache
+	topo := tc.get(levels, infos)
+	pod := podOf("p", 1, 0)
+	if !topo.eligibility().of(pod).allows(1) {
+		t.Fatalf("node 1 refused before it was tainted: %s", topo.eligibility().of(pod).why(1))
+	}
+	tainted := infos[1].Node().DeepCopy()
+	tainted.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "infer", Effect: v1.TaintEffectNoSchedule}}
+	infos[1].(*framework.NodeInfo).SetNode(tainted)
+	if again := tc.get(levels, infos); again != topo {
+		t.Fatal("a taint rebuilt the topology; it only changes which pods may use the node")
+	}
+	if why := topo.eligibility().of(pod).why(1); why == "" {
+		t.Error("node 1 still allowed after it was tainted NoSchedule")
+	}
+	tolerating := podOf("q", 1, 0)
+	tolerating.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpExists}}
+	if !topo.eligibility().of(tolerating).allows(1) {
+		t.Errorf("a pod tolerating the taint is refused: %s", topo.eligibility().of(tolerating).why(1))
+	}
+}
+
+// Pods whose specs decide the same nodes share one answer, however their objects are laid out
+// in memory: the cache key is the selector, the required node affinity and the tolerations.
+func TestEligibilityKey(t *testing.T) {
+	required := func(zone string) *v1.Affinity {
+		return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{Key: zoneKey, Operator: v1.NodeSelectorOpIn, Values: []string{zone}}}}}}}}
+	}
+	preferred := func(a *v1.Affinity) *v1.Affinity {
+		a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []v1.PreferredSchedulingTerm{{Weight: 1, Preference: v1.NodeSelectorTerm{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: rackKey, Operator: v1.NodeSelectorOpIn, Values: []string{"r1"}}}}}}
+		return a
+	}
+	with := func(f func(*v1.Pod)) *v1.Pod {
+		p := podOf("p", 1, 0)
+		f(p)
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		a, b *v1.Pod
+		same bool
+	}{
+		{"equal required affinity in distinct objects", with(func(p *v1.Pod) { p.Spec.Affinity = required("z0") }), with(func(p *v1.Pod) { p.Spec.Affinity = required("z0") }), true},
+		{"preferred affinity does not decide eligibility", with(func(p *v1.Pod) { p.Spec.Affinity = required("z0") }), with(func(p *v1.Pod) { p.Spec.Affinity = preferred(required("z0")) }), true},
+		{"different required affinity", with(func(p *v1.Pod) { p.Spec.Affinity = required("z0") }), with(func(p *v1.Pod) { p.Spec.Affinity = required("z1") }), false},
+		{"selector", with(func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{zoneKey: "z0"} }), podOf("q", 1, 0), false},
+		{"tolerations", with(func(p *v1.Pod) { p.Spec.Tolerations = []v1.Toleration{{Key: "x", Operator: v1.TolerationOpExists}} }), podOf("q", 1, 0), false},
+		{"requests do not matter", podOf("p", 1, 0), podOf("q", 7, 2), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if same := eligibilityKey(tc.a) == eligibilityKey(tc.b); same != tc.same {
+				t.Errorf("same key = %v, want %v (%s vs %s)", same, tc.same, eligibilityKey(tc.a), eligibilityKey(tc.b))
+			}
+		})
+	}
+}
+
+// A plan ranks candidate domains by their room (room.go), which it takes from a cache for
+// the domains none of whose nodes changed since it was summed. Over a seeded random history of
+// pods coming and going, nodes tainted and untainted, capacity promised to other plans and
+// gangs of different specs, every plan must be the plan made by summing every node afresh.
+func TestCachedRoomPlansAsNodeByNodeSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 2026))
+	nodes := grid(2, 2, 3, 4, 8)
+	for i := range nodes {
+		if i%5 == 0 {
+			nodes[i].gpus = 4
+		}
+	}
+	infos := nodeInfos(nodes)
+	var tc topologyCache
+	var bound []*v1.Pod
+	taint := v1.Taint{Key: "maintenance", Effect: v1.TaintEffectNoSchedule}
+	for step := 0; step < 400; step++ {
+		switch rng.IntN(4) {
+		case 0, 1: // a pod binds
+			i := rng.IntN(len(infos))
+			p := podOf(fmt.Sprintf("bound-%d", step), int64(1+rng.IntN(4)), int64(rng.IntN(2)))
+			p.Spec.NodeName = nodes[i].name
+			infos[i].(*framework.NodeInfo).AddPod(p)
+			bound = append(bound, p)
+		case 2: // a pod leaves
+			if len(bound) > 0 {
+				k := rng.IntN(len(bound))
+				p := bound[k]
+				bound = append(bound[:k], bound[k+1:]...)
+				ni := infos[slices.IndexFunc(nodes, func(n testNode) bool { return n.name == p.Spec.NodeName })]
+				if err := ni.(*framework.NodeInfo).RemovePod(klog.Background(), p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 3: // a node is tainted or untainted
+			ni := infos[rng.IntN(len(infos))].(*framework.NodeInfo)
+			n := ni.Node().DeepCopy()
+			if len(n.Spec.Taints) == 0 {
+				n.Spec.Taints = []v1.Taint{taint}
+			} else {
+				n.Spec.Taints = nil
+			}
+			ni.SetNode(n)
+		}
+		promised := map[string]Resources{}
+		for k := rng.IntN(3); k > 0; k-- {
+			promised[nodes[rng.IntN(len(nodes))].name] = Resources{MilliCPU: int64(1+rng.IntN(6)) * 1000}
+		}
+		constraint := []string{"rack", "block", "zone", "rack/2"}[rng.IntN(4)]
+		g := gang(fmt.Sprintf("g%d", step), 2+rng.IntN(6), int64(1+rng.IntN(4)), constraint)
+		if rng.IntN(3) == 0 {
+			for _, p := range g.Pending {
+				p.Spec.Tolerations = []v1.Toleration{{Key: taint.Key, Operator: v1.TolerationOpExists}}
+			}
+		}
+
+		topo := tc.get(levels, infos)
+		c := newCluster(topo, infos, promised)
+		cached := newPlanner(c, newSpecFitter(topo.eligibility()), time.Minute)
+		if !cached.cached {
+			t.Fatal("a plan with the spec's eligibility alone does not use the cache")
+		}
+		got := cached.plan(g)
+		summed := newPlanner(c, excluding{fitter: newSpecFitter(newEligibility(topo.nodes)), out: func(*node) string { return "" }}, time.Minute)
+		want := summed.plan(g)
+		if got.ok != want.ok || !maps.Equal(placementOf(got, g), placementOf(want, g)) {
+			t.Fatalf("step %d (%s gang of %d): cached room placed %v (ok %v), node-by-node sums %v (ok %v)",
+				step, constraint, len(g.Pending), placementOf(got, g), got.ok, placementOf(want, g), want.ok)
+		}
+	}
+}

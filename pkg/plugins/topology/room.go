@@ -1,0 +1,88 @@
+package topology
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// The room of a domain (room below) is what bestFitFor ranks candidate domains by: the free
+// capacity and the slots of a group's largest shape on the nodes of the domain its pods may
+// use. A rack-required gang ranks every rack of the cluster, so summing it node by node made
+// each plan's cost grow with the cluster. The room of a domain none of whose nodes changed
+// since it was summed is taken from a cache instead, kept per pod spec (eligible) and
+// shape; the topology's refresh (sameAs) gives a domain a new version when any of its nodes
+// changes. A domain is summed node by node when the plan sees its nodes differently from the
+// topology: capacity promised elsewhere or taken by the plan (dirty), nodes excluded for this
+// plan (a fitter that wraps the pod spec's eligibility), or exclusively held domains.
+
+// roomOf is the cached room of one domain.
+type roomOf struct {
+	total   Resources
+	slots   int64
+	version uint64
+}
+
+// freeAt returns the free capacity of the node of index i as the plan left it.
+func (p *planner) freeAt(i int) Resources {
+	if r, ok := p.taken[i]; ok {
+		return r
+	}
+	return p.c.freeAt(i)
+}
+
+// markDirty counts a node whose free capacity the plan sees differently from the topology
+// (by d: 1 or -1) in each of its domains.
+func (p *planner) markDirty(n *node, d int) {
+	p.dirty[""] += d
+	for _, k := range n.keys {
+		p.dirty[k] += d
+	}
+}
+
+// room returns the free capacity and the slots of shape (counted when count > 0) on the
+// nodes of d the group's representative member rep may use.
+func (p *planner) room(d *domain, g *podgroup.GroupView, rep *pending, shape Resources, count int64) (Resources, int64) {
+	if rep == nil || !p.cached || len(p.held) > 0 || len(p.claims) > 0 || p.dirty[d.key] > 0 {
+		return p.sum(d, g, rep, shape, count)
+	}
+	el := rep.shape.elig
+	byDomain := el.rooms[roomKey(shape)]
+	if byDomain == nil {
+		byDomain = map[string]roomOf{}
+		el.rooms[roomKey(shape)] = byDomain
+	}
+	version := p.c.versions[d.key]
+	r, ok := byDomain[d.key]
+	if !ok || r.version != version {
+		r.total, r.slots = p.sum(d, g, rep, shape, 1)
+		r.version = version
+		byDomain[d.key] = r
+	}
+	if count == 0 {
+		return r.total, 0
+	}
+	return r.total, r.slots
+}
+
+// sum is room counted node by node.
+func (p *planner) sum(d *domain, g *podgroup.GroupView, rep *pending, shape Resources, count int64) (Resources, int64) {
+	var total Resources
+	var slots int64
+	for _, n := range d.nodes {
+		if rep != nil && (!p.fit.eligible(rep.shape, n) || p.closed(n, g.Key)) {
+			continue
+		}
+		free := p.freeAt(n.idx)
+		total.Add(free)
+		if count > 0 {
+			slots += free.Copies(shape)
+		}
+	}
+	return total, slots
+}
+
+// roomKey is a shape as a key of the cache.
+func roomKey(shape Resources) string {
+	return fmt.Sprintf("%d/%d/%d/%v", shape.MilliCPU, shape.Memory, shape.Pods, shape.Scalar)
+}
