@@ -16,6 +16,10 @@ import (
 // topology: capacity promised elsewhere or taken by the plan (dirty), nodes excluded for this
 // plan (a fitter that wraps the pod spec's eligibility), or exclusively held domains.
 
+// maxRoomShapes bounds the shapes a pod spec keeps the rooms of domains for: a cluster
+// whose gangs keep asking for new requests forgets them all and starts again.
+const maxRoomShapes = 32
+
 // roomOf is the cached room of one domain.
 type roomOf struct {
 	total   Resources
@@ -46,11 +50,14 @@ func (p *planner) room(d *domain, g *podgroup.GroupView, rep *pending, shape Res
 	if rep == nil || !p.cached || len(p.held) > 0 || len(p.claims) > 0 || p.dirty[d.key] > 0 {
 		return p.sum(d, g, rep, shape, count)
 	}
-	el := rep.shape.elig
-	byDomain := el.rooms[roomKey(shape)]
+	el, key := rep.shape.elig, roomKey(shape)
+	byDomain := el.rooms[key]
 	if byDomain == nil {
+		if len(el.rooms) >= maxRoomShapes {
+			clear(el.rooms)
+		}
 		byDomain = map[string]roomOf{}
-		el.rooms[roomKey(shape)] = byDomain
+		el.rooms[key] = byDomain
 	}
 	version := p.c.versions[d.key]
 	r, ok := byDomain[d.key]
