@@ -1,13 +1,23 @@
-# Image of lockstep-scheduler (build where a container engine is available):
-#   docker build -t ghcr.io/lockstep-sched/lockstep-scheduler:v0.1.0 .
+# Image of lockstep-scheduler, for those who build with a container engine (make image builds
+# the same image without one):
+#   docker build --build-arg VERSION=$(hack/version.sh) --build-arg GIT_COMMIT=$(git rev-parse HEAD) \
+#     -t registry.example.com/lockstep-scheduler:$(hack/version.sh) .
 FROM golang:1.26 AS build
+ARG VERSION=v0.1.0-dev
+ARG GIT_COMMIT=
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /lockstep-scheduler ./cmd/scheduler
+RUN CGO_ENABLED=0 go build -trimpath \
+    -ldflags="-s -w -X github.com/lockstep-sched/lockstep/pkg/version.gitVersion=${VERSION} -X github.com/lockstep-sched/lockstep/pkg/version.gitCommit=${GIT_COMMIT}" \
+    -o /lockstep-scheduler ./cmd/scheduler
 
 FROM gcr.io/distroless/static:nonroot
+ARG VERSION=v0.1.0-dev
+LABEL org.opencontainers.image.version=${VERSION} \
+      org.opencontainers.image.source=https://github.com/lockstep-sched/lockstep \
+      org.opencontainers.image.licenses=Apache-2.0
 COPY --from=build /lockstep-scheduler /lockstep-scheduler
 USER 65532:65532
 ENTRYPOINT ["/lockstep-scheduler"]

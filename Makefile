@@ -10,15 +10,51 @@ GOTESTFLAGS ?=
 
 KWOK_VERSION ?= v0.8.0
 
-.PHONY: all build etcd generate verify vet fmt test test-unit test-integration controllers run clean \
+# The version stamped into every binary make builds and into the image's labels and tag
+# (hack/version.sh: the release tag at HEAD, else a pre-release of the next one), the commit
+# and its date (the build date, so that the same commit gives the same bytes).
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell ./hack/version.sh)
+endif
+GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell TZ=UTC git show -s --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd HEAD 2>/dev/null || echo 1970-01-01T00:00:00Z)
+MODULE := github.com/lockstep-sched/lockstep
+# component-base's version names the Kubernetes framework the scheduler is built from (the
+# feature gates' emulation version follows it); lockstep's own is in pkg/version.
+KUBE_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+LDFLAGS = -X $(MODULE)/pkg/version.gitVersion=$(VERSION) -X $(MODULE)/pkg/version.gitCommit=$(GIT_COMMIT) \
+	-X $(MODULE)/pkg/version.buildDate=$(BUILD_DATE) \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
+	-X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
+
+# The image: its repository, platforms and the OCI archive make image writes.
+IMAGE ?= ghcr.io/lockstep-sched/lockstep-scheduler
+PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_TAR ?= $(CURDIR)/_output/lockstep-scheduler-$(VERSION).oci.tar
+
+.PHONY: all build image test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
 	demo demo-down demo-test demo-binaries bench bench-perf
 
 all: build
 
 ## build: the scheduler binary, bin/lockstep-scheduler, and the kubectl plugin
 build:
-	$(GO) build -o $(BIN)/lockstep-scheduler ./cmd/scheduler
-	$(GO) build -o $(BIN)/kubectl-lockstep ./cmd/kubectl-lockstep
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lockstep-scheduler ./cmd/scheduler
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-lockstep ./cmd/kubectl-lockstep
+
+## image: the scheduler's OCI image for $(PLATFORMS) (the static binary alone, non-root), built
+## without a container engine into $(IMAGE_TAR), tagged $(IMAGE):$(VERSION); push it with
+## `skopeo copy --all oci-archive:FILE docker://REF` (README, "Installing")
+image:
+	@for p in $(PLATFORMS); do \
+	  echo "==> lockstep-scheduler for $$p"; \
+	  CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+	    -o $(CURDIR)/_output/image/$${p/\//_}/lockstep-scheduler ./cmd/scheduler; \
+	done
+	cd tools/image && $(GO) run . -out $(abspath $(IMAGE_TAR)) -tag $(IMAGE):$(VERSION) -version $(VERSION) \
+	  -revision $(GIT_COMMIT) -created $(BUILD_DATE) \
+	  $(foreach p,$(PLATFORMS),-binary $(p)=$(CURDIR)/_output/image/$(subst /,_,$(p))/lockstep-scheduler)
+	@echo "==> $(IMAGE):$(VERSION) in $(abspath $(IMAGE_TAR))"
 
 ## demo: a local cluster on 127.0.0.1 (control plane from k8s.io/kubernetes, KWOK nodes,
 ## lockstep) running the examples of manifests/examples; it keeps running
@@ -69,8 +105,20 @@ vet:
 	$(GO) vet ./...
 
 ## test: verify, unit and integration tests (real kube-apiserver and etcd), the short
-## benchmarks (so that the harness cannot rot) and the demo smoke test
-test: verify test-unit test-integration bench demo-test
+## benchmarks (so that the harness cannot rot), the demo smoke test, the chart's and the image's tests
+test: verify test-unit test-chart test-integration bench demo-test test-image
+
+## helm: the Helm CLI (from tools/helm, its own module) the chart's tests use
+helm:
+	cd tools/helm && $(GO) build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
+
+## test-chart: helm lint, and the chart rendered against manifests/ and its values
+test-chart: helm
+	$(GO) test -count=1 ./test/chart/...
+
+## test-image: build the image and check it from outside (config, labels, the binary in it)
+test-image:
+	$(GO) test -count=1 -timeout 20m ./test/image/...
 
 test-unit:
 	$(GO) test $(GOTESTFLAGS) ./cmd/... ./pkg/... ./hack/...

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Generates deepcopy, clientset, listers and informers (k8s.io/code-generator, versions from
-# go.mod) and the CRDs (controller-gen). Run through `make generate`.
+# go.mod), the CRDs (controller-gen, copied into the chart) and the API and configuration
+# references (hack/apidocs). Run through `make generate`.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -43,3 +44,8 @@ rm -rf "${OUT}"
 
 rm -rf manifests/crds
 "${TOOLS}/controller-gen" crd:crdVersions=v1 paths=./pkg/apis/scheduling/... output:crd:dir=./manifests/crds
+# The chart installs the same CRDs (Helm applies a chart's crds/ before its templates).
+rm -rf charts/lockstep/crds
+cp -r manifests/crds charts/lockstep/crds
+# The API and configuration references, from the types' doc comments.
+go run ./hack/apidocs -out docs/reference

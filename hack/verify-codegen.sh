@@ -4,14 +4,14 @@
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "${ROOT}"
-paths=(pkg/generated pkg/apis manifests/crds)
+paths=(pkg/generated pkg/apis manifests/crds charts/lockstep/crds docs/reference)
 before="$(git status --porcelain -- "${paths[@]}")"
 ./hack/update-codegen.sh
 after="$(git status --porcelain -- "${paths[@]}")"
 if [ "${before}" != "${after}" ]; then
-  echo "Generated code or CRDs are out of date; run 'make generate' and commit:" >&2
+  echo "Generated code, CRDs or references are out of date; run 'make generate' and commit:" >&2
   git status --porcelain -- "${paths[@]}" >&2
   git diff --stat -- "${paths[@]}" >&2
   exit 1
 fi
-echo "Generated code and CRDs are up to date."
+echo "Generated code, CRDs and references are up to date."

@@ -72,7 +72,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	get.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "Show gangs of every namespace.")
 	get.Flags().StringVarP(&output, "output", "o", "tree", "Output format: tree or json.")
 	get.Flags().StringSliceVar(&levels, "levels", levels, "Node label keys of the topology levels, broadest first, shown for each pod.")
-	root.AddCommand(get)
+	root.AddCommand(get, newVersionCommand(streams))
 	return root
 }
 

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -20,6 +21,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+
+	"github.com/lockstep-sched/lockstep/pkg/version"
 )
 
 // NewCommand returns the lockstep-scheduler command: every kube-scheduler flag, plus
@@ -79,7 +82,9 @@ func lockstepFlags(fs *pflag.FlagSet, o *Options) {
 
 // run is kube-scheduler's runCommand with lockstep's Scheduler in the middle.
 func run(cmd *cobra.Command, opts *options.Options, lsOpts Options) error {
-	verflag.PrintAndExitIfRequested()
+	if printVersion(cmd) {
+		return nil
+	}
 	fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	// Logging is set up before anything starts that logs (the Job controller among them).
 	if err := logsapi.ValidateAndApply(opts.Logs, fg); err != nil {
@@ -109,4 +114,26 @@ func run(cmd *cobra.Command, opts *options.Options, lsOpts Options) error {
 	fg.(featuregate.MutableFeatureGate).AddMetrics()
 	opts.ComponentGlobalsRegistry.AddMetrics()
 	return ls.Run(ctx, cc, sched)
+}
+
+// printVersion answers --version with lockstep's version, which names the Kubernetes
+// framework it is built on (kube-scheduler's own answer would name only the framework), and
+// --version=raw with the same as JSON. It reports whether it printed; --version=vX.Y.Z keeps
+// kube-scheduler's meaning (the version the component reports) and runs.
+func printVersion(cmd *cobra.Command) bool {
+	f := cmd.Flags().Lookup("version")
+	if f == nil {
+		return false
+	}
+	switch f.Value.String() {
+	case "true":
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", cmd.Name(), version.Get())
+	case "raw":
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(version.Get())
+	default:
+		return false
+	}
+	return true
 }

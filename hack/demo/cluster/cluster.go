@@ -87,7 +87,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 The cluster keeps running. To use it:
   export KUBECONFIG=%s
   export PATH=%s:$PATH
-  kubectl get podgroups,compositepodgroups,jobsets -A
+  kubectl get lockstep,jobsets -A
   kubectl lockstep get -A
 Logs are in %s. Stop everything with: make demo-down
 `, c.Kubeconfig(), c.Bin, filepath.Join(c.Dir, "logs"))

@@ -2,7 +2,8 @@
 // the CRD from the sigs.k8s.io/scheduler-plugins module) under lockstep, against a real
 // apiserver with the real scheduler and workload controller: a flat gang created the way
 // the MPI operator creates one (a launcher Job and worker pods), minResources, the status
-// lockstep keeps, and the CRD installed while lockstep runs.
+// lockstep keeps, the CRD installed while lockstep runs, and the short names kubectl resolves
+// with both CRDs served.
 package coscheduling
 
 import (
@@ -14,9 +15,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -226,4 +232,56 @@ func (e *env) waitMirror(name string) {
 		_, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// TestShortNamesResolveAsKubectlDoes serves the real scheduler-plugins CRD next to
+// lockstep's and resolves short names the way kubectl does (discovery and its shortcut
+// expander): `pg` is scheduler-plugins' PodGroup, as a migrating team's runbooks expect,
+// lockstep's own short names reach lockstep's kinds, and no short name is claimed by both.
+func TestShortNamesResolveAsKubectlDoes(t *testing.T) {
+	e := testenv.Start(t)
+	e.InstallSchedulerPluginsCRD(t)
+	disc := memory.NewMemCacheClient(e.Client.Discovery())
+	var warnings []string
+	expander := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(disc), disc,
+		func(w string) { warnings = append(warnings, w) })
+	for short, want := range map[string]schema.GroupResource{
+		"pg":     testenv.SchedulerPluginsPodGroupGVR.GroupResource(),
+		"pgs":    testenv.SchedulerPluginsPodGroupGVR.GroupResource(),
+		"lspg":   v1alpha1.Resource("podgroups"),
+		"lscpg":  v1alpha1.Resource("compositepodgroups"),
+		"lswl":   v1alpha1.Resource("workloads"),
+		"lspgs":  v1alpha1.Resource("podgroups"),
+		"lscpgs": v1alpha1.Resource("compositepodgroups"),
+	} {
+		got, err := expander.ResourceFor(schema.GroupVersionResource{Resource: short})
+		if err != nil || got.GroupResource() != want {
+			t.Errorf("kubectl get %s: %v (%v), want %v", short, got.GroupResource(), err, want)
+		}
+	}
+	if len(warnings) > 0 {
+		t.Errorf("kubectl would warn: %q", warnings)
+	}
+
+	_, lists, err := e.Client.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string]sets.Set[string]{}
+	for _, list := range lists {
+		gv, _ := schema.ParseGroupVersion(list.GroupVersion)
+		for _, r := range list.APIResources {
+			for _, n := range append(append([]string{}, r.ShortNames...), r.Categories...) {
+				if claims[n] == nil {
+					claims[n] = sets.New[string]()
+				}
+				claims[n].Insert(gv.Group)
+			}
+		}
+	}
+	for n, groups := range claims {
+		if groups.Has(v1alpha1.SchemeGroupVersion.Group) && groups.Len() > 1 {
+			t.Errorf("%q is claimed by %v", n, sets.List(groups))
+		}
+	}
 }

@@ -56,7 +56,7 @@ const (
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=pg;pgs,categories=lockstep
+// +kubebuilder:resource:shortName=lspg;lspgs,categories=lockstep
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Gang",type=integer,JSONPath=`.spec.schedulingPolicy.gang.minCount`,description="a gang's minCount; <none> for a basic group"
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parentCompositePodGroupName`,priority=1
@@ -254,7 +254,7 @@ type PodGroupList struct {
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=cpg;cpgs,categories=lockstep
+// +kubebuilder:resource:shortName=lscpg;lscpgs,categories=lockstep
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Gang",type=integer,JSONPath=`.spec.schedulingPolicy.gang.minGroupCount`,description="a gang's minGroupCount; <none> for a basic group"
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parentCompositePodGroupName`,priority=1
@@ -362,7 +362,7 @@ type CompositePodGroupList struct {
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=wl,categories=lockstep
+// +kubebuilder:resource:shortName=lswl,categories=lockstep
 // +kubebuilder:printcolumn:name="Controller",type=string,JSONPath=`.spec.controllerRef.name`
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.controllerRef.kind`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -1,0 +1,14 @@
+// Module tools/image builds lockstep-scheduler's OCI image without a container engine
+// (make image), with go-containerregistry kept out of lockstep's own go.mod.
+module github.com/lockstep-sched/lockstep/tools/image
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
