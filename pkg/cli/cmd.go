@@ -3,9 +3,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
-	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
 	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 )
@@ -28,51 +25,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage: true,
 	}
 	config.AddFlags(root.PersistentFlags())
-
-	var allNamespaces bool
-	var output string
-	levels := append([]string(nil), configv1.DefaultTopologyLevels...)
-	get := &cobra.Command{
-		Use:   "get",
-		Short: "Show gang trees with policies, pod counts, conditions and each pod's topology path",
-		Example: `  kubectl lockstep get -n training
-  kubectl lockstep get -A -o json`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "tree" && output != "json" {
-				return fmt.Errorf("--output must be tree or json, not %q", output)
-			}
-			cfg, err := config.ToRESTConfig()
-			if err != nil {
-				return err
-			}
-			ns := ""
-			if !allNamespaces {
-				if ns, _, err = config.ToRawKubeConfigLoader().Namespace(); err != nil {
-					return err
-				}
-			}
-			kube, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			jsonCfg := *cfg
-			jsonCfg.ContentType = "application/json"
-			ls, err := versioned.NewForConfig(&jsonCfg)
-			if err != nil {
-				return err
-			}
-			in, err := List(cmd.Context(), kube, ls, ns)
-			if err != nil {
-				return err
-			}
-			in.Levels = levels
-			return write(streams.Out, tree.Build(in), output)
-		},
-	}
-	get.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "Show gangs of every namespace.")
-	get.Flags().StringVarP(&output, "output", "o", "tree", "Output format: tree or json.")
-	get.Flags().StringSliceVar(&levels, "levels", levels, "Node label keys of the topology levels, broadest first, shown for each pod.")
-	root.AddCommand(get, newVersionCommand(streams))
+	root.AddCommand(newGetCommand(newGetOptions(config, streams)), newVersionCommand(streams))
 	return root
 }
 
@@ -102,21 +55,4 @@ func List(ctx context.Context, kube kubernetes.Interface, ls versioned.Interface
 		in.Nodes = nodes.Items
 	}
 	return in, nil
-}
-
-func write(w io.Writer, roots []*tree.Group, output string) error {
-	if output == "json" {
-		if roots == nil {
-			roots = []*tree.Group{}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(roots)
-	}
-	if len(roots) == 0 {
-		_, err := fmt.Fprintln(w, "No PodGroups or CompositePodGroups found.")
-		return err
-	}
-	tree.Render(w, roots)
-	return nil
 }

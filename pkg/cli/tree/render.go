@@ -13,12 +13,25 @@ import (
 //	│  ├─ shard-0-0  z0 / z0-b1 / z0-b1-r2 / node-7
 func Render(w io.Writer, roots []*Group) {
 	for _, g := range roots {
-		render(w, g, "", "")
+		render(w, g, "", "", false)
 	}
 }
 
-func render(w io.Writer, g *Group, first, rest string) {
-	fmt.Fprintf(w, "%s%s\n", first, header(g))
+// RenderWide writes trees as Render does, with each group's Workload and each pod's phase
+// and how it joined its group (label, job, jobset, scheduler-plugins); pending pods are
+// listed one by one.
+func RenderWide(w io.Writer, roots []*Group) {
+	for _, g := range roots {
+		render(w, g, "", "", true)
+	}
+}
+
+func render(w io.Writer, g *Group, first, rest string, wide bool) {
+	h := header(g)
+	if wide && g.Workload != "" {
+		h += "  workload " + g.Workload
+	}
+	fmt.Fprintf(w, "%s%s\n", first, h)
 	n := len(g.Children) + len(g.Members)
 	i := 0
 	next := func() (string, string) {
@@ -35,19 +48,23 @@ func render(w io.Writer, g *Group, first, rest string) {
 		}
 	}
 	// Many pending pods read better as one line.
-	collapse := len(pending) > 3
+	collapse := len(pending) > 3 && !wide
 	if collapse {
 		n = len(g.Children) + len(g.Members) - len(pending) + 1
 	}
 	for _, c := range g.Children {
 		f, r := next()
-		render(w, c, f, r)
+		render(w, c, f, r, wide)
 	}
 	for _, m := range g.Members {
 		if collapse && m.Node == "" {
 			continue
 		}
 		f, _ := next()
+		if wide {
+			fmt.Fprintf(w, "%s%s  %s  %s, via %s\n", f, m.Name, place(m), m.Phase, m.Via)
+			continue
+		}
 		fmt.Fprintf(w, "%s%s  %s\n", f, m.Name, place(m))
 	}
 	if collapse {
@@ -57,7 +74,11 @@ func render(w io.Writer, g *Group, first, rest string) {
 }
 
 func header(g *Group) string {
-	parts := []string{fmt.Sprintf("%s %s/%s", g.Kind, g.Namespace, g.Name)}
+	name := fmt.Sprintf("%s %s/%s", g.Kind, g.Namespace, g.Name)
+	if g.Owner != nil && !(g.Owner.Kind == g.Kind && g.Owner.Name == g.Name) {
+		name += fmt.Sprintf(" (%s %s)", g.Owner.Kind, g.Owner.Name)
+	}
+	parts := []string{name}
 	minName := "minCount"
 	if g.Kind == "CompositePodGroup" {
 		minName = "minGroupCount"

@@ -39,10 +39,35 @@ type Group struct {
 	Topology  []string   `json:"topology,omitempty"`
 	Pods      *Counts    `json:"pods,omitempty"`
 	Condition *Condition `json:"condition,omitempty"`
+	// Owner is the object the group was made for (a Job, a JobSet, a scheduler-plugins
+	// PodGroup...): its controller. Workload is the Workload it was stamped from.
+	Owner    *Owner `json:"owner,omitempty"`
+	Workload string `json:"workload,omitempty"`
 	// Problem is set on a group shown as a root because its parent is missing.
 	Problem  string   `json:"problem,omitempty"`
 	Children []*Group `json:"children,omitempty"`
 	Members  []Member `json:"members,omitempty"`
+}
+
+// Owner is a group's controller.
+type Owner struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// ownerOf is an object's controller, nil if it has none.
+func ownerOf(obj metav1.Object) *Owner {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return &Owner{Kind: ref.Kind, Name: ref.Name}
+	}
+	return nil
+}
+
+func workloadOf(ref *v1alpha1.WorkloadReference) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.WorkloadName
 }
 
 // Counts are the pods of a PodGroup.
@@ -78,7 +103,8 @@ func Build(in Inputs) []*Group {
 		c := &in.Composites[i]
 		k := podgroup.CompositePodGroupKey(c.Namespace, c.Name)
 		g := &Group{Kind: "CompositePodGroup", Namespace: c.Namespace, Name: c.Name, Policy: "basic", Min: 1,
-			Topology: topology(c.Spec.SchedulingConstraints), Condition: condition(c.Status.Conditions)}
+			Topology: topology(c.Spec.SchedulingConstraints), Condition: condition(c.Status.Conditions),
+			Owner: ownerOf(c), Workload: workloadOf(c.Spec.WorkloadRef)}
 		if gang := c.Spec.SchedulingPolicy.Gang; gang != nil {
 			g.Policy, g.Min = "gang", gang.MinGroupCount
 		}
@@ -91,7 +117,8 @@ func Build(in Inputs) []*Group {
 		pg := &in.PodGroups[i]
 		k := podgroup.PodGroupKey(pg.Namespace, pg.Name)
 		g := &Group{Kind: "PodGroup", Namespace: pg.Namespace, Name: pg.Name, Policy: "basic", Min: 1,
-			Topology: topology(pg.Spec.SchedulingConstraints), Condition: condition(pg.Status.Conditions), Pods: &Counts{}}
+			Topology: topology(pg.Spec.SchedulingConstraints), Condition: condition(pg.Status.Conditions), Pods: &Counts{},
+			Owner: ownerOf(pg), Workload: workloadOf(pg.Spec.WorkloadRef)}
 		if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil {
 			g.Policy, g.Min = "gang", gang.MinCount
 		}

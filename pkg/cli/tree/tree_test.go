@@ -60,7 +60,7 @@ func TestRender(t *testing.T) {
 PodGroup demo/big  gang minCount=3  pods 0/1 bound  Unschedulable: cannot fit: PodGroup big: no rack has room for 3 pods × 32 cpu; the roomiest rack could take 2
 └─ big-0  pending
 PodGroup demo/lost  gang minCount=1  pods 0/0 bound  Invalid: parent CompositePodGroup gone not found
-PodGroup demo/` + filing.JobGroupName("train", "job-uid") + `  gang minCount=2  pods 1/1 bound  (no condition yet)
+PodGroup demo/` + filing.JobGroupName("train", "job-uid") + ` (Job train)  gang minCount=2  pods 1/1 bound  (no condition yet)
 └─ train-0-x  z0 / z0-b0 / z0-b0-r1 / n2
 PodGroup demo/urgent  gang minCount=1  pods 0/1 bound  Preempting: taking rack z0-b0-r1: evicting 8 pods of priority up to 10 (1 gang whole)
 └─ urgent-0  pending
@@ -132,5 +132,71 @@ func TestSchedulerPluginsPodsCountInTheirMirror(t *testing.T) {
 	Render(&out, groups)
 	if !bytes.Contains(out.Bytes(), []byte("topology: required block, slices of 2 per rack")) {
 		t.Errorf("rendered:\n%s\nwant the slice constraint shown", out.String())
+	}
+}
+
+func TestFilter(t *testing.T) {
+	job := filing.JobGroupName("train", "job-uid")
+	tests := []struct {
+		args []string
+		want []string // root names
+	}{
+		{args: nil, want: []string{"llm", "big", "lost", job, "urgent", "whale"}},
+		{args: []string{"big"}, want: []string{"big"}},
+		{args: []string{"train"}, want: []string{job}},
+		{args: []string{"job/train"}, want: []string{job}},
+		{args: []string{"jobs.batch/train"}, want: []string{job}},
+		{args: []string{"jobset/train"}, want: nil},
+		{args: []string{"podgroup/shard-0"}, want: []string{"llm"}},
+		{args: []string{"lscpg/llm"}, want: []string{"llm"}},
+		{args: []string{"compositepodgroup/shard-0"}, want: nil},
+		{args: []string{"pod/shard-0-1"}, want: []string{"llm"}},
+		{args: []string{"pod/plain"}, want: nil},
+		{args: []string{"big", "pod/urgent-0"}, want: []string{"big", "urgent"}},
+	}
+	for _, tt := range tests {
+		var refs []Ref
+		for _, a := range tt.args {
+			r, err := ParseRef(a)
+			if err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+			refs = append(refs, r)
+		}
+		var got []string
+		for _, g := range Filter(Build(inputs()), refs) {
+			got = append(got, g.Name)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tt.args, diff)
+		}
+	}
+}
+
+func TestFilterByWorkload(t *testing.T) {
+	pg := lt.MakePodGroup().Namespace("demo").Name("w-0").Gang(1).Obj()
+	pg.Spec.WorkloadRef = &v1alpha1.WorkloadReference{WorkloadName: "w", TemplateName: "t"}
+	roots := Build(Inputs{PodGroups: []v1alpha1.PodGroup{*pg, *lt.MakePodGroup().Namespace("demo").Name("x").Gang(1).Obj()}})
+	r, err := ParseRef("lswl/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Filter(roots, []Ref{r}); len(got) != 1 || got[0].Name != "w-0" {
+		t.Errorf("workload/w: %+v", got)
+	}
+}
+
+func TestRenderWide(t *testing.T) {
+	var out bytes.Buffer
+	RenderWide(&out, Build(inputs())[:2])
+	want := `CompositePodGroup demo/llm  gang minGroupCount=1  topology: required zone, preferred rack  (no condition yet)
+└─ PodGroup demo/shard-0  gang minCount=2  topology: required rack  pods 2/2 bound  Scheduled: 2 pods placed together (minCount 2)
+   ├─ shard-0-0  z0 / z0-b0 / z0-b0-r0 / n1  Running, via label
+   └─ shard-0-1  z0 / z0-b0 / z0-b0-r1 / n2  Running, via label
+PodGroup demo/big  gang minCount=3  pods 0/1 bound  Unschedulable: cannot fit: PodGroup big: no rack has room for 3 pods × 32 cpu; the roomiest rack could take 2
+└─ big-0  pending  Pending, via label
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("render (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -19,6 +20,18 @@ import (
 // kind's finalizers subresource under OwnerReferencesPermissionEnforcement).
 func ownerRef(a Adapter, obj Object) metav1.OwnerReference {
 	return *metav1.NewControllerRef(obj, a.GVK())
+}
+
+// madeForLabels name, on every Workload and group the controller makes, the kind and name
+// of the object it made them for, so that a user finds a Job's groups (named with a hash)
+// from the Job: kubectl get lockstep -l scheduling.lockstep.dev/made-for-name=NAME. A name
+// that is no valid label value (over 63 characters) is left out; the owner reference holds it.
+func madeForLabels(a Adapter, obj Object) map[string]string {
+	labels := map[string]string{v1alpha1.MadeForKindLabel: a.GVK().Kind}
+	if len(validation.IsValidLabelValue(obj.GetName())) == 0 {
+		labels[v1alpha1.MadeForNameLabel] = obj.GetName()
+	}
+	return labels
 }
 
 func workloadRef(wl *v1alpha1.Workload) metav1.OwnerReference {
@@ -37,8 +50,9 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, a Adapter, obj Object, 
 	}
 	gvk := a.GVK()
 	wl := &v1alpha1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: want.Workload, OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj)}},
-		Spec:       *want.Spec.DeepCopy(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: want.Workload, Labels: madeForLabels(a, obj),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj)}},
+		Spec: *want.Spec.DeepCopy(),
 	}
 	wl.Spec.ControllerRef = &v1alpha1.TypedLocalObjectReference{APIGroup: gvk.Group, Kind: gvk.Kind, Name: obj.GetName()}
 	created, err := r.client.SchedulingV1alpha1().Workloads(obj.GetNamespace()).Create(ctx, wl, metav1.CreateOptions{})
@@ -76,7 +90,8 @@ func (r *Reconciler) ensureComposite(ctx context.Context, it item, a Adapter, ob
 		return nil
 	}
 	cpg := &v1alpha1.CompositePodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: g.Name, OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj), workloadRef(wl)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: g.Name, Labels: madeForLabels(a, obj),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj), workloadRef(wl)}},
 		Spec: v1alpha1.CompositePodGroupSpec{
 			WorkloadRef:           &v1alpha1.WorkloadReference{WorkloadName: wl.Name, TemplateName: g.Template},
 			SchedulingPolicy:      v1alpha1.CompositePodGroupSchedulingPolicy{Gang: &v1alpha1.GangCompositePodGroupSchedulingPolicy{MinGroupCount: g.Min}},
@@ -123,7 +138,8 @@ func (r *Reconciler) ensurePodGroup(ctx context.Context, it item, a Adapter, obj
 		return nil
 	}
 	pg := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: g.Name, OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj), workloadRef(wl)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: g.Name, Labels: madeForLabels(a, obj),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj), workloadRef(wl)}},
 		Spec: v1alpha1.PodGroupSpec{
 			WorkloadRef:            &v1alpha1.WorkloadReference{WorkloadName: wl.Name, TemplateName: g.Template},
 			SchedulingPolicy:       v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min}},

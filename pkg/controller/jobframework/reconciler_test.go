@@ -380,6 +380,13 @@ func TestReconcilerCreatesJobGang(t *testing.T) {
 	if diff := cmp.Diff([]metav1.OwnerReference{controllerRef(jobGVK, j.Name), workloadRef(name)}, pg.OwnerReferences); diff != "" {
 		t.Errorf("PodGroup owner references (-want +got):\n%s", diff)
 	}
+	// Both are found from the Job's name (theirs is hashed).
+	madeFor := map[string]string{v1alpha1.MadeForKindLabel: "Job", v1alpha1.MadeForNameLabel: "train"}
+	for kind, labels := range map[string]map[string]string{"Workload": wl.Labels, "PodGroup": pg.Labels} {
+		if diff := cmp.Diff(madeFor, labels); diff != "" {
+			t.Errorf("%s labels (-want +got):\n%s", kind, diff)
+		}
+	}
 	wantPG := v1alpha1.PodGroupSpec{
 		WorkloadRef:      &v1alpha1.WorkloadReference{WorkloadName: name, TemplateName: filing.JobTemplateName},
 		SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 4}},

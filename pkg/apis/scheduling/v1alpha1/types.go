@@ -35,6 +35,13 @@ const (
 	// the domain, since when, and how much of it is free.
 	ReasonReserving = "Reserving"
 
+	// MadeForKindLabel and MadeForNameLabel on a Workload, PodGroup or CompositePodGroup that
+	// lockstep's workload controller made name the kind and name of the object it was made
+	// for (a Job, a JobSet, a TrainJob...): kubectl get lockstep -l
+	// scheduling.lockstep.dev/made-for-name=NAME finds a workload's groups.
+	MadeForKindLabel = GroupName + "/made-for-kind"
+	MadeForNameLabel = GroupName + "/made-for-name"
+
 	// JobGangAnnotation on a batch/v1 Job opts it in ("true") or out ("false") of a gang,
 	// overriding the rule (parallelism > 1, Indexed, completions == parallelism).
 	JobGangAnnotation = GroupName + "/gang"

@@ -1,0 +1,313 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
+	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
+	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
+	lsinformers "github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
+)
+
+// The view's type when printed as JSON or YAML: a list of gang trees, not an API object.
+const (
+	listAPIVersion = "lockstep.dev/v1"
+	listKind       = "GangTreeList"
+)
+
+type getOptions struct {
+	config  *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+
+	allNamespaces bool
+	output        string
+	watch         bool
+	levels        []string
+	scheduler     string
+	schedulerName string
+
+	refs []tree.Ref
+	// clients is connect, or fakes in tests.
+	clients func() (kubernetes.Interface, versioned.Interface, string, error)
+}
+
+// newGetOptions are the options of the kubeconfig's cluster.
+func newGetOptions(config *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *getOptions {
+	o := &getOptions{config: config, streams: streams}
+	o.clients = o.connect
+	return o
+}
+
+func newGetCommand(o *getOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get [NAME | TYPE/NAME ...]",
+		Short: "Show gang trees with policies, pod counts, conditions and each pod's topology path",
+		Long: `Show gang trees: CompositePodGroups, PodGroups and their pods, with each group's policy and
+minimum, pods existing and bound, its condition, and each pod's place in the topology.
+
+NAME is a group's name or the name of the object it was made for (a Job's groups are found by
+the Job's name). TYPE/NAME narrows it: pod/NAME shows the tree a pod belongs to; job/NAME,
+jobset/NAME, trainjob/NAME the trees made for that workload; podgroup/NAME (lspg),
+compositepodgroup/NAME (lscpg) and workload/NAME (lswl) lockstep's own objects.
+
+The topology levels are the running scheduler's (its Deployment's configuration), unless
+--levels sets them.`,
+		Example: `  kubectl lockstep get -n training
+  kubectl lockstep get job/finetune -o wide
+  kubectl lockstep get pod/pretrain-0-x7k2p
+  kubectl lockstep get -A -o yaml
+  kubectl lockstep get -n training --watch`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				r, err := tree.ParseRef(a)
+				if err != nil {
+					return err
+				}
+				o.refs = append(o.refs, r)
+			}
+			switch o.output {
+			case "tree", "wide", "json", "yaml":
+			default:
+				return fmt.Errorf("--output must be one of tree, wide, json, yaml; not %q", o.output)
+			}
+			return o.run(cmd.Context(), cmd.Flags().Changed("levels"))
+		},
+	}
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Show gangs of every namespace.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "tree", "Output format: tree, wide (with each pod's phase and how it joined), json or yaml.")
+	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "After showing the trees, show them again whenever a group or pod changes.")
+	cmd.Flags().StringSliceVar(&o.levels, "levels", nil, "Node label keys of the topology levels, broadest first (default: the running scheduler's).")
+	cmd.Flags().StringVar(&o.scheduler, "scheduler", "lockstep-system/lockstep-scheduler", "NAMESPACE/NAME of the scheduler's Deployment, whose configuration gives the topology levels.")
+	cmd.Flags().StringVar(&o.schedulerName, "scheduler-name", "lockstep-scheduler", "The profile (schedulerName) of that configuration.")
+	return cmd
+}
+
+// connect makes the clients of the command's kubeconfig and picks the namespace ("" for all).
+func (o *getOptions) connect() (kubernetes.Interface, versioned.Interface, string, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ns := ""
+	if !o.allNamespaces {
+		if ns, _, err = o.config.ToRawKubeConfigLoader().Namespace(); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	jsonCfg := *cfg
+	jsonCfg.ContentType = "application/json" // CRDs do not speak protobuf
+	ls, err := versioned.NewForConfig(&jsonCfg)
+	return kube, ls, ns, err
+}
+
+func (o *getOptions) run(ctx context.Context, levelsSet bool) error {
+	kube, ls, ns, err := o.clients()
+	if err != nil {
+		return err
+	}
+	if !levelsSet {
+		levels, _, err := schedulerLevels(ctx, kube, o.scheduler, o.schedulerName)
+		if err != nil {
+			levels = append([]string(nil), configv1.DefaultTopologyLevels...)
+			fmt.Fprintf(o.streams.ErrOut, "Topology levels: the built-in default (%s), as the scheduler's configuration could not be read: %v. --levels sets them.\n",
+				strings.Join(levels, ", "), err)
+		}
+		o.levels = levels
+	}
+	if o.watch {
+		return o.watchTrees(ctx, kube, ls, ns)
+	}
+	in, err := List(ctx, kube, ls, ns)
+	if err != nil {
+		return err
+	}
+	in.Levels = o.levels
+	roots := tree.Filter(tree.Build(in), o.refs)
+	if len(o.refs) > 0 && len(roots) == 0 {
+		where := "namespace " + ns
+		if ns == "" {
+			where = "any namespace"
+		}
+		return fmt.Errorf("no gang tree holds %s in %s", refList(o.refs), where)
+	}
+	return o.print(o.streams.Out, roots)
+}
+
+func refList(refs []tree.Ref) string {
+	s := make([]string, len(refs))
+	for i, r := range refs {
+		s[i] = r.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// print writes the view in the output format: JSON and YAML through cli-runtime's printers.
+func (o *getOptions) print(w io.Writer, roots []*tree.Group) error {
+	var printer printers.ResourcePrinter
+	switch o.output {
+	case "json":
+		printer = &printers.JSONPrinter{}
+	case "yaml":
+		printer = &printers.YAMLPrinter{}
+	}
+	switch {
+	case printer != nil:
+		list, err := treeList(roots)
+		if err != nil {
+			return err
+		}
+		return printer.PrintObj(list, w)
+	case len(roots) == 0:
+		_, err := fmt.Fprintln(w, "No PodGroups or CompositePodGroups found.")
+		return err
+	case o.output == "wide":
+		tree.RenderWide(w, roots)
+	default:
+		tree.Render(w, roots)
+	}
+	return nil
+}
+
+// treeList is the view as an object cli-runtime's printers print.
+func treeList(roots []*tree.Group) (*unstructured.Unstructured, error) {
+	if roots == nil {
+		roots = []*tree.Group{}
+	}
+	data, err := json.Marshal(roots)
+	if err != nil {
+		return nil, err
+	}
+	var items []any
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": listAPIVersion, "kind": listKind, "items": items}}, nil
+}
+
+// watchTrees shows the trees, then again after each change of a group, a pod or a node (at
+// most once a second, and only when the view changed), until interrupted.
+func (o *getOptions) watchTrees(ctx context.Context, kube kubernetes.Interface, ls versioned.Interface, ns string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}
+	kubeInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
+	pods := kubeInformers.Core().V1().Pods()
+	lsInformers := lsinformers.NewSharedInformerFactoryWithOptions(ls, 0, lsinformers.WithNamespace(ns))
+	pgs := lsInformers.Scheduling().V1alpha1().PodGroups()
+	cpgs := lsInformers.Scheduling().V1alpha1().CompositePodGroups()
+	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), pgs.Informer(), cpgs.Informer()} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return err
+		}
+	}
+	// Nodes give the pods' topology paths, when the user may read them.
+	var nodeInformers informers.SharedInformerFactory
+	if _, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		nodeInformers = informers.NewSharedInformerFactory(kube, 0)
+		if _, err := nodeInformers.Core().V1().Nodes().Informer().AddEventHandler(handler); err != nil {
+			return err
+		}
+		nodeInformers.Start(ctx.Done())
+		nodeInformers.WaitForCacheSync(ctx.Done())
+	} else if !apierrors.IsForbidden(err) {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	kubeInformers.Start(ctx.Done())
+	lsInformers.Start(ctx.Done())
+	for _, synced := range []map[string]bool{typed(kubeInformers.WaitForCacheSync(ctx.Done())), typed(lsInformers.WaitForCacheSync(ctx.Done()))} {
+		for typ, ok := range synced {
+			if !ok {
+				return fmt.Errorf("could not list %s", typ)
+			}
+		}
+	}
+	var last []byte
+	for {
+		in := tree.Inputs{Levels: o.levels}
+		podList, _ := pods.Lister().List(labels.Everything())
+		for _, p := range podList {
+			in.Pods = append(in.Pods, *p)
+		}
+		pgList, _ := pgs.Lister().List(labels.Everything())
+		for _, g := range pgList {
+			in.PodGroups = append(in.PodGroups, *g)
+		}
+		cpgList, _ := cpgs.Lister().List(labels.Everything())
+		for _, g := range cpgList {
+			in.Composites = append(in.Composites, *g)
+		}
+		if nodeInformers != nil {
+			nodeList, _ := nodeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
+			for _, n := range nodeList {
+				in.Nodes = append(in.Nodes, *n)
+			}
+		}
+		var view bytes.Buffer
+		if err := o.print(&view, tree.Filter(tree.Build(in), o.refs)); err != nil {
+			return err
+		}
+		if !bytes.Equal(view.Bytes(), last) {
+			switch {
+			case o.output == "tree" || o.output == "wide":
+				fmt.Fprintf(o.streams.Out, "--- %s\n", time.Now().Format("15:04:05"))
+			case o.output == "yaml" && last != nil:
+				fmt.Fprintln(o.streams.Out, "---")
+			}
+			if _, err := o.streams.Out.Write(view.Bytes()); err != nil {
+				return err
+			}
+			last = view.Bytes()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func typed[K comparable](m map[K]bool) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range m {
+		out[fmt.Sprint(k)] = v
+	}
+	return out
+}
