@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -176,5 +179,62 @@ func TestGetOutputs(t *testing.T) {
 	}
 	if !strings.Contains(out, "other-0  pending  Pending, via label") || !strings.Contains(out, "Running, via job") {
 		t.Errorf("-o wide:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer written by the command's goroutine and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestGetWatch: --watch shows the trees, then again once a group is created and once a
+// pod of it binds.
+func TestGetWatch(t *testing.T) {
+	kube, ls := cluster(true)
+	out := &syncBuffer{}
+	o := &getOptions{streams: genericiooptions.IOStreams{Out: out, ErrOut: out}}
+	o.clients = func() (kubernetes.Interface, versioned.Interface, string, error) { return kube, ls, "demo", nil }
+	cmd := newGetCommand(o)
+	cmd.SetArgs([]string{"--watch"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	waitFor := func(what string, ok func(string) bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return ok(out.String()), nil
+		})
+		if err != nil {
+			t.Fatalf("%s; output:\n%s", what, out.String())
+		}
+	}
+	waitFor("the first view", func(s string) bool { return strings.Contains(s, "PodGroup demo/other") })
+	if _, err := ls.SchedulingV1alpha1().PodGroups("demo").Create(ctx, lt.MakePodGroup().Namespace("demo").Name("late").Gang(1).Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the new group shown", func(s string) bool { return strings.Count(s, "--- ") == 2 && strings.Contains(s, "PodGroup demo/late") })
+	if _, err := kube.CoreV1().Pods("demo").Create(ctx, lt.GroupPod("demo", "late-0", "late").Node("n1").Phase(v1.PodRunning).Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the new pod shown", func(s string) bool {
+		return strings.Count(s, "--- ") == 3 && strings.Contains(s, "late-0  z0 / z0-b0-r0 / n1")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("--watch ended with %v", err)
 	}
 }
