@@ -27,6 +27,10 @@ LDFLAGS = -X $(MODULE)/pkg/version.gitVersion=$(VERSION) -X $(MODULE)/pkg/versio
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
 	-X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
 
+# The demo's control plane reports its release as a cluster's does (Helm checks the chart's
+# kubeVersion against it).
+KUBE_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitTreeState=clean
+
 # The image: its repository, platforms and the OCI archive make image writes.
 IMAGE ?= ghcr.io/lockstep-sched/lockstep-scheduler
 PLATFORMS ?= linux/amd64 linux/arm64
@@ -69,11 +73,11 @@ demo-down:
 demo-test: demo-binaries
 	$(GO) test -count=1 -timeout 20m ./test/e2e/...
 
-demo-binaries: build etcd
+demo-binaries: build etcd helm
 	@echo "==> building kube-apiserver, kube-controller-manager and kubectl from k8s.io/kubernetes (minutes on a cold Go cache)"
-	$(GO) build -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-	$(GO) build -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 	@echo "==> building KWOK $(KWOK_VERSION)"
 	@[ -x $(BIN)/kwok ] && $(BIN)/kwok --version 2>/dev/null | grep -q "$(KWOK_VERSION:v%=%)" || GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	@echo "==> building the JobSet controller from tools/controllers (its own module; minutes on a cold Go cache)"

@@ -49,3 +49,6 @@ rm -rf charts/lockstep/crds
 cp -r manifests/crds charts/lockstep/crds
 # The API and configuration references, from the types' doc comments.
 go run ./hack/apidocs -out docs/reference
+# The chart's alerts and dashboard are manifests/monitoring's.
+mkdir -p charts/lockstep/files
+cp manifests/monitoring/alerts.yaml manifests/monitoring/grafana-dashboard.json charts/lockstep/files/

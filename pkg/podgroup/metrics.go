@@ -5,6 +5,8 @@ import (
 
 	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 )
 
 // Subsystem is the prefix of lockstep's metrics, served on the scheduler's /metrics.
@@ -73,5 +75,17 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites, metrics.partialBinds, metrics.released)
+		// Every known label value is exposed from the start (at 0), so that rates, dashboards
+		// and alerts see the series before the first event of its kind.
+		for _, result := range []string{"scheduled", "unschedulable", "timeout"} {
+			metrics.attempts.WithLabelValues(result)
+		}
+		for _, result := range []string{"allowed", "rejected"} {
+			metrics.permitWait.WithLabelValues(result)
+		}
+		for _, reason := range []string{v1alpha1.ReasonScheduled, v1alpha1.ReasonUnschedulable, v1alpha1.ReasonInvalid,
+			v1alpha1.ReasonPartiallyBound, v1alpha1.ReasonPreempting, v1alpha1.ReasonReserving} {
+			metrics.statusWrites.WithLabelValues(reason)
+		}
 	})
 }

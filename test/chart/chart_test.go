@@ -64,7 +64,7 @@ func helm(t *testing.T, args ...string) string {
 var allOptions = []string{
 	"--set", "image.repository=registry.example.com/lockstep-scheduler,image.tag=v9.8.7",
 	"--set", "workloadController.enabled=false",
-	"--set", "metrics.serviceMonitor.enabled=true",
+	"--set", "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true",
 	"--set", "metrics.readerSubjects[0].kind=ServiceAccount,metrics.readerSubjects[0].name=prometheus,metrics.readerSubjects[0].namespace=monitoring",
 	"--set", "config.levels={topology.kubernetes.io/zone,kubernetes.io/hostname}",
 	"--set", "config.gang.backoffSeconds=3,config.bind.maxBindsInFlight=8",
@@ -228,9 +228,9 @@ func normalize(t *testing.T, o *unstructured.Unstructured) {
 	}
 }
 
-func kustomize(t *testing.T) map[string]*unstructured.Unstructured {
+func kustomize(t *testing.T, dir ...string) map[string]*unstructured.Unstructured {
 	t.Helper()
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root(t), "manifests"))
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(append([]string{root(t), "manifests"}, dir...)...))
 	if err != nil {
 		t.Fatalf("kustomize build manifests: %v", err)
 	}
@@ -280,4 +280,27 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestChartMonitoringIsTheManifests: the chart's alerts and dashboard are those of
+// manifests/monitoring.
+func TestChartMonitoringIsTheManifests(t *testing.T) {
+	chart := objects(t, helm(t, append([]string{"template", "lockstep", "charts/lockstep", "--namespace", namespace}, allOptions...)...))
+	monitoring := kustomize(t, "monitoring")
+	for _, k := range []string{"PrometheusRule/lockstep-system/lockstep-scheduler", "ConfigMap/lockstep-system/lockstep-grafana-dashboard"} {
+		want, got := monitoring[k], chart[k]
+		if want == nil || got == nil {
+			t.Fatalf("%s: in manifests/monitoring %v, in the chart %v", k, want != nil, got != nil)
+		}
+		field := "spec"
+		if want.GetKind() == "ConfigMap" {
+			field = "data"
+		}
+		if diff := cmp.Diff(want.Object[field], got.Object[field]); diff != "" {
+			t.Errorf("%s %s differs (-manifests +chart):\n%s", k, field, diff)
+		}
+		if got.GetLabels()["grafana_dashboard"] != want.GetLabels()["grafana_dashboard"] {
+			t.Errorf("%s labels %v, want %v", k, got.GetLabels(), want.GetLabels())
+		}
+	}
 }

@@ -5,9 +5,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -24,6 +28,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/hack/demo/cluster"
 	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
+	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
 func repoRoot() string {
@@ -153,8 +158,11 @@ func TestDemo(t *testing.T) {
 	if view := kubectl("lockstep", "get", "-A"); !strings.Contains(view, "CompositePodGroup demo/pretrain") || !strings.Contains(view, "z0 / ") {
 		t.Errorf("kubectl lockstep get -A:\n%s", view)
 	}
+	checkMetrics(ctx, t, c, strings.TrimSpace(kubectl("create", "token", cluster.MetricsReader, "-n", "lockstep-system")))
 	// The manifests install with one apply; RBAC has no wildcard.
-	kubectl("apply", "-k", filepath.Join(root, "manifests"), "--dry-run=client")
+	// (Server-side, checked by the apiserver: the demo installed the same objects with the
+	// chart, whose field manager a dry run may take fields from.)
+	kubectl("apply", "-k", filepath.Join(root, "manifests"), "--server-side", "--force-conflicts", "--dry-run=server")
 	rendered := kubectl("kustomize", filepath.Join(root, "manifests"))
 	roles := 0
 	for _, doc := range strings.Split(rendered, "\n---\n") {
@@ -178,6 +186,60 @@ func TestDemo(t *testing.T) {
 		t.Errorf("found %d roles in the manifests", roles)
 	}
 }
+
+// checkMetrics reads /metrics as a cluster's Prometheus would: with the token of a
+// ServiceAccount the chart bound to the lockstep-metrics-reader ClusterRole (anonymous
+// requests are refused), and finds there every metric the shipped alerts and dashboard query.
+func checkMetrics(ctx context.Context, t *testing.T, c *cluster.Cluster, token string) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(token string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.MetricsURL(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET /metrics: %v", err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get(""); code != http.StatusUnauthorized && code != http.StatusForbidden {
+		t.Errorf("anonymous GET /metrics: %d, want 401 or 403", code)
+	}
+	code, metrics := get(token)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics as the metrics reader: %d\n%s", code, metrics)
+	}
+	if v, ok := testenv.Sample(metrics, "lockstep_leader"); !ok || v != 1 {
+		t.Errorf("lockstep_leader %v (%v), want 1", v, ok)
+	}
+	var queried []string
+	for _, f := range []string{"alerts.yaml", "grafana-dashboard.json"} {
+		data, err := os.ReadFile(filepath.Join(repoRoot(), "manifests", "monitoring", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		queried = append(queried, metricName.FindAllString(string(data), -1)...)
+	}
+	if len(queried) < 10 {
+		t.Fatalf("found %d metric names in the alerts and dashboard", len(queried))
+	}
+	for _, name := range queried {
+		family := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		if !strings.Contains(metrics, "# TYPE "+family+" ") {
+			t.Errorf("%s (queried by the shipped alerts or dashboard) is not on the scheduler's /metrics", family)
+		}
+	}
+}
+
+// metricName finds the metrics a PromQL expression names.
+var metricName = regexp.MustCompile(`\b(?:lockstep|scheduler)_[a-z_]*[a-z]\b`)
 
 // checkJobSet checks the JobSet example (manifests/examples/08-jobset.yaml): the JobSet
 // controller runs its 3 Jobs (leader × 1 pod, workers × 2 pods each), lockstep's workload

@@ -36,6 +36,13 @@ import (
 // Namespace is where the examples run.
 const Namespace = "demo"
 
+// lockstepNamespace is where the chart installs lockstep.
+const lockstepNamespace = "lockstep-system"
+
+// MetricsReader is the ServiceAccount (in lockstep-system) the demo lets read /metrics, as a
+// cluster's Prometheus would be.
+const MetricsReader = "lockstep-metrics"
+
 // Cluster is the demo cluster of one checkout.
 type Cluster struct {
 	Root string    // the repository
@@ -89,8 +96,9 @@ The cluster keeps running. To use it:
   export PATH=%s:$PATH
   kubectl get lockstep,jobsets -A
   kubectl lockstep get -A
+  curl -sk -H "Authorization: Bearer $(kubectl create token %s -n %s)" %s | grep ^lockstep_
 Logs are in %s. Stop everything with: make demo-down
-`, c.Kubeconfig(), c.Bin, filepath.Join(c.Dir, "logs"))
+`, c.Kubeconfig(), c.Bin, MetricsReader, lockstepNamespace, c.MetricsURL(), filepath.Join(c.Dir, "logs"))
 	return nil
 }
 
@@ -202,13 +210,18 @@ func (c *Cluster) fresh(ctx context.Context) error {
 
 	// The JobSet CRD goes in with lockstep's: lockstep watches JobSets only if their API is
 	// served when it starts.
-	c.step("installing lockstep's CRDs, namespace and RBAC from manifests/, and the JobSet CRD")
+	c.step("installing lockstep with its Helm chart (charts/lockstep: CRDs, RBAC, configuration; no replicas, the demo runs the binary on this machine), and the JobSet CRD")
 	jobSetCRD, err := c.jobSetCRD(ctx)
 	if err != nil {
 		return err
 	}
-	m := filepath.Join(c.Root, "manifests")
-	if err := c.kubectl(ctx, "apply", "-f", filepath.Join(m, "crds"), "-f", filepath.Join(m, "namespace.yaml"), "-f", filepath.Join(m, "rbac.yaml")); err != nil {
+	if err := c.helm(ctx, "install", "lockstep", filepath.Join(c.Root, "charts", "lockstep"),
+		"--namespace", lockstepNamespace, "--create-namespace", "--set", "replicas=0",
+		"--set", "metrics.readerSubjects[0].kind=ServiceAccount,metrics.readerSubjects[0].name="+MetricsReader+
+			",metrics.readerSubjects[0].namespace="+lockstepNamespace); err != nil {
+		return err
+	}
+	if err := c.kubectl(ctx, "create", "serviceaccount", MetricsReader, "-n", lockstepNamespace); err != nil {
 		return err
 	}
 	// Server-side: the JobSet CRD (800 kB) is too big for client-side apply's
@@ -262,7 +275,9 @@ func (c *Cluster) startLockstep(ctx context.Context, server, pkiDir string) erro
 	if err := writeKubeconfig(kubeconfig, server, filepath.Join(pkiDir, "ca.crt"), &clientcmdapi.AuthInfo{Token: string(trim(token))}); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join(c.Root, "manifests", "scheduler-config.yaml"))
+	// The configuration the chart installed, as its Deployment would mount it.
+	data, err := c.output(ctx, "get", "configmap", "lockstep-scheduler-config", "-n", lockstepNamespace,
+		`-o=jsonpath={.data.scheduler-config\.yaml}`)
 	if err != nil {
 		return err
 	}
@@ -279,8 +294,12 @@ func (c *Cluster) startLockstep(ctx context.Context, server, pkiDir string) erro
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		return err
 	}
+	// /metrics is authorized as in a cluster, where the in-cluster config is used: requests
+	// are authenticated (TokenReview) and authorized (SubjectAccessReview) by the apiserver,
+	// as the ServiceAccount the scheduler runs as.
 	return c.start("lockstep-scheduler", "lockstep-scheduler", "--config="+path,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.ports.Lockstep),
+		"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
 		"--cert-dir="+filepath.Join(c.Dir, "lockstep-certs"))
 }
 
@@ -419,6 +438,22 @@ func (c *Cluster) kubectl(ctx context.Context, args ...string) error {
 		fmt.Fprintf(c.Out, "    %s\n", line)
 	}
 	return nil
+}
+
+// helm runs bin/helm against the demo cluster.
+func (c *Cluster) helm(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "helm"), append([]string{"--kubeconfig=" + c.Kubeconfig()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("helm %v: %w\n%s", args, err, out)
+	}
+	return nil
+}
+
+// MetricsURL is the scheduler's /metrics, readable with a token of the MetricsReader
+// ServiceAccount (bound to the lockstep-metrics-reader ClusterRole by the chart).
+func (c *Cluster) MetricsURL() string {
+	return fmt.Sprintf("https://127.0.0.1:%d/metrics", c.ports.Lockstep)
 }
 
 // output runs bin/kubectl and returns its standard output.

@@ -115,5 +115,23 @@ func registerMetrics() {
 		legacyregistry.MustRegister(metrics.plans, metrics.planReuse, metrics.replans, metrics.failures, metrics.planDuration,
 			metrics.preemptions, metrics.victims, metrics.victimGangs, metrics.preemptionDuration,
 			metrics.reservations, metrics.reservationsHeld, metrics.reservedCapacity, metrics.reservationBindWait)
+		// Every known label value is exposed from the start (at 0), so that rates, dashboards
+		// and alerts see the series before the first event of its kind.
+		for _, result := range []string{"placed", "unplaceable"} {
+			metrics.plans.WithLabelValues(result)
+		}
+		for _, reason := range []string{"capacity", "filter"} {
+			metrics.replans.WithLabelValues(reason)
+		}
+		metrics.failures.WithLabelValues("any")
+		for _, result := range []string{"preempted", "no_victims", "not_allowed"} {
+			metrics.preemptions.WithLabelValues(result)
+		}
+		for _, event := range []string{"started", "bound", "timeout", "lapsed", "released"} {
+			metrics.reservations.WithLabelValues(event)
+		}
+		for _, resource := range []string{"cpu", "memory"} {
+			metrics.reservedCapacity.WithLabelValues(resource)
+		}
 	})
 }
