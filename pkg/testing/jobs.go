@@ -148,3 +148,9 @@ func (w *JobWrapper) Condition(t batchv1.JobConditionType, status v1.ConditionSt
 	w.Status.Conditions = append(w.Status.Conditions, batchv1.JobCondition{Type: t, Status: status})
 	return w
 }
+
+// PodFailurePolicy sets the Job's podFailurePolicy rules.
+func (w *JobWrapper) PodFailurePolicy(rules ...batchv1.PodFailurePolicyRule) *JobWrapper {
+	w.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: rules}
+	return w
+}

@@ -111,6 +111,14 @@ type Groups struct {
 	// Finished: the object ran to its end. Groups that exist stay (completed members count
 	// for their gangs); none is created.
 	Finished bool
+	// Warnings are told to the user as Warning events on the object, once each (e.g. a gang
+	// Job that a preemption would fail).
+	Warnings []Warning
+}
+
+// Warning is a Warning event the reconciler records on a workload object.
+type Warning struct {
+	Reason, Message string
 }
 
 // Group is one CompositePodGroup or PodGroup of a tree.

@@ -206,6 +206,11 @@ func (r *Reconciler) sync(ctx context.Context, it item) (err error) {
 	}
 	want, problems := a.Groups(obj, owned.podGroups, r.names)
 	r.report(it, obj, problems)
+	if want != nil {
+		for _, w := range want.Warnings {
+			r.warn(it, obj, w)
+		}
+	}
 	if want == nil || (want.Finished && owned.empty()) {
 		return nil
 	}
@@ -277,17 +282,22 @@ func (r *Reconciler) owned(obj Object) (ownedObjects, error) {
 // report puts problems on the object, once each.
 func (r *Reconciler) report(it item, obj Object, problems []string) {
 	for _, p := range problems {
-		key := string(obj.GetUID()) + "/" + p
-		r.warnedMu.Lock()
-		if r.warned[it] == nil {
-			r.warned[it] = sets.New[string]()
-		}
-		seen := r.warned[it].Has(key)
-		r.warned[it].Insert(key)
-		r.warnedMu.Unlock()
-		if !seen {
-			r.recorder.Eventf(obj, nil, v1.EventTypeWarning, "InvalidAnnotation", "Sync", "%s", p)
-		}
+		r.warn(it, obj, Warning{Reason: "InvalidAnnotation", Message: p})
+	}
+}
+
+// warn records a Warning event on the object, once for each object (UID) and message.
+func (r *Reconciler) warn(it item, obj Object, w Warning) {
+	key := string(obj.GetUID()) + "/" + w.Reason + "/" + w.Message
+	r.warnedMu.Lock()
+	if r.warned[it] == nil {
+		r.warned[it] = sets.New[string]()
+	}
+	seen := r.warned[it].Has(key)
+	r.warned[it].Insert(key)
+	r.warnedMu.Unlock()
+	if !seen {
+		r.recorder.Eventf(obj, nil, v1.EventTypeWarning, w.Reason, "Sync", "%s", w.Message)
 	}
 }
 

@@ -428,7 +428,8 @@ func TestReconcilerFollowsParallelism(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			j := lt.MakeJob().Namespace(ns).Name("train").Indexed(4).Obj()
+			// backoffLimit 8: at 8 pods, no warning that a preemption would fail it.
+			j := lt.MakeJob().Namespace(ns).Name("train").Indexed(4).BackoffLimit(8).Obj()
 			name := filing.JobGroupName(j.Name, j.UID)
 			h := newHarness(t, []*batchv1.Job{j})
 			h.mustSync(jobKind, j.Name)
@@ -824,5 +825,19 @@ func TestReconcilerKeepsFinishedGroups(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, h.names()); diff != "" {
 		t.Errorf("objects of a finished object changed (-before +after):\n%s", diff)
+	}
+}
+
+// TestReconcilerWarnsOfJobsPreemptionWouldFail: a gang Job of 8 pods with the default
+// backoffLimit (6) and no podFailurePolicy is warned once, not at every sync.
+func TestReconcilerWarnsOfJobsPreemptionWouldFail(t *testing.T) {
+	h := newHarness(t, []*batchv1.Job{lt.MakeJob().Namespace(ns).Name("big").Indexed(8).Obj()})
+	h.mustSync(jobKind, "big")
+	if diff := cmp.Diff([]string{"GangJobFailsOnPreemption", "WorkloadCreated", "PodGroupCreated"}, reasons(h.events())); diff != "" {
+		t.Errorf("events of the first sync (-want +got):\n%s", diff)
+	}
+	h.mustSync(jobKind, "big")
+	if e := h.events(); len(e) != 0 {
+		t.Errorf("a second sync recorded %v; want nothing", e)
 	}
 }

@@ -5,6 +5,8 @@
 package job
 
 import (
+	"fmt"
+
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,7 +95,49 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 		}}},
 		PodGroups: []jobframework.Group{g},
 		Finished:  finished(job),
+		Warnings:  preemptionWarnings(job, g.Min),
 	}, problems
+}
+
+// ReasonFailsOnPreemption is the Warning event on a gang Job that one preemption of its gang
+// would fail.
+const ReasonFailsOnPreemption = "GangJobFailsOnPreemption"
+
+// preemptionWarnings warns about a gang Job that a preemption would fail: gang preemption
+// evicts every pod of a gang at once, and without a podFailurePolicy rule that ignores
+// DisruptionTarget each eviction counts against backoffLimit (6 by default). A Job whose
+// backoffLimit is below its gang's minimum fails at the first preemption.
+func preemptionWarnings(job *batchv1.Job, min int32) []jobframework.Warning {
+	if ignoresDisruptions(job) || job.Spec.BackoffLimitPerIndex != nil {
+		return nil
+	}
+	limit := ptr.Deref(job.Spec.BackoffLimit, 6)
+	if limit >= min {
+		return nil
+	}
+	return []jobframework.Warning{{Reason: ReasonFailsOnPreemption, Message: fmt.Sprintf(
+		"a preemption of this gang evicts its %d pods at once and each eviction counts against backoffLimit (%d): the Job would fail. "+
+			"Add spec.podFailurePolicy.rules: [{action: Ignore, onPodConditions: [{type: DisruptionTarget}]}] (README, \"Preemption and your Jobs\")",
+		min, limit)}}
+}
+
+// ignoresDisruptions reports whether the Job's podFailurePolicy does not count pods that
+// failed for a disruption (preemption, eviction).
+func ignoresDisruptions(job *batchv1.Job) bool {
+	if job.Spec.PodFailurePolicy == nil {
+		return false
+	}
+	for _, rule := range job.Spec.PodFailurePolicy.Rules {
+		if rule.Action != batchv1.PodFailurePolicyActionIgnore {
+			continue
+		}
+		for _, c := range rule.OnPodConditions {
+			if c.Type == v1.DisruptionTarget && c.Status != v1.ConditionFalse {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // GroupOfJob implements jobframework.Adapter: a Job that gets a gang by its own spec.

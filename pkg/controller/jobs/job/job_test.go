@@ -1,0 +1,54 @@
+package job
+
+import (
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+)
+
+func TestPreemptionWarnings(t *testing.T) {
+	ignore := batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue}}}
+	failOnDisruption := batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionFailJob,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue}}}
+	ignoreOther := batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: v1.PodReady, Status: v1.ConditionFalse}}}
+	tests := []struct {
+		name string
+		job  *batchv1.Job
+		want string // a substring of the warning, "" for none
+	}{
+		{"8 pods, default backoffLimit 6", lt.MakeJob().Name("j").Indexed(8).Obj(), "evicts its 8 pods at once and each eviction counts against backoffLimit (6)"},
+		{"4 pods, default backoffLimit 6", lt.MakeJob().Name("j").Indexed(4).Obj(), ""},
+		{"8 pods, backoffLimit 8", lt.MakeJob().Name("j").Indexed(8).BackoffLimit(8).Obj(), ""},
+		{"8 pods, backoffLimit 0", lt.MakeJob().Name("j").Indexed(8).BackoffLimit(0).Obj(), "backoffLimit (0)"},
+		{"disruptions ignored", lt.MakeJob().Name("j").Indexed(8).PodFailurePolicy(ignore).Obj(), ""},
+		{"disruptions fail the Job", lt.MakeJob().Name("j").Indexed(8).PodFailurePolicy(failOnDisruption).Obj(), "podFailurePolicy"},
+		{"another condition ignored", lt.MakeJob().Name("j").Indexed(8).PodFailurePolicy(ignoreOther).Obj(), "podFailurePolicy"},
+		{"backoffLimitPerIndex", func() *batchv1.Job {
+			j := lt.MakeJob().Name("j").Indexed(8).Obj()
+			j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+			return j
+		}(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, _ := New().Groups(tt.job, nil, sets.New("lockstep-scheduler"))
+			if want == nil {
+				t.Fatal("the Job gets no gang")
+			}
+			switch {
+			case tt.want == "" && len(want.Warnings) != 0:
+				t.Errorf("warnings %+v, want none", want.Warnings)
+			case tt.want != "" && (len(want.Warnings) != 1 || want.Warnings[0].Reason != ReasonFailsOnPreemption || !strings.Contains(want.Warnings[0].Message, tt.want)):
+				t.Errorf("warnings %+v, want one %s saying %q", want.Warnings, ReasonFailsOnPreemption, tt.want)
+			}
+		})
+	}
+}
