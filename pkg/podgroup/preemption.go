@@ -67,6 +67,8 @@ type Unit struct {
 	Priority int32
 	// Composite: the root is a CompositePodGroup.
 	Composite bool
+	// Object is the root group's API object (events about the gang go on it).
+	Object runtime.Object
 	// Pods are the tree's members that hold room on a node (bound or reserved) and are not
 	// terminating; a reserved member carries the node it is reserved on.
 	Pods []*v1.Pod
@@ -82,7 +84,7 @@ func (g *Gate) UnitOf(pod *v1.Pod) (Unit, bool) {
 	if !ok {
 		return Unit{}, false
 	}
-	u := Unit{Root: root, Composite: root.Kind == KindCompositePodGroup}
+	u := Unit{Root: root, Composite: root.Kind == KindCompositePodGroup, Object: m.index.Get(root).Object()}
 	gang := false
 	for _, k := range m.index.Subtree(root) {
 		gang = gang || m.index.Get(k).IsGang()

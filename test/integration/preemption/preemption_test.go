@@ -133,6 +133,9 @@ func TestVictimGangIsEvictedWhole(t *testing.T) {
 	if got := podNames(kubelets.Removed()); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("evicted %v, want %v: the gang batch whole and the fillers of rack %s", got, want, rack)
 	}
+	// The victim gang is told, on its group, who preempted it and for which domain.
+	env.WaitEvent(t, ns, "batch", v1alpha1.ReasonPreempted, "evicting its 4 running pods: preempted by gang PodGroup "+ns+"/train (priority ")
+	env.WaitEvent(t, ns, "batch", v1alpha1.ReasonPreempted, "which takes rack "+rack)
 }
 
 // A gang whose PriorityClass says preemptionPolicy: Never evicts nothing, and neither does

@@ -29,6 +29,9 @@ const (
 	// from the domain it will take; the message names the domain and how many pods and gangs
 	// it evicts.
 	ReasonPreempting = "Preempting"
+	// ReasonPreempted is the event on the root group of a running gang that gang preemption
+	// evicted: it names the preempting gang, its priority and the domain it takes.
+	ReasonPreempted = "Preempted"
 	// ReasonReserving: the gang has waited longer than its reserveAfterSeconds and could run
 	// once lower- or equal-priority pods end: a domain is held for it (no pod of equal or
 	// lower priority is placed there unless the gang still fits with it); the message names
