@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 
@@ -247,10 +248,10 @@ func (o *getOptions) watchTrees(ctx context.Context, kube kubernetes.Interface, 
 	}
 	kubeInformers.Start(ctx.Done())
 	lsInformers.Start(ctx.Done())
-	for _, synced := range []map[string]bool{typed(kubeInformers.WaitForCacheSync(ctx.Done())), typed(lsInformers.WaitForCacheSync(ctx.Done()))} {
+	for _, synced := range []map[reflect.Type]bool{kubeInformers.WaitForCacheSync(ctx.Done()), lsInformers.WaitForCacheSync(ctx.Done())} {
 		for typ, ok := range synced {
 			if !ok {
-				return fmt.Errorf("could not list %s", typ)
+				return fmt.Errorf("could not list %v", typ)
 			}
 		}
 	}
@@ -302,12 +303,4 @@ func (o *getOptions) watchTrees(ctx context.Context, kube kubernetes.Interface, 
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-func typed[K comparable](m map[K]bool) map[string]bool {
-	out := map[string]bool{}
-	for k, v := range m {
-		out[fmt.Sprint(k)] = v
-	}
-	return out
 }

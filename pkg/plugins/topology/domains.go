@@ -233,9 +233,9 @@ type cluster struct {
 	over map[int]Resources
 }
 
-// newCluster adds the free capacity of this cycle to t, the topology of infos as
-// topologyCache.get returned it.
-func newCluster(t *topology, _ []fwk.NodeInfo, promised map[string]Resources) *cluster {
+// newCluster adds the free capacity of this cycle to t, as topologyCache.get refreshed it
+// from the cycle's snapshot, and what other trees' plans promised.
+func newCluster(t *topology, promised map[string]Resources) *cluster {
 	t.mu.Lock()
 	c := &cluster{topology: t, base: t.free, over: map[int]Resources{}}
 	t.mu.Unlock()

@@ -31,14 +31,14 @@ func TestClusterFreeCapacityFollowsNodeChanges(t *testing.T) {
 	}
 	gpus := func(c *cluster, i int) int64 { return c.freeAt(i).Scalar["nvidia.com/gpu"] }
 
-	if got := freeCPU(newCluster(tc.get(levels, infos), infos, nil)); !slices.Equal(got, []int64{8, 8, 8}) {
+	if got := freeCPU(newCluster(tc.get(levels, infos), nil)); !slices.Equal(got, []int64{8, 8, 8}) {
 		t.Fatalf("free cpu %v, want [8 8 8]", got)
 	}
 	bound := podOf("bound", 3, 1)
 	bound.Spec.NodeName = nodes[1].name
 	node1 := infos[1].(*framework.NodeInfo)
 	node1.AddPod(bound)
-	c := newCluster(tc.get(levels, infos), infos, map[string]Resources{nodes[2].name: {MilliCPU: 2000, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 2}}})
+	c := newCluster(tc.get(levels, infos), map[string]Resources{nodes[2].name: {MilliCPU: 2000, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 2}}})
 	if got := freeCPU(c); !slices.Equal(got, []int64{8, 5, 6}) {
 		t.Errorf("after a pod was added to node 1 and 2 cores promised on node 2: free cpu %v, want [8 5 6]", got)
 	}
@@ -48,7 +48,7 @@ func TestClusterFreeCapacityFollowsNodeChanges(t *testing.T) {
 	if err := node1.RemovePod(klog.Background(), bound); err != nil {
 		t.Fatal(err)
 	}
-	c = newCluster(tc.get(levels, infos), infos, nil)
+	c = newCluster(tc.get(levels, infos), nil)
 	if got := freeCPU(c); !slices.Equal(got, []int64{8, 8, 8}) {
 		t.Errorf("after the pod left and nothing is promised: free cpu %v, want [8 8 8]", got)
 	}
@@ -178,7 +178,7 @@ func TestCachedRoomPlansAsNodeByNodeSums(t *testing.T) {
 		}
 
 		topo := tc.get(levels, infos)
-		c := newCluster(topo, infos, promised)
+		c := newCluster(topo, promised)
 		cached := newPlanner(c, newSpecFitter(topo.eligibility()), time.Minute)
 		if !cached.cached {
 			t.Fatal("a plan with the spec's eligibility alone does not use the cache")

@@ -107,7 +107,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	if rec := pl.handle.EventRecorder(); rec != nil && p.Object != nil {
 		rec.Eventf(p.Object, nil, v1.EventTypeNormal, v1alpha1.ReasonPreempting, "Preempting", "%s: %s", msg, victimNames(victims))
 	}
-	pl.tellVictims(p, choice.domain, victims)
+	pl.tellVictims(p, choice)
 	metrics.preemptions.WithLabelValues("preempted").Inc()
 	metrics.victims.Add(float64(len(victims)))
 	metrics.victimGangs.Add(float64(choice.cost.gangs))
@@ -144,24 +144,17 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 // tellVictims records on the root group of each gang among the victims that it is being
 // preempted, by whom and for which domain: its pods' own events say so one by one, and its
 // condition may still say it was scheduled (which stays true of its first placement).
-func (pl *Topology) tellVictims(p podgroup.Preemptor, domain string, victims []*v1.Pod) {
+func (pl *Topology) tellVictims(p podgroup.Preemptor, c *preemptionChoice) {
 	rec := pl.handle.EventRecorder()
 	if rec == nil {
 		return
 	}
-	evicted := map[podgroup.Key]int{}
-	objects := map[podgroup.Key]runtime.Object{}
-	for _, v := range victims {
-		u, ok := pl.trees.UnitOf(v)
-		if !ok || u.Object == nil {
+	for _, u := range c.victims {
+		if u.root == nil {
 			continue
 		}
-		evicted[u.Root]++
-		objects[u.Root] = u.Object
-	}
-	for root, n := range evicted {
-		rec.Eventf(objects[root], p.Object, v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted",
-			"evicting its %d running pods: preempted by gang %s (priority %d), which takes %s", n, p.Root, p.Priority, domain)
+		rec.Eventf(u.root, p.Object, v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted",
+			"evicting its %d running pods: preempted by gang %s (priority %d), which takes %s", len(u.Pods()), p.Root, p.Priority, c.domain)
 	}
 }
 

@@ -287,7 +287,7 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 		return plan, ""
 	}
 	promised := promise.all(nodes)
-	c := newCluster(topo, nodes, promised)
+	c := newCluster(topo, promised)
 	planner := newPlanner(c, fit, pl.planLimit)
 	planner.held, planner.foreign = held, pl.foreignPods(nodes, promised)
 	out := planner.plan(tree)
@@ -386,7 +386,7 @@ func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key,
 			}
 		}
 	})
-	c := newCluster(pl.topology.get(pl.levels, nodes), nodes, nil)
+	c := newCluster(pl.topology.get(pl.levels, nodes), nil)
 	allowed := sets.New[string]()
 	for _, n := range c.nodes {
 		allowed.Insert(n.name)

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -37,8 +38,10 @@ const preemptionTimeLimit = 2 * time.Second
 // or one pod, as upstream's preemption.Victim, with the nodes it is on.
 type victimUnit struct {
 	preemption.Victim
-	key   string // the gang's root, or the pod
-	gang  bool
+	key  string // the gang's root, or the pod
+	gang bool
+	// root is the gang's root group object (its preemption is told there); nil for a pod.
+	root  runtime.Object
 	nodes sets.Set[string]
 	// lasting: a pod of a controller that keeps its pods running (a ReplicaSet, StatefulSet,
 	// DaemonSet...), which may never end by itself.
@@ -289,7 +292,7 @@ func newGangVictim(key string, gang podgroup.Unit, infos []fwk.NodeInfo) *victim
 		kind = fwk.CompositePodGroupKeyType
 	}
 	v, _ := preemption.NewVictim(pis, gang.Priority, kind)
-	return &victimUnit{Victim: v, key: key, gang: true, nodes: nodes}
+	return &victimUnit{Victim: v, key: key, gang: true, nodes: nodes, root: gang.Object}
 }
 
 // dryRun is what every domain's dry run of one decision shares: the tree and its pending
