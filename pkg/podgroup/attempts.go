@@ -127,6 +127,9 @@ type Outcome struct {
 	// Released says which bound members were evicted when the half-bound tree was released
 	// (release.go); cleared when the group is scheduled.
 	Released string
+	// Preempted says which gang preempted the group's running pods, with its priority and
+	// the domain it takes (DisruptionTarget); cleared when the group is placed whole again.
+	Preempted string
 }
 
 // NewAttempts returns an empty record.

@@ -43,6 +43,9 @@ type Group struct {
 	// scheduledMin is the minimum it met then.
 	scheduled    bool
 	scheduledMin int
+	// disrupted: gang preemption evicted the group's pods since it was scheduled; it is a
+	// gang again until it is placed whole, whatever its (terminal) condition says.
+	disrupted bool
 }
 
 // NewIndex returns an empty index.
@@ -68,6 +71,10 @@ func (g *Group) Scheduled() bool { return g.scheduled && g.Minimum() <= g.schedu
 // EverScheduled reports whether the group was initially scheduled, whatever its minimum is
 // now.
 func (g *Group) EverScheduled() bool { return g.scheduled }
+
+// Disrupted reports whether gang preemption evicted the group's pods since it was last
+// scheduled.
+func (g *Group) Disrupted() bool { return g != nil && g.disrupted }
 
 // ParentKey returns the key of the CompositePodGroup the group names as its parent.
 func (g *Group) ParentKey() (Key, bool) {
@@ -203,11 +210,13 @@ func (g *Group) Object() runtime.Object {
 }
 
 // scheduledAsWritten reports whether an object says it was initially scheduled with the spec
-// it has now (the condition is True and observed the current generation). A group scheduled
-// under an older spec (its minimum changed since) is judged by its pods instead.
+// it has now (the condition is True and observed the current generation) and was not
+// preempted since (DisruptionTarget True). A group scheduled under an older spec (its minimum
+// changed since) is judged by its pods instead; a preempted one is a gang again.
 func scheduledAsWritten(conditions []metav1.Condition, generation int64) bool {
 	c := meta.FindStatusCondition(conditions, v1alpha1.PodGroupInitiallyScheduled)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation &&
+		!meta.IsStatusConditionTrue(conditions, v1alpha1.DisruptionTarget)
 }
 
 // KeyOfObject returns the key of a PodGroup or CompositePodGroup object.
@@ -269,7 +278,7 @@ func (ix *Index) Upsert(obj any) []Key {
 	} else {
 		ix.exclusive.Delete(k)
 	}
-	if !g.scheduled && scheduledAsWritten(conditions, g.Generation()) {
+	if !g.scheduled && !g.disrupted && scheduledAsWritten(conditions, g.Generation()) {
 		g.scheduled, g.scheduledMin = true, g.Minimum()
 	}
 	return append(affected, ix.TopOf(k))
@@ -290,7 +299,7 @@ func (ix *Index) Delete(obj any) []Key {
 	affected := []Key{ix.TopOf(k)}
 	ix.unlinkParent(g)
 	g.pg, g.cpg = nil, nil
-	g.scheduled, g.scheduledMin, g.problem = false, 0, ""
+	g.scheduled, g.scheduledMin, g.problem, g.disrupted = false, 0, "", false
 	ix.exclusive.Delete(k)
 	affected = append(affected, k)
 	ix.dropIfUnused(k)
@@ -325,8 +334,16 @@ func (ix *Index) MarkScheduled(k Key) bool {
 	if g == nil || !g.Exists() || g.Scheduled() {
 		return false
 	}
-	g.scheduled, g.scheduledMin = true, g.Minimum()
+	g.scheduled, g.scheduledMin, g.disrupted = true, g.Minimum(), false
 	return true
+}
+
+// MarkDisrupted records that gang preemption evicts the group's pods: it is no longer
+// scheduled, so that the pods its controller recreates wait for each other again.
+func (ix *Index) MarkDisrupted(k Key) {
+	if g := ix.entries[k]; g != nil && g.Exists() {
+		g.scheduled, g.scheduledMin, g.disrupted = false, 0, true
+	}
 }
 
 // Validator returns why a group's topology constraints cannot be honored, or "".

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 )
 
 // Permits is the model's role that owns the scheduler's attempts: which members hold a
@@ -330,7 +332,7 @@ func (p *Permits) markScheduledLocked(logger klog.Logger, root Key, placed *read
 // requirement is met. A root scheduled waits no more: the observer hears of it.
 func (p *Permits) scheduledLocked(k Key) {
 	o := p.attempts.Outcome(k)
-	o.Failure, o.Preempting, o.Reserving, o.Released = "", "", "", ""
+	o.Failure, o.Preempting, o.Reserving, o.Released, o.Preempted = "", "", "", "", ""
 	if root, ok := p.m.index.RootOf(k); ok && root == k {
 		if r := p.attempts.Round(root); r != nil {
 			r.waitingSince = time.Time{}
@@ -381,7 +383,7 @@ func (p *Permits) failLocked(eff *effects, logger klog.Logger, pod *v1.Pod, reas
 		r.unplaceable = ""
 	}
 	p.rejectLocked(eff, logger, root, msg, !possible.subtree(root), pol.Backoff, possible.path, "unschedulable")
-	return memberRejection(root, "unschedulable")
+	return p.memberRejectionLocked(root, "unschedulable")
 }
 
 // memberRejection is what the members of a failed attempt are told (the PostFilter message of
@@ -390,12 +392,19 @@ func (p *Permits) failLocked(eff *effects, logger klog.Logger, pod *v1.Pod, reas
 // condition changes nothing and is skipped, and their events are counted in a series. What
 // changes from attempt to attempt (counts, the member that did not fit, the nodes' reasons)
 // is on the group's condition and in its events.
-func memberRejection(root Key, result string) string {
+//
+// The condition named is the one that says why: PodGroupInitiallyScheduled, or DisruptionTarget
+// for a tree preempted since it was scheduled (its first condition stays True).
+func (p *Permits) memberRejectionLocked(root Key, result string) string {
 	what := "did not fit"
 	if result == "timeout" {
 		what = "timed out waiting for its members"
 	}
-	return fmt.Sprintf("gang %s %s; the Scheduled condition of %s %s says why (retried when the cluster changes)", root.Name, what, root.Kind, root.Name)
+	cond := "Scheduled"
+	if p.m.index.Get(root).Disrupted() {
+		cond = v1alpha1.DisruptionTarget
+	}
+	return fmt.Sprintf("gang %s %s; the %s condition of %s %s says why (retried when the cluster changes)", root.Name, what, cond, root.Kind, root.Name)
 }
 
 // NoteUnplaceable records why a planner could not place the tree of pod; the failure that
@@ -422,6 +431,21 @@ func (p *Permits) NotePreempting(root Key, msg string) {
 // much of it is free), for its condition, or clears it (msg "").
 func (p *Permits) NoteReserving(root Key, msg string) {
 	p.note(root, func(o *Outcome) *string { return &o.Reserving }, msg)
+}
+
+// NotePreempted records that gang preemption evicts the running tree of root (msg names the
+// preempting gang, its priority and the domain it takes): every group of the tree says so
+// (DisruptionTarget) and is a gang again, so that the pods its controller recreates are placed
+// together, not one by one into whatever room is left.
+func (p *Permits) NotePreempted(root Key, msg string) {
+	m := p.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range m.index.Subtree(root) {
+		m.index.MarkDisrupted(k)
+		p.attempts.Outcome(k).Preempted = msg
+		m.status.Enqueue(k)
+	}
 }
 
 func (p *Permits) note(root Key, field func(*Outcome) *string, msg string) {
@@ -555,7 +579,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		}
 		metrics.permitWait.WithLabelValues("rejected").Observe(now.Sub(w.WaitStart).Seconds())
 		p.attempts.Remove(w.Pod.UID)
-		eff.rejectPod(w.Pod, memberRejection(root, result))
+		eff.rejectPod(w.Pod, p.memberRejectionLocked(root, result))
 		logger.V(4).Info("Waiting member rejected", "pod", klog.KObj(w.Pod), "group", w.Group, "root", root, "why", msg)
 	}
 	r := p.attempts.RoundOf(root)

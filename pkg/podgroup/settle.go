@@ -63,8 +63,9 @@ func (m *Model) refreshTreeLocked(eff *effects, top Key, shape bool) {
 		if !g.Exists() {
 			continue
 		}
-		if !g.Scheduled() && bound.path(k) {
-			// Bound pods the scheduler's cache shows deleted do not count.
+		if !g.Scheduled() && !g.disrupted && bound.path(k) {
+			// Bound pods the scheduler's cache shows deleted do not count, nor those of a
+			// group gang preemption is evicting: it is placed whole again by its new pods.
 			if root, ok := m.index.RootOf(k); ok && m.permits.dropDeletedLocked(eff, root, nil) {
 				bound = m.index.readiness(m.members.BoundOrRan, false)
 			}

@@ -61,7 +61,11 @@ func (c Condition) sameAs(o Condition) bool {
 // is nothing to say (the group does not exist, or is being scheduled right now). Messages
 // describe the state without counts that change pod by pod, so that a condition is written
 // once per transition; the event note adds the counts at the time of the write.
-func (g *Gate) Condition(k Key) (Condition, bool) {
+func (g *Gate) Condition(k Key) (Condition, bool) { return g.judge(k, g.m.conditionLocked) }
+
+// judge computes a condition of an existing group under the model's lock, stamped with the
+// object it judged.
+func (g *Gate) judge(k Key, condition func(Key, *Group) (Condition, bool)) (Condition, bool) {
 	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -69,7 +73,7 @@ func (g *Gate) Condition(k Key) (Condition, bool) {
 	if !grp.Exists() {
 		return Condition{}, false
 	}
-	c, ok := m.conditionLocked(k, grp)
+	c, ok := condition(k, grp)
 	c.UID, c.Generation = grp.UID(), grp.Generation()
 	return c, ok
 }
@@ -140,9 +144,36 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 	return Condition{}, false
 }
 
-// Conditions is where a StatusWriter learns what a group's condition should be.
+// Disruption computes the DisruptionTarget condition a group should carry, or false when
+// there is nothing to say: True while the gang preemption evicted it and its pods are not
+// placed again (the message names the preemptor, then what the group waits for now, since its
+// PodGroupInitiallyScheduled condition stays True), False once it was placed whole again
+// (written only over a True one).
+func (g *Gate) Disruption(k Key) (Condition, bool) { return g.judge(k, g.m.disruptionLocked) }
+
+func (m *Model) disruptionLocked(k Key, g *Group) (Condition, bool) {
+	var c Condition
+	switch preempted := m.permits.attempts.OutcomeOf(k).Preempted; {
+	case preempted != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonPreemptionByScheduler, preempted
+		if now, ok := m.conditionLocked(k, g); ok && now.Status == metav1.ConditionFalse {
+			c.Message += "; now " + now.Message
+			c.Details = now.Details
+		}
+	case g.Scheduled():
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.ReasonRescheduled, "placed whole again after its preemption"
+	default:
+		return Condition{}, false
+	}
+	return c, true
+}
+
+// Conditions is where a StatusWriter learns what a group's conditions should be.
 type Conditions interface {
+	// Condition is the PodGroupInitiallyScheduled condition.
 	Condition(k Key) (Condition, bool)
+	// Disruption is the DisruptionTarget condition.
+	Disruption(k Key) (Condition, bool)
 }
 
 // StatusWriter turns desired conditions into status writes and events. Keys are queued
@@ -155,10 +186,11 @@ type StatusWriter struct {
 	cpgLister listers.CompositePodGroupLister
 	recorder  events.EventRecorder
 	queue     workqueue.TypedRateLimitingInterface[Key]
-	// written remembers the last condition written per group (and the object's UID), so that
-	// a stale informer cache does not cause the same write twice.
-	written map[Key]writtenCondition
-	now     func() time.Time
+	// written and writtenDisruption remember the last PodGroupInitiallyScheduled and
+	// DisruptionTarget conditions written per group (and the object's UID), so that a stale
+	// informer cache does not cause the same write twice.
+	written, writtenDisruption map[Key]writtenCondition
+	now                        func() time.Time
 }
 
 type writtenCondition struct {
@@ -186,8 +218,9 @@ func NewStatusWriter(client versioned.Interface, pgLister listers.PodGroupLister
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "lockstep_podgroup_status"}),
-		written: map[Key]writtenCondition{},
-		now:     time.Now,
+		written:           map[Key]writtenCondition{},
+		writtenDisruption: map[Key]writtenCondition{},
+		now:               time.Now,
 	}
 }
 
@@ -226,7 +259,8 @@ func (w *StatusWriter) next(ctx context.Context, conds Conditions) bool {
 
 func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error {
 	want, ok := conds.Condition(k)
-	if !ok {
+	disruption, disrupted := conds.Disruption(k)
+	if !ok && !disrupted {
 		return nil
 	}
 	var (
@@ -259,37 +293,32 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 			return err
 		}
 	}
-	if uid != want.UID {
-		return nil // the model has not seen this object yet; its events queue the key again
-	}
-	cur := meta.FindStatusCondition(*conditions, v1alpha1.PodGroupInitiallyScheduled)
-	if cur != nil && cur.Status == metav1.ConditionTrue {
-		return nil // terminal, as upstream
-	}
-	last, ok := w.written[k]
-	if ok && last.uid == uid && last.sameAs(want) {
+	initial := ok && want.UID == uid && w.initialDue(k, uid, *conditions, want)
+	disruptionDue := disrupted && disruption.UID == uid && w.disruptionDue(k, uid, *conditions, disruption)
+	if !initial && !disruptionDue {
 		return nil
 	}
-	if due, details := last.detailsOnly(want); ok && last.uid == uid && details && w.now().Before(due) {
-		w.queue.AddAfter(k, due.Sub(w.now())) // the latest details then
-		return nil
+	if initial {
+		setCondition(conditions, v1alpha1.PodGroupInitiallyScheduled, want)
 	}
-	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
-		return nil
+	if disruptionDue {
+		setCondition(conditions, v1alpha1.DisruptionTarget, disruption)
 	}
-	meta.SetStatusCondition(conditions, metav1.Condition{
-		Type:               v1alpha1.PodGroupInitiallyScheduled,
-		Status:             want.Status,
-		Reason:             want.Reason,
-		Message:            want.Message,
-		ObservedGeneration: want.Generation,
-	})
 	if err := update(); err != nil {
 		return w.ignoreNotFound(k, err)
 	}
+	logger := klog.FromContext(ctx)
+	if disruptionDue {
+		w.writtenDisruption[k] = writtenCondition{uid: uid, at: w.now(), Condition: disruption}
+		metrics.statusWrites.WithLabelValues(disruption.Reason).Inc()
+		logger.V(4).Info("Group condition written", "group", k, "type", v1alpha1.DisruptionTarget, "status", disruption.Status, "reason", disruption.Reason, "message", disruption.Message)
+	}
+	if !initial {
+		return nil
+	}
 	w.written[k] = writtenCondition{uid: uid, at: w.now(), Condition: want}
 	metrics.statusWrites.WithLabelValues(want.Reason).Inc()
-	klog.FromContext(ctx).V(4).Info("Group condition written", "group", k, "status", want.Status, "reason", want.Reason, "message", want.Message)
+	logger.V(4).Info("Group condition written", "group", k, "type", v1alpha1.PodGroupInitiallyScheduled, "status", want.Status, "reason", want.Reason, "message", want.Message)
 	if w.recorder != nil && want.Note != "" {
 		eventType := v1.EventTypeWarning
 		if want.Status == metav1.ConditionTrue {
@@ -300,10 +329,57 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 	return nil
 }
 
+// initialDue reports whether the PodGroupInitiallyScheduled condition of a group should be
+// written as want now: never once it is True (terminal, as upstream).
+func (w *StatusWriter) initialDue(k Key, uid types.UID, conditions []metav1.Condition, want Condition) bool {
+	cur := meta.FindStatusCondition(conditions, v1alpha1.PodGroupInitiallyScheduled)
+	if cur != nil && cur.Status == metav1.ConditionTrue {
+		return false
+	}
+	return w.due(w.written, k, uid, cur, want)
+}
+
+// disruptionDue reports whether the DisruptionTarget condition of a group should be written
+// as want now: False only over a True one (a group never preempted carries none).
+func (w *StatusWriter) disruptionDue(k Key, uid types.UID, conditions []metav1.Condition, want Condition) bool {
+	cur := meta.FindStatusCondition(conditions, v1alpha1.DisruptionTarget)
+	if want.Status == metav1.ConditionFalse && (cur == nil || cur.Status != metav1.ConditionTrue) {
+		return false
+	}
+	return w.due(w.writtenDisruption, k, uid, cur, want)
+}
+
+// due reports whether want, a condition the object carries as cur, should be written now:
+// not when it says what was last written or what the object says, and a change of details
+// alone not before detailsRefresh (the key is queued for then).
+func (w *StatusWriter) due(written map[Key]writtenCondition, k Key, uid types.UID, cur *metav1.Condition, want Condition) bool {
+	last, ok := written[k]
+	if ok && last.uid == uid && last.sameAs(want) {
+		return false
+	}
+	if due, details := last.detailsOnly(want); ok && last.uid == uid && details && w.now().Before(due) {
+		w.queue.AddAfter(k, due.Sub(w.now())) // the latest details then
+		return false
+	}
+	return cur == nil || cur.Status != want.Status || cur.Reason != want.Reason || cur.Message != want.Message
+}
+
+// setCondition sets a condition of type condType to want.
+func setCondition(conditions *[]metav1.Condition, condType string, want Condition) {
+	meta.SetStatusCondition(conditions, metav1.Condition{
+		Type:               condType,
+		Status:             want.Status,
+		Reason:             want.Reason,
+		Message:            want.Message,
+		ObservedGeneration: want.Generation,
+	})
+}
+
 // ignoreNotFound drops a deleted group: there is nothing left to write.
 func (w *StatusWriter) ignoreNotFound(k Key, err error) error {
 	if apierrors.IsNotFound(err) {
 		delete(w.written, k)
+		delete(w.writtenDisruption, k)
 		return nil
 	}
 	return err

@@ -279,3 +279,119 @@ func newStatusWriterOf(t *testing.T, obj *v1alpha1.PodGroup) (*StatusWriter, *fa
 		listers.NewCompositePodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), nil)
 	return w, client, indexer
 }
+
+// A running gang that gang preemption evicts is told on its group (DisruptionTarget True,
+// naming the preemptor) and is a gang again: its recreated pods wait for each other. Placed
+// whole again, it says so (DisruptionTarget False, Rescheduled); PodGroupInitiallyScheduled
+// stays True throughout, as upstream.
+func TestPreemptedGroupIsToldAndIsAGangAgain(t *testing.T) {
+	m, _, _ := testModel(t)
+	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
+	w, client, indexer := newStatusWriterOf(t, obj)
+	key := PodGroupKey("ns", "a")
+	ctx := context.Background()
+	current := func() []metav1.Condition {
+		t.Helper()
+		o, err := client.Tracker().Get(v1alpha1.Resource("podgroups").WithVersion("v1alpha1"), "ns", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := indexer.Update(o); err != nil {
+			t.Fatal(err)
+		}
+		return o.(*v1alpha1.PodGroup).Status.Conditions
+	}
+	sync := func() []metav1.Condition {
+		t.Helper()
+		if err := w.sync(ctx, m.Gate(), key); err != nil {
+			t.Fatal(err)
+		}
+		return current()
+	}
+	placeWhole := func(pods ...*v1.Pod) {
+		t.Helper()
+		for _, p := range pods {
+			m.OnPod(nil, p)
+		}
+		for i, p := range pods {
+			d := reservePermit(m, p)
+			if last := i == len(pods)-1; d.Allow != last {
+				t.Fatalf("pod %s allowed=%v, want %v: the gang binds whole", p.Name, d.Allow, last)
+			}
+		}
+		for _, p := range pods {
+			m.OnPod(p, assumed(p, "n1"))
+		}
+	}
+	first := []*v1.Pod{lt.Member("ns", "a", 0).Obj(), lt.Member("ns", "a", 1).Obj()}
+	m.OnGroup(nil, obj)
+	placeWhole(first...)
+	conds := sync()
+	if c := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("conditions %+v, want PodGroupInitiallyScheduled True", conds)
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.DisruptionTarget); c != nil {
+		t.Fatalf("a group never preempted carries %+v, want no DisruptionTarget", c)
+	}
+
+	why := "evicting its 2 running pods: preempted by gang PodGroup ns/train (priority 1000), which takes rack r1"
+	m.Permits().NotePreempted(key, why)
+	conds = sync()
+	if c := meta.FindStatusCondition(conds, v1alpha1.DisruptionTarget); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Reason != v1alpha1.ReasonPreemptionByScheduler || c.Message != why {
+		t.Errorf("after preemption DisruptionTarget is %+v, want True, %s, %q", c, v1alpha1.ReasonPreemptionByScheduler, why)
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("after preemption PodGroupInitiallyScheduled is %+v, want True (terminal)", c)
+	}
+	// The write comes back through the informer: the group stays a gang.
+	m.OnGroup(obj, indexerGet(t, indexer))
+	for _, p := range first {
+		m.OnPodDelete(assumed(p, "n1"))
+	}
+	conds = sync()
+	if c := meta.FindStatusCondition(conds, v1alpha1.DisruptionTarget); c == nil || c.Message != why+"; now waiting for pods: minCount is 2" {
+		t.Errorf("with its pods gone DisruptionTarget is %+v, want it to say the group waits for its pods", c)
+	}
+	placeWhole(lt.Member("ns", "a", 2).Obj(), lt.Member("ns", "a", 3).Obj())
+	conds = sync()
+	if c := meta.FindStatusCondition(conds, v1alpha1.DisruptionTarget); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonRescheduled {
+		t.Errorf("placed whole again, DisruptionTarget is %+v, want False, %s", c, v1alpha1.ReasonRescheduled)
+	}
+}
+
+// A restarted scheduler restores a group as scheduled from its condition, but not one whose
+// DisruptionTarget is True: it was preempted and its pods must be placed together again.
+func TestRestoredPreemptedGroupIsAGang(t *testing.T) {
+	scheduled := metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled}
+	disrupted := metav1.Condition{Type: v1alpha1.DisruptionTarget, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPreemptionByScheduler}
+	rescheduled := metav1.Condition{Type: v1alpha1.DisruptionTarget, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRescheduled}
+	for _, tc := range []struct {
+		name       string
+		conditions []metav1.Condition
+		want       bool
+	}{
+		{"scheduled", []metav1.Condition{scheduled}, true},
+		{"preempted", []metav1.Condition{scheduled, disrupted}, false},
+		{"placed again after preemption", []metav1.Condition{scheduled, rescheduled}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
+			obj.Status.Conditions = tc.conditions
+			ix := NewIndex()
+			ix.Upsert(obj)
+			if got := ix.Get(PodGroupKey("ns", "a")).Scheduled(); got != tc.want {
+				t.Errorf("restored as scheduled: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func indexerGet(t *testing.T, indexer cache.Indexer) *v1alpha1.PodGroup {
+	t.Helper()
+	o, ok, err := indexer.GetByKey("ns/a")
+	if err != nil || !ok {
+		t.Fatalf("group ns/a not in the lister: %v", err)
+	}
+	return o.(*v1alpha1.PodGroup)
+}

@@ -76,7 +76,9 @@ type Counts struct {
 	Bound int `json:"bound"`
 }
 
-// Condition is a group's PodGroupInitiallyScheduled condition.
+// Condition is what a group's conditions say of it now: its PodGroupInitiallyScheduled
+// condition, or, while its DisruptionTarget condition is True (gang preemption evicted it and
+// its pods are not placed again), that one as a False status: the first stays True for good.
 type Condition struct {
 	Status  string `json:"status"`
 	Reason  string `json:"reason"`
@@ -248,6 +250,9 @@ func topology(c *v1alpha1.SchedulingConstraints) []string {
 }
 
 func condition(conds []metav1.Condition) *Condition {
+	if d := meta.FindStatusCondition(conds, v1alpha1.DisruptionTarget); d != nil && d.Status == metav1.ConditionTrue {
+		return &Condition{Status: string(metav1.ConditionFalse), Reason: d.Reason, Message: d.Message}
+	}
 	c := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled)
 	if c == nil {
 		return nil

@@ -141,20 +141,21 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	return result, fwk.NewStatus(fwk.Success, msg)
 }
 
-// tellVictims records on the root group of each gang among the victims that it is being
-// preempted, by whom and for which domain: its pods' own events say so one by one, and its
-// condition may still say it was scheduled (which stays true of its first placement).
+// tellVictims tells each gang among the victims that it is being preempted, by whom and for
+// which domain: a Warning event on its root group, and the DisruptionTarget condition on each
+// of its groups (through the model, which makes the tree a gang again). Its pods' own events
+// say so one by one, and its PodGroupInitiallyScheduled condition stays True (terminal).
 func (pl *Topology) tellVictims(p podgroup.Preemptor, c *preemptionChoice) {
 	rec := pl.handle.EventRecorder()
-	if rec == nil {
-		return
-	}
 	for _, u := range c.victims {
-		if u.root == nil {
+		if !u.gang {
 			continue
 		}
-		rec.Eventf(u.root, p.Object, v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted",
-			"evicting its %d running pods: preempted by gang %s (priority %d), which takes %s", len(u.Pods()), p.Root, p.Priority, c.domain)
+		why := fmt.Sprintf("evicting its %d running pods: preempted by gang %s (priority %d), which takes %s", len(u.Pods()), p.Root, p.Priority, c.domain)
+		pl.notes.NotePreempted(u.rootKey, why)
+		if rec != nil && u.root != nil {
+			rec.Eventf(u.root, p.Object, v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted", "%s", why)
+		}
 	}
 }
 

@@ -69,6 +69,9 @@ type Notes interface {
 	// NoteReserving records (or clears, "") that a domain is held for a tree, for its
 	// condition.
 	NoteReserving(root podgroup.Key, msg string)
+	// NotePreempted records that gang preemption evicts a running tree, for its groups'
+	// DisruptionTarget condition; the tree is a gang again.
+	NotePreempted(root podgroup.Key, msg string)
 }
 
 // Topology is the LockstepTopology plugin.

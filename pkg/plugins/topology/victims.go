@@ -40,9 +40,11 @@ type victimUnit struct {
 	preemption.Victim
 	key  string // the gang's root, or the pod
 	gang bool
-	// root is the gang's root group object (its preemption is told there); nil for a pod.
-	root  runtime.Object
-	nodes sets.Set[string]
+	// root is the gang's root group and its object (its preemption is told there); nil for a
+	// pod.
+	root    runtime.Object
+	rootKey podgroup.Key
+	nodes   sets.Set[string]
 	// lasting: a pod of a controller that keeps its pods running (a ReplicaSet, StatefulSet,
 	// DaemonSet...), which may never end by itself.
 	lasting bool
@@ -292,7 +294,7 @@ func newGangVictim(key string, gang podgroup.Unit, infos []fwk.NodeInfo) *victim
 		kind = fwk.CompositePodGroupKeyType
 	}
 	v, _ := preemption.NewVictim(pis, gang.Priority, kind)
-	return &victimUnit{Victim: v, key: key, gang: true, nodes: nodes, root: gang.Object}
+	return &victimUnit{Victim: v, key: key, gang: true, nodes: nodes, root: gang.Object, rootKey: gang.Root}
 }
 
 // dryRun is what every domain's dry run of one decision shares: the tree and its pending

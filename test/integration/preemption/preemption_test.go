@@ -116,7 +116,10 @@ func TestGangPreemptsOneRack(t *testing.T) {
 }
 
 // A low-priority gang running across both racks is evicted whole, its members in the other
-// rack included, when the rack a high-priority gang takes holds some of its members.
+// rack included, when the rack a high-priority gang takes holds some of its members. It is
+// told (an event and DisruptionTarget on its group) and is a gang again: the pods its
+// controller recreates bind only when all of them fit, although its PodGroupInitiallyScheduled
+// condition stays True.
 func TestVictimGangIsEvictedWhole(t *testing.T) {
 	env, ns, kubelets := setUp(t, "whole")
 	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("batch").Gang(4).PriorityClass(low).Obj())
@@ -136,6 +139,38 @@ func TestVictimGangIsEvictedWhole(t *testing.T) {
 	// The victim gang is told, on its group, who preempted it and for which domain.
 	env.WaitEvent(t, ns, "batch", v1alpha1.ReasonPreempted, "evicting its 4 running pods: preempted by gang PodGroup "+ns+"/train (priority ")
 	env.WaitEvent(t, ns, "batch", v1alpha1.ReasonPreempted, "which takes rack "+rack)
+	env.WaitConditionOfType(t, "PodGroup", ns, "batch", v1alpha1.DisruptionTarget, metav1.ConditionTrue, v1alpha1.ReasonPreemptionByScheduler,
+		"evicting its 4 running pods: preempted by gang PodGroup "+ns+"/train (priority 1000), which takes rack "+rack)
+
+	// Its Job recreates the 4 pods: only 2 fit (the other rack's first node), so none binds.
+	var again []string
+	for i := 4; i < 8; i++ {
+		p := lt.InPriorityClass(lt.Member(ns, "batch", i).Req(lt.CPU("2")), low).Obj()
+		env.CreatePods(t, p)
+		again = append(again, p.Name)
+	}
+	testenv.Consistently(t, 5*time.Second, "no recreated member bound", func() (bool, string) {
+		placed := env.Placement(t, ns)
+		var bound []string
+		for _, n := range again {
+			if placed[n] != "" {
+				bound = append(bound, n+" on "+placed[n])
+			}
+		}
+		return len(bound) == 0, fmt.Sprint(bound)
+	})
+	env.WaitConditionOfType(t, "PodGroup", ns, "batch", v1alpha1.DisruptionTarget, metav1.ConditionTrue, v1alpha1.ReasonPreemptionByScheduler, "; now cannot fit")
+	if c := env.GroupCondition(t, "PodGroup", ns, "batch"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("PodGroupInitiallyScheduled is %+v, want True (terminal)", c)
+	}
+	// Room for all 4 once the other rack's second node is emptied: they bind together.
+	other := "z0-b0-r0"
+	if rack == other {
+		other = "z0-b0-r1"
+	}
+	env.DeletePods(t, ns, fillerNames(other+"-h1")...)
+	env.WaitBound(t, ns, again...)
+	env.WaitConditionOfType(t, "PodGroup", ns, "batch", v1alpha1.DisruptionTarget, metav1.ConditionFalse, v1alpha1.ReasonRescheduled, "")
 }
 
 // A gang whose PriorityClass says preemptionPolicy: Never evicts nothing, and neither does
@@ -165,6 +200,15 @@ func TestImpossibleGangEvictsNothing(t *testing.T) {
 		return len(r) == 0, fmt.Sprint(podNames(r))
 	})
 	env.AssertUnbound(t, ns, members...)
+}
+
+// fillerNames names the 4 fillers of a node.
+func fillerNames(node string) []string {
+	var out []string
+	for _, p := range fillers("", node) {
+		out = append(out, p.Name)
+	}
+	return out
 }
 
 func hasDisruptionTarget(p *v1.Pod) bool {

@@ -127,6 +127,12 @@ func (e *Env) AssertUnbound(t *testing.T, ns string, names ...string) {
 // CompositePodGroup (kind "PodGroup" or "CompositePodGroup").
 func (e *Env) GroupCondition(t *testing.T, kind, ns, name string) *metav1.Condition {
 	t.Helper()
+	return e.GroupConditionOfType(t, kind, ns, name, v1alpha1.PodGroupInitiallyScheduled)
+}
+
+// GroupConditionOfType returns the group's condition of type condType, nil if it has none.
+func (e *Env) GroupConditionOfType(t *testing.T, kind, ns, name, condType string) *metav1.Condition {
+	t.Helper()
 	ctx := context.Background()
 	var conds []metav1.Condition
 	switch kind {
@@ -145,16 +151,22 @@ func (e *Env) GroupCondition(t *testing.T, kind, ns, name string) *metav1.Condit
 	default:
 		t.Fatalf("unknown kind %q", kind)
 	}
-	return meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled)
+	return meta.FindStatusCondition(conds, condType)
 }
 
 // WaitCondition waits until the group carries the condition with this status and reason,
 // and a message containing substr; it returns the condition.
 func (e *Env) WaitCondition(t *testing.T, kind, ns, name string, status metav1.ConditionStatus, reason, substr string) *metav1.Condition {
 	t.Helper()
+	return e.WaitConditionOfType(t, kind, ns, name, v1alpha1.PodGroupInitiallyScheduled, status, reason, substr)
+}
+
+// WaitConditionOfType is WaitCondition for the condition of type condType.
+func (e *Env) WaitConditionOfType(t *testing.T, kind, ns, name, condType string, status metav1.ConditionStatus, reason, substr string) *metav1.Condition {
+	t.Helper()
 	var got *metav1.Condition
-	Eventually(t, 60*time.Second, fmt.Sprintf("%s %s/%s condition %s/%s %q", kind, ns, name, status, reason, substr), func() (bool, string) {
-		got = e.GroupCondition(t, kind, ns, name)
+	Eventually(t, 60*time.Second, fmt.Sprintf("%s %s/%s condition %s %s/%s %q", kind, ns, name, condType, status, reason, substr), func() (bool, string) {
+		got = e.GroupConditionOfType(t, kind, ns, name, condType)
 		if got == nil {
 			return false, "no condition"
 		}

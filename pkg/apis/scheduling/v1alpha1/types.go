@@ -38,6 +38,18 @@ const (
 	// the domain, since when, and how much of it is free.
 	ReasonReserving = "Reserving"
 
+	// DisruptionTarget is the condition type, as upstream's, that says a group's pods are
+	// being (or were) evicted by a disruption: True with reason PreemptionByScheduler from the
+	// moment gang preemption chooses the gang as a victim (the message names the preempting
+	// gang, its priority and the domain it takes); False with reason Rescheduled once the
+	// group is placed whole again. While it is True the group is a gang again: its recreated
+	// pods wait for each other, even though PodGroupInitiallyScheduled stays True.
+	DisruptionTarget = "DisruptionTarget"
+	// ReasonPreemptionByScheduler: gang preemption evicts the group's pods (upstream's reason).
+	ReasonPreemptionByScheduler = "PreemptionByScheduler"
+	// ReasonRescheduled: a preempted group was placed whole again.
+	ReasonRescheduled = "Rescheduled"
+
 	// MadeForKindLabel and MadeForNameLabel on a Workload, PodGroup or CompositePodGroup that
 	// lockstep's workload controller made name the kind and name of the object it was made
 	// for (a Job, a JobSet, a TrainJob...): kubectl get lockstep -l
@@ -244,7 +256,8 @@ type TopologyConstraint struct {
 // PodGroupStatus is written by the scheduler.
 type PodGroupStatus struct {
 	// conditions: PodGroupInitiallyScheduled with reason Scheduled, Unschedulable or Invalid
-	// and a message saying what the group waits for.
+	// and a message saying what the group waits for; DisruptionTarget once gang preemption
+	// evicted the group's pods.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -352,7 +365,7 @@ type GangCompositePodGroupSchedulingPolicy struct {
 
 // CompositePodGroupStatus is written by the scheduler.
 type CompositePodGroupStatus struct {
-	// conditions: PodGroupInitiallyScheduled, as on PodGroups.
+	// conditions: PodGroupInitiallyScheduled and DisruptionTarget, as on PodGroups.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
