@@ -25,7 +25,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage: true,
 	}
 	config.AddFlags(root.PersistentFlags())
-	root.AddCommand(newGetCommand(newGetOptions(config, streams)), newVersionCommand(streams))
+	root.AddCommand(newGetCommand(newGetOptions(config, streams)), newExplainCommand(newExplainOptions(config, streams)), newVersionCommand(streams))
 	return root
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
 	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 	lsinformers "github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
@@ -35,26 +33,16 @@ const (
 )
 
 type getOptions struct {
-	config  *genericclioptions.ConfigFlags
-	streams genericiooptions.IOStreams
+	clusterOptions
 
-	allNamespaces bool
-	output        string
-	watch         bool
-	levels        []string
-	scheduler     string
-	schedulerName string
-
-	refs []tree.Ref
-	// clients is connect, or fakes in tests.
-	clients func() (kubernetes.Interface, versioned.Interface, string, error)
+	output string
+	watch  bool
+	refs   []tree.Ref
 }
 
 // newGetOptions are the options of the kubeconfig's cluster.
 func newGetOptions(config *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *getOptions {
-	o := &getOptions{config: config, streams: streams}
-	o.clients = o.connect
-	return o
+	return &getOptions{clusterOptions: newClusterOptions(config, streams)}
 }
 
 func newGetCommand(o *getOptions) *cobra.Command {
@@ -77,13 +65,11 @@ The topology levels are the running scheduler's (its Deployment's configuration)
   kubectl lockstep get -A -o yaml
   kubectl lockstep get -n training --watch`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, a := range args {
-				r, err := tree.ParseRef(a)
-				if err != nil {
-					return err
-				}
-				o.refs = append(o.refs, r)
+			refs, err := parseRefs(args)
+			if err != nil {
+				return err
 			}
+			o.refs = refs
 			switch o.output {
 			case "tree", "wide", "json", "yaml":
 			default:
@@ -92,35 +78,10 @@ The topology levels are the running scheduler's (its Deployment's configuration)
 			return o.run(cmd.Context(), cmd.Flags().Changed("levels"))
 		},
 	}
-	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Show gangs of every namespace.")
+	o.addFlags(cmd)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "tree", "Output format: tree, wide (with each pod's phase and how it joined), json or yaml.")
 	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "After showing the trees, show them again whenever a group or pod changes.")
-	cmd.Flags().StringSliceVar(&o.levels, "levels", nil, "Node label keys of the topology levels, broadest first (default: the running scheduler's).")
-	cmd.Flags().StringVar(&o.scheduler, "scheduler", "lockstep-system/lockstep-scheduler", "NAMESPACE/NAME of the scheduler's Deployment, whose configuration gives the topology levels.")
-	cmd.Flags().StringVar(&o.schedulerName, "scheduler-name", "lockstep-scheduler", "The profile (schedulerName) of that configuration.")
 	return cmd
-}
-
-// connect makes the clients of the command's kubeconfig and picks the namespace ("" for all).
-func (o *getOptions) connect() (kubernetes.Interface, versioned.Interface, string, error) {
-	cfg, err := o.config.ToRESTConfig()
-	if err != nil {
-		return nil, nil, "", err
-	}
-	ns := ""
-	if !o.allNamespaces {
-		if ns, _, err = o.config.ToRawKubeConfigLoader().Namespace(); err != nil {
-			return nil, nil, "", err
-		}
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	jsonCfg := *cfg
-	jsonCfg.ContentType = "application/json" // CRDs do not speak protobuf
-	ls, err := versioned.NewForConfig(&jsonCfg)
-	return kube, ls, ns, err
 }
 
 func (o *getOptions) run(ctx context.Context, levelsSet bool) error {
@@ -128,15 +89,7 @@ func (o *getOptions) run(ctx context.Context, levelsSet bool) error {
 	if err != nil {
 		return err
 	}
-	if !levelsSet {
-		levels, _, err := schedulerLevels(ctx, kube, o.scheduler, o.schedulerName)
-		if err != nil {
-			levels = append([]string(nil), configv1.DefaultTopologyLevels...)
-			fmt.Fprintf(o.streams.ErrOut, "Topology levels: the built-in default (%s), as the scheduler's configuration could not be read: %v. --levels sets them.\n",
-				strings.Join(levels, ", "), err)
-		}
-		o.levels = levels
-	}
+	o.resolveLevels(ctx, kube, levelsSet)
 	if o.watch {
 		return o.watchTrees(ctx, kube, ls, ns)
 	}
@@ -147,33 +100,14 @@ func (o *getOptions) run(ctx context.Context, levelsSet bool) error {
 	in.Levels = o.levels
 	roots := tree.Filter(tree.Build(in), o.refs)
 	if len(o.refs) > 0 && len(roots) == 0 {
-		where := "namespace " + ns
-		if ns == "" {
-			where = "any namespace"
-		}
-		return fmt.Errorf("no gang tree holds %s in %s", refList(o.refs), where)
+		return notFound(o.refs, ns)
 	}
 	return o.print(o.streams.Out, roots)
 }
 
-func refList(refs []tree.Ref) string {
-	s := make([]string, len(refs))
-	for i, r := range refs {
-		s[i] = r.String()
-	}
-	return strings.Join(s, ", ")
-}
-
 // print writes the view in the output format: JSON and YAML through cli-runtime's printers.
 func (o *getOptions) print(w io.Writer, roots []*tree.Group) error {
-	var printer printers.ResourcePrinter
-	switch o.output {
-	case "json":
-		printer = &printers.JSONPrinter{}
-	case "yaml":
-		printer = &printers.YAMLPrinter{}
-	}
-	switch {
+	switch printer := printerFor(o.output); {
 	case printer != nil:
 		list, err := treeList(roots)
 		if err != nil {
@@ -191,20 +125,37 @@ func (o *getOptions) print(w io.Writer, roots []*tree.Group) error {
 	return nil
 }
 
+// printerFor is cli-runtime's printer of an output format, nil for the plugin's own formats.
+func printerFor(output string) printers.ResourcePrinter {
+	switch output {
+	case "json":
+		return &printers.JSONPrinter{}
+	case "yaml":
+		return &printers.YAMLPrinter{}
+	}
+	return nil
+}
+
 // treeList is the view as an object cli-runtime's printers print.
 func treeList(roots []*tree.Group) (*unstructured.Unstructured, error) {
 	if roots == nil {
 		roots = []*tree.Group{}
 	}
-	data, err := json.Marshal(roots)
+	return asList(listKind, roots)
+}
+
+// asList is a list of items of the plugin's own (not API) kind as an object cli-runtime's
+// printers print.
+func asList(kind string, items any) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(items)
 	if err != nil {
 		return nil, err
 	}
-	var items []any
-	if err := json.Unmarshal(data, &items); err != nil {
+	var list []any
+	if err := json.Unmarshal(data, &list); err != nil {
 		return nil, err
 	}
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": listAPIVersion, "kind": listKind, "items": items}}, nil
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": listAPIVersion, "kind": kind, "items": list}}, nil
 }
 
 // watchTrees shows the trees, then again after each change of a group, a pod or a node (at

@@ -77,7 +77,7 @@ func get(t *testing.T, withScheduler bool, args ...string) (string, string, erro
 	t.Helper()
 	kube, ls := cluster(withScheduler)
 	var out, errOut bytes.Buffer
-	o := &getOptions{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}
+	o := &getOptions{clusterOptions: clusterOptions{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}}
 	o.clients = func() (kubernetes.Interface, versioned.Interface, string, error) { return kube, ls, "demo", nil }
 	cmd := newGetCommand(o)
 	cmd.SetArgs(args)
@@ -205,7 +205,7 @@ func (s *syncBuffer) String() string {
 func TestGetWatch(t *testing.T) {
 	kube, ls := cluster(true)
 	out := &syncBuffer{}
-	o := &getOptions{streams: genericiooptions.IOStreams{Out: out, ErrOut: out}}
+	o := &getOptions{clusterOptions: clusterOptions{streams: genericiooptions.IOStreams{Out: out, ErrOut: out}}}
 	o.clients = func() (kubernetes.Interface, versioned.Interface, string, error) { return kube, ls, "demo", nil }
 	cmd := newGetCommand(o)
 	cmd.SetArgs([]string{"--watch"})

@@ -158,6 +158,11 @@ func TestDemo(t *testing.T) {
 	if view := kubectl("lockstep", "get", "-A"); !strings.Contains(view, "CompositePodGroup demo/pretrain") || !strings.Contains(view, "z0 / ") {
 		t.Errorf("kubectl lockstep get -A:\n%s", view)
 	}
+	// explain agrees with the planner on the whale: the roomiest rack takes 4 of its 20 pods.
+	if why := kubectl("lockstep", "explain", "whale", "-n", "demo"); !strings.Contains(why, want) || !strings.Contains(why, "takes 4 of 20") ||
+		!strings.Contains(why, "What would make it fit:") {
+		t.Errorf("kubectl lockstep explain whale:\n%s\nwant the condition, a rack taking 4 of 20 and what would make it fit", why)
+	}
 	checkMetrics(ctx, t, c, strings.TrimSpace(kubectl("create", "token", cluster.MetricsReader, "-n", "lockstep-system")))
 	// The manifests install with one apply; RBAC has no wildcard.
 	// (Server-side, checked by the apiserver: the demo installed the same objects with the

@@ -96,6 +96,7 @@ The cluster keeps running. To use it:
   export PATH=%s:$PATH
   kubectl get lockstep,jobsets -A
   kubectl lockstep get -A
+  kubectl lockstep explain whale -n demo
   curl -sk -H "Authorization: Bearer $(kubectl create token %s -n %s)" %s | grep ^lockstep_
 Logs are in %s. Stop everything with: make demo-down
 `, c.Kubeconfig(), c.Bin, MetricsReader, lockstepNamespace, c.MetricsURL(), filepath.Join(c.Dir, "logs"))

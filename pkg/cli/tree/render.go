@@ -27,7 +27,7 @@ func RenderWide(w io.Writer, roots []*Group) {
 }
 
 func render(w io.Writer, g *Group, first, rest string, wide bool) {
-	h := header(g)
+	h := Header(g)
 	if wide && g.Workload != "" {
 		h += "  workload " + g.Workload
 	}
@@ -73,7 +73,9 @@ func render(w io.Writer, g *Group, first, rest string, wide bool) {
 	}
 }
 
-func header(g *Group) string {
+// Header is a group's line in the view: kind, namespace and name (and what it was made for),
+// policy and minimum, topology, pod counts and condition.
+func Header(g *Group) string {
 	name := fmt.Sprintf("%s %s/%s", g.Kind, g.Namespace, g.Name)
 	if g.Owner != nil && !(g.Owner.Kind == g.Kind && g.Owner.Name == g.Name) {
 		name += fmt.Sprintf(" (%s %s)", g.Owner.Kind, g.Owner.Name)
@@ -92,11 +94,11 @@ func header(g *Group) string {
 		var t []string
 		for _, k := range g.Topology {
 			if key, size, ok := strings.Cut(k, "#"); ok {
-				t = append(t, fmt.Sprintf("slices of %s per %s", size, short(key)))
+				t = append(t, fmt.Sprintf("slices of %s per %s", size, Short(key)))
 			} else if strings.HasPrefix(k, "~") {
-				t = append(t, "preferred "+short(k[1:]))
+				t = append(t, "preferred "+Short(k[1:]))
 			} else {
-				t = append(t, "required "+short(k))
+				t = append(t, "required "+Short(k))
 			}
 		}
 		parts = append(parts, "topology: "+strings.Join(t, ", "))
@@ -131,8 +133,8 @@ func place(m Member) string {
 	return p
 }
 
-// short is the name part of a label key: "topology.kubernetes.io/rack" → "rack".
-func short(key string) string {
+// Short is the name part of a label key: "topology.kubernetes.io/rack" → "rack".
+func Short(key string) string {
 	if i := strings.LastIndex(key, "/"); i >= 0 {
 		return key[i+1:]
 	}
