@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates deepcopy, clientset, listers and informers (k8s.io/code-generator, versions from
 # go.mod), the CRDs (controller-gen, copied into the chart) and the API and configuration
-# references (hack/apidocs). Run through `make generate`.
+# references (hack/apidocs, hack/metricsdocs). Run through `make generate`.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -49,6 +49,7 @@ rm -rf charts/lockstep/crds
 cp -r manifests/crds charts/lockstep/crds
 # The API and configuration references, from the types' doc comments.
 go run ./hack/apidocs -out docs/reference
+go run ./hack/metricsdocs -out docs/reference/metrics.md
 # The chart's alerts and dashboard are manifests/monitoring's.
 mkdir -p charts/lockstep/files
 cp manifests/monitoring/alerts.yaml manifests/monitoring/grafana-dashboard.json charts/lockstep/files/

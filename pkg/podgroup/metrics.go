@@ -52,7 +52,7 @@ var metrics = struct {
 	statusWrites: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 		Subsystem:      Subsystem,
 		Name:           "group_status_writes_total",
-		Help:           "Status writes to PodGroups and CompositePodGroups, by condition reason.",
+		Help:           "Status writes to PodGroups and CompositePodGroups, by the reason of the condition written (PodGroupInitiallyScheduled or DisruptionTarget).",
 		StabilityLevel: k8smetrics.ALPHA,
 	}, []string{"reason"}),
 	partialBinds: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
@@ -84,7 +84,8 @@ func RegisterMetrics() {
 			metrics.permitWait.WithLabelValues(result)
 		}
 		for _, reason := range []string{v1alpha1.ReasonScheduled, v1alpha1.ReasonUnschedulable, v1alpha1.ReasonInvalid,
-			v1alpha1.ReasonPartiallyBound, v1alpha1.ReasonPreempting, v1alpha1.ReasonReserving} {
+			v1alpha1.ReasonPartiallyBound, v1alpha1.ReasonPreempting, v1alpha1.ReasonReserving,
+			v1alpha1.ReasonPreemptionByScheduler, v1alpha1.ReasonRescheduled} {
 			metrics.statusWrites.WithLabelValues(reason)
 		}
 	})

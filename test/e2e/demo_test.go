@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -241,7 +242,31 @@ func checkMetrics(ctx context.Context, t *testing.T, c *cluster.Cluster, token s
 			t.Errorf("%s (queried by the shipped alerts or dashboard) is not on the scheduler's /metrics", family)
 		}
 	}
+	// The metrics reference names exactly the lockstep_ metrics the scheduler serves, with
+	// their types.
+	ref, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "reference", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]string{}
+	for _, m := range documentedMetric.FindAllStringSubmatch(string(ref), -1) {
+		documented[m[1]] = m[2]
+	}
+	served := map[string]string{}
+	for _, m := range servedMetric.FindAllStringSubmatch(metrics, -1) {
+		served[m[1]] = m[2]
+	}
+	if len(served) < 20 || !reflect.DeepEqual(documented, served) {
+		t.Errorf("docs/reference/metrics.md documents %v\nthe scheduler serves %v", documented, served)
+	}
 }
+
+var (
+	// documentedMetric is a row of the metrics reference: name and type.
+	documentedMetric = regexp.MustCompile("(?m)^\\| `(lockstep_[a-z_]+)` \\| ([a-z]+) \\|")
+	// servedMetric is a metric's TYPE line on /metrics.
+	servedMetric = regexp.MustCompile(`(?m)^# TYPE (lockstep_[a-z_]+) ([a-z]+)$`)
+)
 
 // metricName finds the metrics a PromQL expression names.
 var metricName = regexp.MustCompile(`\b(?:lockstep|scheduler)_[a-z_]*[a-z]\b`)

@@ -59,7 +59,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	registerMetrics()
+	RegisterMetrics()
 	return &Bind{client: client, slots: NewSlots(int64(args.MaxBindsInFlight))}, nil
 }
 

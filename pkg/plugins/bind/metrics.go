@@ -43,7 +43,8 @@ var metrics = struct {
 
 var registerOnce sync.Once
 
-func registerMetrics() {
+// RegisterMetrics adds the plugin's metrics to the registry the scheduler serves (once).
+func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metrics.inFlight, metrics.slotWait, metrics.rateWait)
 	})

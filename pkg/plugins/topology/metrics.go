@@ -110,7 +110,8 @@ var metrics = struct {
 
 var registerOnce sync.Once
 
-func registerMetrics() {
+// RegisterMetrics adds the plugin's metrics to the registry the scheduler serves (once).
+func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metrics.plans, metrics.planReuse, metrics.replans, metrics.failures, metrics.planDuration,
 			metrics.preemptions, metrics.victims, metrics.victimGangs, metrics.preemptionDuration,

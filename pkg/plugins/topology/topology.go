@@ -142,7 +142,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 	if err := validation.ValidateLockstepTopologyArgs(field.NewPath(Name+"Args"), args); err != nil {
 		return nil, err
 	}
-	registerMetrics()
+	RegisterMetrics()
 	pl := &Topology{
 		logger:    klog.FromContext(ctx).WithName(Name),
 		handle:    handle,
