@@ -48,7 +48,7 @@ build:
 
 ## image: the scheduler's OCI image for $(PLATFORMS) (the static binary alone, non-root), built
 ## without a container engine into $(IMAGE_TAR), tagged $(IMAGE):$(VERSION); push it with
-## `skopeo copy --all oci-archive:FILE docker://REF` (README, "Installing")
+## `skopeo copy --all oci-archive:FILE docker://REF` (docs/install.md)
 image:
 	@for p in $(PLATFORMS); do \
 	  echo "==> lockstep-scheduler for $$p"; \

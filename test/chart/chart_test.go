@@ -18,11 +18,17 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	_ "github.com/lockstep-sched/lockstep/pkg/apis/config/scheme" // lockstep's argument types
 )
 
 const namespace = "lockstep-system"
@@ -70,6 +76,7 @@ var allOptions = []string{
 	"--set", "config.gang.backoffSeconds=3,config.bind.maxBindsInFlight=8",
 	"--set", "podDisruptionBudget.enabled=false,spreadReplicas=false,replicas=3",
 	"--set", "extraArgs={-v=4}",
+	"--set-json", `config.addedAffinity={"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["gpu"]}]}]}}`,
 }
 
 func TestChartLints(t *testing.T) {
@@ -145,12 +152,15 @@ func TestChartValues(t *testing.T) {
 		{"LockstepGang", []string{"backoffSeconds"}, "3"},
 		{"LockstepGang", []string{"permitTimeoutSeconds"}, "60"},
 		{"LockstepBind", []string{"maxBindsInFlight"}, "8"},
+		{"NodeAffinity", []string{"addedAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"}, "[map[matchExpressions:[map[key:pool operator:In values:[gpu]]]]]"},
 	} {
 		got, _, _ := unstructured.NestedFieldNoCopy(args[c.plugin].(map[string]any), c.path...)
 		if fmt.Sprint(got) != c.want {
 			t.Errorf("%s %v = %v, want %s", c.plugin, c.path, got, c.want)
 		}
 	}
+	// The scheduler loads and validates it as the binary does.
+	loadsAsTheScheduler(t, objs["ConfigMap/sched/lockstep-scheduler-config"])
 	// A changed configuration rolls the pods.
 	defaults := objects(t, helm(t, "template", "lockstep", "charts/lockstep", "--namespace", "sched"))
 	sum := func(d *unstructured.Unstructured) any {
@@ -168,6 +178,25 @@ func nested(t *testing.T, o *unstructured.Unstructured, path ...string) any {
 		t.Fatalf("%s has no %v (%v)", key(o), path, err)
 	}
 	return v
+}
+
+// loadsAsTheScheduler loads the configuration a ConfigMap holds with kube-scheduler's loader
+// (lockstep's argument types registered) and validates it, as the binary does at start.
+func loadsAsTheScheduler(t *testing.T, cm *unstructured.Unstructured) {
+	t.Helper()
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "scheduler-config.yaml")
+	path := filepath.Join(t.TempDir(), "scheduler-config.yaml")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := ktesting.NewTestContext(t)
+	cfg, err := options.LoadConfigFromFile(logger, path)
+	if err != nil {
+		t.Fatalf("the scheduler cannot load the chart's configuration: %v", err)
+	}
+	if err := schedvalidation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+		t.Fatalf("the chart's configuration is invalid: %v", err)
+	}
 }
 
 // schedulerConfig is the KubeSchedulerConfiguration a ConfigMap holds, as data.

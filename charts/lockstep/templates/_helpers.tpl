@@ -65,4 +65,10 @@ profiles:
       - name: LockstepBind
         args:
           {{- toYaml .Values.config.bind | nindent 10 }}
+      {{- with .Values.config.addedAffinity }}
+      - name: NodeAffinity
+        args:
+          addedAffinity:
+            {{- toYaml . | nindent 12 }}
+      {{- end }}
 {{- end -}}

@@ -12,7 +12,7 @@ import (
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
-// The binary run as the README says, with no flag but its configuration, runs the workload
+// The binary run as docs/install.md says, with no flag but its configuration, runs the workload
 // controller: an Indexed Job gets its gang (on room for 3 of its 4 pods, none binds; with a
 // fourth node, all 4 bind together).
 func TestBinaryGivesJobsTheirGangByDefault(t *testing.T) {

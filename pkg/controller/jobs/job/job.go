@@ -117,7 +117,7 @@ func preemptionWarnings(job *batchv1.Job, min int32) []jobframework.Warning {
 	}
 	return []jobframework.Warning{{Reason: ReasonFailsOnPreemption, Message: fmt.Sprintf(
 		"a preemption of this gang evicts its %d pods at once and each eviction counts against backoffLimit (%d): the Job would fail. "+
-			"Add spec.podFailurePolicy.rules: [{action: Ignore, onPodConditions: [{type: DisruptionTarget}]}] (README, \"Preemption and your Jobs\")",
+			"Add spec.podFailurePolicy.rules: [{action: Ignore, onPodConditions: [{type: DisruptionTarget}]}] (docs/usage.md, \"Preemption and your Jobs\")",
 		min, limit)}}
 }
 
