@@ -30,7 +30,9 @@ const JobTemplateName = "pods"
 // annotations to override it). It returns nil when lockstep leaves the Job alone:
 //   - its pods use none of schedulerNames;
 //   - it has a controller owner (JobSet, CronJob, TrainJob...), which manages groups itself;
-//   - its pod template already names a PodGroup ("bring your own group").
+//   - its pod template names a group of any supported kind: lockstep's PodGroup or a
+//     scheduler-plugins PodGroup ("bring your own group", NamesGroup): its pods join that
+//     one, and a group of the Job's would stay empty for good.
 //
 // Otherwise a Job is a gang when the gang annotation says "true", or when it does not say
 // "false" and parallelism > 1, completionMode is Indexed and completions == parallelism.
@@ -44,7 +46,7 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 	if !schedulerNames.Has(tmpl.Spec.SchedulerName) || metav1.GetControllerOf(job) != nil {
 		return nil, nil
 	}
-	if _, byo := tmpl.Labels[v1alpha1.PodGroupLabel]; byo {
+	if NamesGroup(tmpl.Labels) {
 		return nil, nil
 	}
 	var problems []string

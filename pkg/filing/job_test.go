@@ -51,6 +51,21 @@ func TestGangForJob(t *testing.T) {
 			j.Spec.Template.Labels = map[string]string{v1alpha1.PodGroupLabel: "mine"}
 			return j
 		}},
+		{name: "its pods name a scheduler-plugins PodGroup", job: func() *batchv1.Job {
+			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Obj()
+			j.Spec.Template.Labels = map[string]string{SchedulerPluginsPodGroupLabel: "sp-group"}
+			return j
+		}},
+		{name: "its pods name a scheduler-plugins PodGroup, with Kueue's topology annotations", job: func() *batchv1.Job {
+			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).TemplateAnnotation(KueuePodSetRequiredTopologyAnnotation, "topology.kubernetes.io/rack").Obj()
+			j.Spec.Template.Labels = map[string]string{SchedulerPluginsPodGroupLabel: "sp-group"}
+			return j
+		}},
+		{name: "its pods name a scheduler-plugins PodGroup, opted in by annotation", job: func() *batchv1.Job {
+			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobGangAnnotation, "true").Obj()
+			j.Spec.Template.Labels = map[string]string{SchedulerPluginsPodGroupLabel: "sp-group"}
+			return j
+		}},
 		{name: "opted in though not indexed", job: func() *batchv1.Job {
 			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(3).Annotation(v1alpha1.JobGangAnnotation, "true").Obj()
 			j.Spec.CompletionMode = nil

@@ -71,6 +71,19 @@ func (j JobGangs) GroupOfPod(_ *v1.Pod, job *batchv1.Job, schedulerNames sets.Se
 // Labelled implements Workloads: none.
 func (JobGangs) Labelled(*v1.Pod) (string, bool) { return "", false }
 
+// SchedulerPluginsPodGroupLabel on a pod names its scheduler-plugins PodGroup
+// (scheduling.x-k8s.io/v1alpha1, same namespace), which lockstep's workload controller
+// mirrors.
+const SchedulerPluginsPodGroupLabel = "scheduling.x-k8s.io/pod-group"
+
+// NamesGroup reports whether pod labels name a group of a kind lockstep supports (its own
+// PodGroup, a scheduler-plugins PodGroup): pods with such labels join that group, so the
+// workload that makes them gets no group of its own ("bring your own group"), which its pods
+// would never join.
+func NamesGroup(labels map[string]string) bool {
+	return labels[v1alpha1.PodGroupLabel] != "" || labels[SchedulerPluginsPodGroupLabel] != ""
+}
+
 // GroupNameOf returns the PodGroup a pod names through its label, if any.
 func GroupNameOf(pod *v1.Pod) (string, bool) {
 	name, ok := pod.Labels[v1alpha1.PodGroupLabel]

@@ -191,8 +191,8 @@ func (r *Reconciler) checkConstraints(it item, a Adapter, obj Object, kind strin
 }
 
 // deleteObsolete deletes the groups an object controls that its tree no longer has: those of
-// child Jobs a restart replaced.
-func (r *Reconciler) deleteObsolete(ctx context.Context, obj Object, want *Groups, owned ownedObjects) error {
+// child Jobs a restart replaced. why is told in the events.
+func (r *Reconciler) deleteObsolete(ctx context.Context, obj Object, want *Groups, owned ownedObjects, why string) error {
 	keepComposites, keepPodGroups := sets.New[string](), sets.New[string]()
 	for _, g := range want.Composites {
 		keepComposites.Insert(g.Name)
@@ -207,7 +207,7 @@ func (r *Reconciler) deleteObsolete(ctx context.Context, obj Object, want *Group
 		if err := r.client.SchedulingV1alpha1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pg.UID}}); err != nil && !isNotFound(err) {
 			return err
 		}
-		r.recorder.Eventf(obj, nil, v1.EventTypeNormal, "PodGroupDeleted", "Sync", "deleted PodGroup %q: no longer part of the workload", pg.Name)
+		r.recorder.Eventf(obj, nil, v1.EventTypeNormal, "PodGroupDeleted", "Sync", "deleted PodGroup %q: %s", pg.Name, why)
 	}
 	for _, cpg := range owned.composites {
 		if keepComposites.Has(cpg.Name) {
@@ -216,7 +216,24 @@ func (r *Reconciler) deleteObsolete(ctx context.Context, obj Object, want *Group
 		if err := r.client.SchedulingV1alpha1().CompositePodGroups(cpg.Namespace).Delete(ctx, cpg.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cpg.UID}}); err != nil && !isNotFound(err) {
 			return err
 		}
-		r.recorder.Eventf(obj, nil, v1.EventTypeNormal, "CompositePodGroupDeleted", "Sync", "deleted CompositePodGroup %q: no longer part of the workload", cpg.Name)
+		r.recorder.Eventf(obj, nil, v1.EventTypeNormal, "CompositePodGroupDeleted", "Sync", "deleted CompositePodGroup %q: %s", cpg.Name, why)
+	}
+	return nil
+}
+
+// deleteOwned deletes every Workload and group an object controls (Groups.None): its pods
+// join groups their labels name, so these would stay empty, and their conditions waiting
+// for pods forever.
+func (r *Reconciler) deleteOwned(ctx context.Context, obj Object, owned ownedObjects) error {
+	const why = "the pods name a group of their own"
+	if err := r.deleteObsolete(ctx, obj, &Groups{}, owned, why); err != nil {
+		return err
+	}
+	for _, wl := range owned.workloads {
+		if err := r.client.SchedulingV1alpha1().Workloads(wl.Namespace).Delete(ctx, wl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wl.UID}}); err != nil && !isNotFound(err) {
+			return err
+		}
+		r.recorder.Eventf(obj, nil, v1.EventTypeNormal, "WorkloadDeleted", "Sync", "deleted Workload %q: %s", wl.Name, why)
 	}
 	return nil
 }

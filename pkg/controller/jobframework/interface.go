@@ -114,7 +114,14 @@ type Groups struct {
 	// Warnings are told to the user as Warning events on the object, once each (e.g. a gang
 	// Job that a preemption would fail).
 	Warnings []Warning
+	// None: the object must have no Workload or group, because its pods join groups of their
+	// own (their labels name one); those it controls (made before its pods named a group, or
+	// by an earlier release's rule) are deleted, since its pods would never join them.
+	None bool
 }
+
+// NoGroups is the answer of an adapter whose object must have no groups (Groups.None).
+func NoGroups() *Groups { return &Groups{None: true} }
 
 // Warning is a Warning event the reconciler records on a workload object.
 type Warning struct {

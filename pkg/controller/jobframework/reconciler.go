@@ -211,6 +211,9 @@ func (r *Reconciler) sync(ctx context.Context, it item) (err error) {
 			r.warn(it, obj, w)
 		}
 	}
+	if want != nil && want.None {
+		return r.deleteOwned(ctx, obj, owned)
+	}
 	if want == nil || (want.Finished && owned.empty()) {
 		return nil
 	}
@@ -235,7 +238,7 @@ func (r *Reconciler) sync(ctx context.Context, it item) (err error) {
 			return err
 		}
 	}
-	if err := r.deleteObsolete(ctx, obj, want, owned); err != nil {
+	if err := r.deleteObsolete(ctx, obj, want, owned, "no longer part of the workload"); err != nil {
 		return err
 	}
 	logger.V(4).Info("Synced workload groups", "kind", a.GVK().Kind, "object", klog.KObj(obj), "workload", want.Workload,

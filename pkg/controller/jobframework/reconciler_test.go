@@ -645,6 +645,14 @@ func TestReconcilerDeletesObsoleteGroups(t *testing.T) {
 				"podgroups/t-b0", "podgroups/t-b1", "workloads/t-wl"},
 		},
 		{
+			name:   "the pods now name groups of their own: the Workload and every group go",
+			before: tree("t", "0", "1"),
+			after:  jobframework.NoGroups(),
+			wantWrites: []string{"delete podgroups/t-0", "delete podgroups/t-1", "delete compositepodgroups/t-root",
+				"delete workloads/t-wl"},
+			wantObjects: []string{"compositepodgroups/by-hand", "podgroups/someone-else"},
+		},
+		{
 			name:        "one PodGroup no longer listed",
 			before:      tree("t", "0", "1", "2"),
 			after:       tree("t", "0", "1"),

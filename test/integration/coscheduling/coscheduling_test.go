@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -284,4 +285,61 @@ func TestShortNamesResolveAsKubectlDoes(t *testing.T) {
 			t.Errorf("%q is claimed by %v", n, sets.List(groups))
 		}
 	}
+}
+
+// TestIndexedJobOfASchedulerPluginsPodGroupGetsNoGroupOfItsOwn: an Indexed Job (a gang by
+// lockstep's Job rule) whose pods name a scheduler-plugins PodGroup binds as that PodGroup's
+// gang, through its mirror, and gets no Workload or PodGroup of its own, which its pods would
+// never join ("0/0 pods, waiting for pods" for good). Groups made for it before (by an
+// earlier release, here by hand) are deleted.
+func TestIndexedJobOfASchedulerPluginsPodGroupGetsNoGroupOfItsOwn(t *testing.T) {
+	e := start(t, true, nil, lt.MakeNode("n1", "4").Obj())
+	ctx := context.Background()
+	e.createGroup(podGroup(e.ns, "sp-idx", 2, nil))
+	job := lt.MakeJob().Namespace(e.ns).Name("sp-idx").Indexed(2).TemplateLabel(label, "sp-idx").Req(lt.CPU("1")).Obj()
+	job, err := e.Client.BatchV1().Jobs(e.ns).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The phantoms an earlier release made for the Job.
+	phantom := filing.JobGroupName(job.Name, job.UID)
+	owner := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}
+	wl := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: phantom, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: v1alpha1.WorkloadSpec{PodGroupTemplates: []v1alpha1.PodGroupTemplate{{Name: filing.JobTemplateName,
+			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 2}}}}}}
+	if _, err := e.Lockstep.SchedulingV1alpha1().Workloads(e.ns).Create(ctx, wl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pg := lt.MakePodGroup().Namespace(e.ns).Name(phantom).Gang(2).Owner("batch/v1", "Job", job.Name, string(job.UID)).Obj()
+	if _, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.waitPhase("sp-idx", "Running", map[string]int64{"running": 2})
+	testenv.Eventually(t, 60*time.Second, "only the mirror and its Workload left", func() (bool, string) {
+		pgs, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		wls, err := e.Lockstep.SchedulingV1alpha1().Workloads(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var have []string
+		for _, p := range pgs.Items {
+			have = append(have, "PodGroup "+p.Name)
+		}
+		for _, w := range wls.Items {
+			have = append(have, "Workload "+w.Name)
+		}
+		return fmt.Sprint(have) == "[PodGroup sp-idx Workload sp-idx]", fmt.Sprint(have) // the mirror and its Workload
+	})
+	e.WaitEvent(t, e.ns, "sp-idx", "PodGroupDeleted", "the pods name a group of their own")
+	testenv.Consistently(t, 3*time.Second, "no group made again for the Job", func() (bool, string) {
+		pgs, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pgs.Items) == 1, fmt.Sprintf("%d PodGroups", len(pgs.Items))
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // The fields of scheduling.x-k8s.io/v1alpha1 PodGroups (scheduler-plugins) the adapter reads
@@ -20,7 +21,7 @@ var (
 )
 
 // Label on a pod names its PodGroup (same namespace).
-const Label = "scheduling.x-k8s.io/pod-group"
+const Label = filing.SchedulerPluginsPodGroupLabel
 
 // Phases of a PodGroup, as scheduler-plugins' controller sets them.
 const (

@@ -62,10 +62,14 @@ func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
 
 // Groups implements jobframework.Adapter: the Job's gang, if it gets one. A Job that no
 // longer matches the rule (e.g. parallelism changed alone) keeps the PodGroup it has, and
-// minCount keeps following parallelism.
+// minCount keeps following parallelism. A Job whose pods name a group of their own gets none,
+// and loses those it has (filing.NamesGroup).
 func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup, schedulerNames sets.Set[string]) (*jobframework.Groups, []string) {
 	job := obj.(*batchv1.Job)
 	gang, problems := filing.GangForJob(job, schedulerNames)
+	if gang == nil && filing.NamesGroup(job.Spec.Template.Labels) {
+		return jobframework.NoGroups(), problems
+	}
 	if gang == nil {
 		if len(existing) == 0 {
 			return nil, problems

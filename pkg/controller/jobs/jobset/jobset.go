@@ -73,8 +73,8 @@ func (a *Adapter) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) 
 	if owner == nil || owner.Kind != GVK.Kind || !strings.HasPrefix(owner.APIVersion, GVK.Group+"/") {
 		return "", false
 	}
-	if !schedulerNames.Has(job.Spec.Template.Spec.SchedulerName) {
-		return "", false
+	if !schedulerNames.Has(job.Spec.Template.Spec.SchedulerName) || job.Spec.Template.Labels[v1alpha1.PodGroupLabel] != "" {
+		return "", false // another scheduler's, or its pods name their own group (treeOf)
 	}
 	rjob, index := job.Labels[LabelReplicatedJob], job.Labels[LabelJobIndex]
 	if rjob == "" || index == "" {

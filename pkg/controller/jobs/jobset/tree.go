@@ -26,7 +26,9 @@ import (
 // all. ReplicatedJobs that start only after others are Ready or Complete (dependsOn, or
 // startupPolicyOrder InOrder) are stages of their own, separate roots, so that a staged
 // JobSet never waits for pods that cannot exist yet; ReplicatedJobs with the same
-// dependencies share a stage. ReplicatedJobs whose pods use another scheduler are left out.
+// dependencies share a stage. ReplicatedJobs whose pods use another scheduler are left out,
+// and so are those whose pods name a lockstep PodGroup of their own (its label wins over the
+// JobSet's tree): a JobSet left with none gets no groups and loses those it has.
 //
 // Every group is named for the JobSet's restart attempt: a restart recreates the child Jobs,
 // and their pods get fresh groups (the reconciler deletes the previous attempt's).
@@ -109,12 +111,21 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 		}
 	}
 	var ours []replicatedJob
+	ownGroup := false
 	for _, rj := range js.Spec.ReplicatedJobs {
-		if schedulerNames.Has(rj.Template.Spec.Template.Spec.SchedulerName) {
+		pod := rj.Template.Spec.Template
+		switch {
+		case !schedulerNames.Has(pod.Spec.SchedulerName):
+		case pod.Labels[v1alpha1.PodGroupLabel] != "":
+			ownGroup = true
+		default:
 			ours = append(ours, rj)
 		}
 	}
 	if len(ours) == 0 {
+		if ownGroup {
+			return jobframework.NoGroups(), problems
+		}
 		return nil, problems
 	}
 	rootTopology, bad := filing.TopologyFromAnnotations(js.Annotations)

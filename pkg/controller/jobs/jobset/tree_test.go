@@ -359,6 +359,38 @@ func TestTreeOf(t *testing.T) {
 			},
 		},
 		{
+			name: "a ReplicatedJob whose pods name a lockstep PodGroup of their own is left out",
+			js: func() *jobSet {
+				own := rjob("own", 1, 2)
+				own.Template.Spec.Template.Labels = map[string]string{v1alpha1.PodGroupLabel: "mine"}
+				return newJobSet("mixed", rjob("tree", 2, 2), own)
+			},
+			check: func(t *testing.T, js *jobSet, g *jobframework.Groups) {
+				n := names{jobSet: js.Name, uid: js.UID}
+				if diff := cmp.Diff([]string{n.of(js.Name), n.replicatedJob("tree")}, groupNames(g.Composites)); diff != "" {
+					t.Errorf("Composites (-want +got):\n%s", diff)
+				}
+				if g.None {
+					t.Errorf("None for a JobSet with a ReplicatedJob of its own")
+				}
+			},
+		},
+		{
+			name: "every ReplicatedJob's pods name a lockstep PodGroup: no groups, those it has go",
+			js: func() *jobSet {
+				js := newJobSet("own", rjob("a", 1, 2), rjob("b", 1, 2))
+				for i := range js.Spec.ReplicatedJobs {
+					js.Spec.ReplicatedJobs[i].Template.Spec.Template.Labels = map[string]string{v1alpha1.PodGroupLabel: "mine"}
+				}
+				return js
+			},
+			check: func(t *testing.T, _ *jobSet, g *jobframework.Groups) {
+				if !g.None || len(g.Composites)+len(g.PodGroups) != 0 {
+					t.Errorf("groups %+v, want None", g)
+				}
+			},
+		},
+		{
 			name: "every ReplicatedJob uses another scheduler: nil",
 			js: func() *jobSet {
 				js := newJobSet("theirs", rjob("a", 1, 2), rjob("b", 1, 2))
@@ -596,7 +628,9 @@ func TestTreeOf(t *testing.T) {
 			if g == nil {
 				t.Fatalf("treeOf = nil, want a tree")
 			}
-			checkTree(t, g)
+			if !g.None {
+				checkTree(t, g)
+			}
 			if tc.check != nil {
 				tc.check(t, js, g)
 			}
