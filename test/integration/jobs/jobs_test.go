@@ -176,37 +176,65 @@ func TestJobsLeftAlone(t *testing.T) {
 	}
 }
 
-// A suspended Job gets its groups at once and its pods bind together when it is resumed; a
-// parallelism change moves minCount with an event; deleting the Job deletes both groups.
+// A suspended Job (queued in Kueue, or by its owner) gets no groups: nothing says it waits for
+// pods. Resumed (here resized too), it gets its gang and its pods bind together. Running, then
+// suspended, it loses its groups; resumed again, its pods are a fresh gang: on room for 2 of
+// its 3 pods none binds (a group kept from its first run, already scheduled, would let them
+// bind one by one), and all 3 bind once there is room. Deleting the Job deletes its groups.
 func TestSuspendResizeDelete(t *testing.T) {
 	e := start(t, "lifecycle", lt.MakeNode("n1", "8").Obj())
 	e.StartJobController(t)
+	e.StartKubelets(t, e.ns) // the suspended Job's pods end
 	e.createJob(lt.MakeJob().Namespace(e.ns).Name("elastic").Indexed(4).Req(lt.CPU("1")).Suspend(true).Obj())
-	_, pgs := e.waitGroups(1, 1)
+	testenv.Consistently(t, 3*time.Second, "no groups for the suspended Job", func() (bool, string) {
+		wls, pgs := e.groups()
+		return len(wls)+len(pgs) == 0, fmt.Sprintf("%d Workloads, %d PodGroups", len(wls), len(pgs))
+	})
 	if n := len(e.jobPods("elastic")); n != 0 {
 		t.Fatalf("suspended Job has %d pods", n)
 	}
 
 	// Resize while suspended (elastic Indexed Job: completions follow parallelism), resume.
-	ctx := context.Background()
-	cur, err := e.Client.BatchV1().Jobs(e.ns).Get(ctx, "elastic", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Parallelism, cur.Spec.Completions, cur.Spec.Suspend = ptr.To[int32](3), ptr.To[int32](3), ptr.To(false)
-	if _, err := e.Client.BatchV1().Jobs(e.ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 60*time.Second, "minCount 3", func() (bool, string) {
-		pg, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, pgs[0].Name, metav1.GetOptions{})
+	setSuspend := func(suspend bool, parallelism int32) {
+		t.Helper()
+		ctx := context.Background()
+		cur, err := e.Client.BatchV1().Jobs(e.ns).Get(ctx, "elastic", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			t.Fatal(err)
 		}
-		return pg.Spec.SchedulingPolicy.Gang.MinCount == 3, fmt.Sprint(pg.Spec.SchedulingPolicy.Gang.MinCount)
-	})
-	e.WaitEvent(t, e.ns, "elastic", "MinCountChanged", "from 4 to 3")
+		cur.Spec.Parallelism, cur.Spec.Completions, cur.Spec.Suspend = ptr.To(parallelism), ptr.To(parallelism), ptr.To(suspend)
+		if _, err := e.Client.BatchV1().Jobs(e.ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setSuspend(false, 3)
+	_, pgs := e.waitGroups(1, 1)
+	if got := pgs[0].Spec.SchedulingPolicy.Gang.MinCount; got != 3 {
+		t.Errorf("minCount %d, want 3 (the parallelism it was resumed with)", got)
+	}
 	e.waitPods("elastic", 3, 3)
 
+	// Suspended while running: its pods and groups go.
+	setSuspend(true, 3)
+	e.waitGroups(0, 0)
+	e.waitPods("elastic", 0, 0)
+	e.WaitEvent(t, e.ns, "elastic", "PodGroupDeleted", "")
+
+	// Room for 2 of its 3 pods: resumed, none binds.
+	filler := lt.GroupPod(e.ns, "filler", "").Req(lt.CPU("6")).Obj()
+	e.CreatePods(t, filler)
+	e.WaitBound(t, e.ns, "filler")
+	setSuspend(false, 3)
+	e.waitGroups(1, 1)
+	e.waitPods("elastic", 3, 0)
+	testenv.Consistently(t, 5*time.Second, "no pod of the resumed gang binds on room for 2 of 3", func() (bool, string) {
+		n := bound(e.jobPods("elastic"))
+		return n == 0, fmt.Sprintf("%d bound", n)
+	})
+	e.DeletePods(t, e.ns, "filler")
+	e.waitPods("elastic", 3, 3)
+
+	ctx := context.Background()
 	if err := e.Client.BatchV1().Jobs(e.ns).Delete(ctx, "elastic", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 		t.Fatal(err)
 	}

@@ -363,7 +363,8 @@ func TestRestartedJobSetGetsFreshGroups(t *testing.T) {
 	})
 }
 
-// A JobSet created suspended gets its groups and no pods; resumed, its pods bind whole.
+// A JobSet created suspended (queued in Kueue, or by its owner) gets no groups and no pods;
+// resumed, it gets its groups and its pods bind whole.
 func TestSuspendedJobSetBindsWholeWhenResumed(t *testing.T) {
 	e := start(t, "suspend", nil, lt.MakeNode("n1", "8").Obj())
 	js := newJobSet(e.ns, "train", rjob{name: "workers", replicas: 2, pods: 3, cpu: "1"})
@@ -372,12 +373,12 @@ func TestSuspendedJobSetBindsWholeWhenResumed(t *testing.T) {
 	}
 	e.create(js)
 	ctx := context.Background()
-	testenv.Eventually(t, 60*time.Second, "the suspended JobSet's 2 PodGroups", func() (bool, string) {
+	testenv.Consistently(t, 3*time.Second, "no groups for the suspended JobSet", func() (bool, string) {
 		list, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(list.Items) == 2, fmt.Sprintf("%d PodGroups", len(list.Items))
+		return len(list.Items) == 0, fmt.Sprintf("%d PodGroups", len(list.Items))
 	})
 	if n := len(e.pods("train")); n != 0 {
 		t.Fatalf("suspended JobSet has %d pods", n)

@@ -63,11 +63,11 @@ func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
 // Groups implements jobframework.Adapter: the Job's gang, if it gets one. A Job that no
 // longer matches the rule (e.g. parallelism changed alone) keeps the PodGroup it has, and
 // minCount keeps following parallelism. A Job whose pods name a group of their own gets none,
-// and loses those it has (filing.NamesGroup).
+// and loses those it has (filing.NamesGroup). So does a suspended Job (see suspended).
 func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup, schedulerNames sets.Set[string]) (*jobframework.Groups, []string) {
 	job := obj.(*batchv1.Job)
 	gang, problems := filing.GangForJob(job, schedulerNames)
-	if gang == nil && filing.NamesGroup(job.Spec.Template.Labels) {
+	if (gang == nil && filing.NamesGroup(job.Spec.Template.Labels)) || (suspended(job) && (gang != nil || len(existing) > 0)) {
 		return jobframework.NoGroups(), problems
 	}
 	if gang == nil {
@@ -102,6 +102,14 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 		Warnings:  preemptionWarnings(job, g.Min),
 	}, problems
 }
+
+// suspended reports whether a Job is suspended (by its owner, or by Kueue while it waits in a
+// queue or after Kueue evicted it). It has no pods, so a group of its would only say it waits
+// for them (a False condition for as long as the Job is queued), and one it had is dropped:
+// the pods of the resumed Job are a fresh gang, placed together again, which a group already
+// scheduled would not ask of them. The groups are made again when the Job is resumed; its
+// pods wait for them meanwhile.
+func suspended(job *batchv1.Job) bool { return ptr.Deref(job.Spec.Suspend, false) }
 
 // ReasonFailsOnPreemption is the Warning event on a gang Job that one preemption of its gang
 // would fail.

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
@@ -48,6 +50,46 @@ func TestPreemptionWarnings(t *testing.T) {
 				t.Errorf("warnings %+v, want none", want.Warnings)
 			case tt.want != "" && (len(want.Warnings) != 1 || want.Warnings[0].Reason != ReasonFailsOnPreemption || !strings.Contains(want.Warnings[0].Message, tt.want)):
 				t.Errorf("warnings %+v, want one %s saying %q", want.Warnings, ReasonFailsOnPreemption, tt.want)
+			}
+		})
+	}
+}
+
+// TestGroups proves which Jobs get no groups and lose those they have: a Job whose pods name
+// a group of their own, and a suspended Job (queued in Kueue, or suspended by its owner),
+// which gets its gang again, fresh, once resumed.
+func TestGroups(t *testing.T) {
+	names := sets.New(lt.SchedulerName)
+	mine := lt.MakeJob().Namespace("ns").Name("j").Indexed(4).Obj()
+	existing := []*v1alpha1.PodGroup{lt.MakePodGroup().Namespace("ns").Name(filing.JobGroupName("j", mine.UID)).Gang(4).Obj()}
+	tests := []struct {
+		name     string
+		job      *batchv1.Job
+		existing []*v1alpha1.PodGroup
+		want     string // "gang", "none" (NoGroups) or "nil" (left alone)
+	}{
+		{"a gang Job", mine, nil, "gang"},
+		{"a gang Job with its group", mine, existing, "gang"},
+		{"suspended, no group yet", lt.MakeJob().Namespace("ns").Name("j").Indexed(4).Suspend(true).Obj(), nil, "none"},
+		{"suspended with its group", lt.MakeJob().Namespace("ns").Name("j").Indexed(4).Suspend(true).Obj(), existing, "none"},
+		{"resumed", lt.MakeJob().Namespace("ns").Name("j").Indexed(4).Suspend(false).Obj(), nil, "gang"},
+		{"suspended, not a gang", lt.MakeJob().Namespace("ns").Name("j").Parallelism(1).Suspend(true).Obj(), nil, "nil"},
+		{"pods name a scheduler-plugins PodGroup", lt.MakeJob().Namespace("ns").Name("j").Indexed(4).TemplateLabel(filing.SchedulerPluginsPodGroupLabel, "sp").Obj(), existing, "none"},
+		{"pods name a lockstep PodGroup", lt.MakeJob().Namespace("ns").Name("j").Indexed(4).TemplateLabel(v1alpha1.PodGroupLabel, "mine").Obj(), nil, "none"},
+		{"not a gang", lt.MakeJob().Namespace("ns").Name("j").Parallelism(1).Obj(), nil, "nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, _ := New().Groups(tt.job, tt.existing, names)
+			got := "nil"
+			switch {
+			case g != nil && g.None:
+				got = "none"
+			case g != nil && len(g.PodGroups) == 1:
+				got = "gang"
+			}
+			if got != tt.want {
+				t.Errorf("Groups = %s (%+v), want %s", got, g, tt.want)
 			}
 		})
 	}

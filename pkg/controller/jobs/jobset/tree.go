@@ -104,6 +104,11 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 	if optedOut(js) {
 		return nil, nil
 	}
+	if ptr.Deref(js.Spec.Suspend, false) {
+		// As a suspended Job's (job.suspended): no pods, so no groups; those it had go, and
+		// the resumed JobSet's pods are a fresh gang.
+		return jobframework.NoGroups(), nil
+	}
 	var problems []string
 	if v, ok := js.Annotations[v1alpha1.JobGangAnnotation]; ok {
 		if _, err := strconv.ParseBool(v); err != nil {

@@ -391,6 +391,19 @@ func TestTreeOf(t *testing.T) {
 			},
 		},
 		{
+			name: "suspended (queued in Kueue, or by its owner): no groups, those it has go",
+			js: func() *jobSet {
+				js := newJobSet("queued", rjob("a", 1, 2))
+				js.Spec.Suspend = ptr.To(true)
+				return js
+			},
+			check: func(t *testing.T, _ *jobSet, g *jobframework.Groups) {
+				if !g.None {
+					t.Errorf("groups %+v, want None", g)
+				}
+			},
+		},
+		{
 			name: "every ReplicatedJob uses another scheduler: nil",
 			js: func() *jobSet {
 				js := newJobSet("theirs", rjob("a", 1, 2), rjob("b", 1, 2))
