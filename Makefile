@@ -83,11 +83,13 @@ demo-binaries: build etcd helm
 	@echo "==> building the JobSet controller from tools/controllers (its own module; minutes on a cold Go cache)"
 	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
 
-## controllers: the upstream JobSet and Kubeflow Trainer controllers the integration tests run,
-## built before the tests start so that their compilation does not compete with timed scenarios
+## controllers: the upstream JobSet, Kubeflow Trainer and Kueue controllers the integration tests
+## run, built before the tests start so that their compilation does not compete with timed
+## scenarios (Kueue from its own module, tools/kueue: its Kubernetes versions differ)
 controllers:
 	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
 	cd tools/controllers && $(GO) build -o $(BIN)/trainer-controller-manager github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
+	cd tools/kueue && $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
 
 ## etcd: the etcd the integration tests run (version pinned in go.mod)
 etcd: $(BIN)/etcd

@@ -32,28 +32,30 @@ import (
 // JobSetGVR is the JobSet resource served once the JobSet CRD is installed.
 var JobSetGVR = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 
-// toolBuild is an upstream controller built from tools/controllers once per test process.
+// toolBuild is an upstream controller built from a module under tools/ once per test process.
 type toolBuild struct {
+	// module is the directory under tools/ whose go.mod pins the controller.
+	module     string
 	once       sync.Once
 	binary     string
 	moduleDirs []string
 	err        error
 }
 
-var jobsetBuild toolBuild
+var jobsetBuild = toolBuild{module: "controllers"}
 
-// get builds package pkg of the tools/controllers module into bin/name once per test process
+// get builds package pkg of the b.module module under tools/ into bin/name once per test process
 // and returns the binary with the directories (in the module cache) of modules, in order: the
 // upstream modules' CRDs are read from there.
 func (b *toolBuild) get(t *testing.T, name, pkg string, modules ...string) (binary string, moduleDirs []string) {
 	t.Helper()
 	b.once.Do(func() {
-		tools := filepath.Join(RepoRoot(), "tools", "controllers")
+		tools := filepath.Join(RepoRoot(), "tools", b.module)
 		b.binary = filepath.Join(RepoRoot(), "bin", name)
 		build := exec.Command("go", "build", "-o", b.binary, pkg)
 		build.Dir = tools
 		if out, err := build.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s in tools/controllers: %v\n%s", pkg, err, out)
+			b.err = fmt.Errorf("go build %s in tools/%s: %v\n%s", pkg, b.module, err, out)
 			return
 		}
 		list := exec.Command("go", append([]string{"list", "-m", "-f", "{{.Dir}}"}, modules...)...)
@@ -61,7 +63,7 @@ func (b *toolBuild) get(t *testing.T, name, pkg string, modules ...string) (bina
 		out, err := list.Output()
 		b.moduleDirs = strings.Fields(string(out))
 		if err != nil || len(b.moduleDirs) != len(modules) {
-			b.err = fmt.Errorf("go list -m %s in tools/controllers: %q %v", strings.Join(modules, " "), out, err)
+			b.err = fmt.Errorf("go list -m %s in tools/%s: %q %v", strings.Join(modules, " "), b.module, out, err)
 		}
 	})
 	if b.err != nil {

@@ -32,7 +32,7 @@ var (
 	SchedulerPluginsPodGroupGVR = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
 )
 
-var trainerBuild toolBuild
+var trainerBuild = toolBuild{module: "controllers"}
 
 // trainerController builds bin/trainer-controller-manager once per test process and returns
 // it with the directories of the github.com/kubeflow/trainer/v2 and

@@ -1,0 +1,257 @@
+// Package kueue runs the real Kueue controller manager (v0.15.0, built from tools/kueue) with
+// its admission webhooks live, next to the upstream Job controller, lockstep's workload
+// controller and the lockstep scheduler: Kueue decides when a Job may start (quota),
+// lockstep where and together its pods go.
+package kueue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+	"github.com/lockstep-sched/lockstep/test/integration/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m)
+}
+
+// kueueEnv is a test's control plane with Kueue and lockstep running, and its namespace.
+type kueueEnv struct {
+	*testenv.Env
+	t  *testing.T
+	ns string
+}
+
+// Two Jobs submitted to a LocalQueue whose ClusterQueue has quota for one: Kueue's webhook
+// suspends both on create, Kueue admits one, which starts and whose pods lockstep binds, while
+// the other waits suspended without pods for lack of quota; once the first is deleted, the
+// second is admitted and its pods bind.
+func TestKueueAdmitsJobsWithinQuota(t *testing.T) {
+	e := &kueueEnv{Env: testenv.Start(t), t: t}
+	e.StartKubeControllers(t)
+	e.StartKueue(t)
+	e.ns = e.Namespace(t, "kueue")
+	e.StartKubelets(t, e.ns) // the first Job's pods go away when it is deleted
+	e.CreateNodes(t, lt.MakeNode("node-a", "8").Obj())
+	e.StartScheduler(t, nil)
+	e.StartJobController(t)
+
+	e.CreateResourceFlavor(t, "default")
+	e.CreateClusterQueue(t, "cluster", "default", "2")
+	e.CreateLocalQueue(t, e.ns, "team-a", "cluster")
+
+	// Neither Job asks to be suspended; each needs the whole quota (2 pods x 1 cpu).
+	jobs := []*batchv1.Job{e.submit("first"), e.submit("second")}
+
+	var admitted, pending *batchv1.Job
+	testenv.Eventually(t, 90*time.Second, "one Job admitted, the other pending for quota", func() (bool, string) {
+		admitted, pending = nil, nil
+		var seen []string
+		for _, j := range jobs {
+			state, msg := e.admission(j)
+			seen = append(seen, fmt.Sprintf("%s: %s %s", j.Name, state, msg))
+			switch state {
+			case "admitted":
+				admitted = j
+			case "pending":
+				pending = j
+			}
+		}
+		return admitted != nil && pending != nil, fmt.Sprint(seen)
+	})
+	e.waitStarted(admitted)
+	e.assertHeld(pending)
+
+	if err := e.Client.BatchV1().Jobs(e.ns).Delete(context.Background(), admitted.Name,
+		metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 90*time.Second, pending.Name+" admitted once "+admitted.Name+" is gone", func() (bool, string) {
+		state, msg := e.admission(pending)
+		return state == "admitted", state + " " + msg
+	})
+	e.waitStarted(pending)
+}
+
+// submit creates an Indexed Job ns/name of 2 pods of 1 cpu in LocalQueue team-a, not
+// suspended, and checks that Kueue's webhook suspended it on create.
+func (e *kueueEnv) submit(name string) *batchv1.Job {
+	e.t.Helper()
+	return e.submitJob(lt.MakeJob().Namespace(e.ns).Name(name).Indexed(2).Req(lt.CPU("1")).Label(testenv.KueueQueueLabel, "team-a").Obj())
+}
+
+// submitJob creates a Job, not suspended, and checks that Kueue's webhook suspended it on
+// create.
+func (e *kueueEnv) submitJob(job *batchv1.Job) *batchv1.Job {
+	e.t.Helper()
+	created, err := e.Client.BatchV1().Jobs(job.Namespace).Create(context.Background(), job, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating Job %s: %v", job.Name, err)
+	}
+	if !ptr.Deref(created.Spec.Suspend, false) {
+		e.t.Fatalf("Job %s created with spec.suspend %v, want Kueue's webhook to suspend it", job.Name, created.Spec.Suspend)
+	}
+	return created
+}
+
+// admission is the state of a Job's Kueue Workload: "admitted" (Admitted true), "pending"
+// (QuotaReserved false: it waits for quota), or "" while undecided, with the condition's
+// message.
+func (e *kueueEnv) admission(job *batchv1.Job) (string, string) {
+	e.t.Helper()
+	wl := e.JobWorkload(e.t, job)
+	if wl == nil {
+		return "", "no Workload yet"
+	}
+	if c := testenv.WorkloadCondition(wl, "Admitted"); c != nil && c.Status == metav1.ConditionTrue {
+		return "admitted", c.Message
+	}
+	if c := testenv.WorkloadCondition(wl, "QuotaReserved"); c != nil && c.Status == metav1.ConditionFalse {
+		return "pending", c.Message
+	}
+	return "", "Workload " + wl.GetName() + " without a decision"
+}
+
+// waitStarted waits until Kueue has unsuspended the Job and all its pods (its parallelism)
+// are bound; it returns their nodes.
+func (e *kueueEnv) waitStarted(job *batchv1.Job) map[string]string {
+	e.t.Helper()
+	n := int(ptr.Deref(job.Spec.Parallelism, 1))
+	var pods map[string]string
+	testenv.Eventually(e.t, 90*time.Second, fmt.Sprintf("%s unsuspended and its %d pods bound", job.Name, n), func() (bool, string) {
+		got, err := e.Client.BatchV1().Jobs(e.ns).Get(context.Background(), job.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if ptr.Deref(got.Spec.Suspend, false) {
+			return false, "still suspended"
+		}
+		pods = e.pods(job)
+		bound := 0
+		for _, node := range pods {
+			if node != "" {
+				bound++
+			}
+		}
+		return len(pods) == n && bound == n, fmt.Sprint(pods)
+	})
+	return pods
+}
+
+// assertHeld fails unless the Job is still suspended and has no pods, and lockstep made no
+// group for it: a queued workload has nothing in lockstep's queue or API.
+func (e *kueueEnv) assertHeld(job *batchv1.Job) {
+	e.t.Helper()
+	got, err := e.Client.BatchV1().Jobs(e.ns).Get(context.Background(), job.Name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !ptr.Deref(got.Spec.Suspend, false) {
+		e.t.Errorf("Job %s runs without quota: spec.suspend %v", job.Name, got.Spec.Suspend)
+	}
+	if pods := e.pods(job); len(pods) != 0 {
+		e.t.Errorf("Job %s has pods without quota: %v", job.Name, pods)
+	}
+	pgs, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, pg := range pgs.Items {
+		if ref := metav1.GetControllerOf(&pg); ref != nil && ref.UID == job.UID {
+			e.t.Errorf("queued Job %s has lockstep PodGroup %s (%v)", job.Name, pg.Name, pg.Status.Conditions)
+		}
+	}
+}
+
+// pods maps the name of each pod of the Job to its node ("" while unbound).
+func (e *kueueEnv) pods(job *batchv1.Job) map[string]string {
+	e.t.Helper()
+	list, err := e.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		out[p.Name] = p.Spec.NodeName
+	}
+	return out
+}
+
+// Kueue decides whether, lockstep decides where: two teams' LocalQueues share a ClusterQueue
+// with quota for one rack-required gang (4 pods x 2 cpu) at a time, on two racks of two 4-cpu
+// nodes. Both teams submit one; Kueue admits one, whose pods lockstep binds whole in one rack
+// as a gang (its PodGroup says so); the other waits in Kueue, suspended, with no pods and no
+// lockstep group; when the first ends, the second is admitted and placed in one rack too.
+func TestKueueQueuesLockstepPlacesWholeInOneRack(t *testing.T) {
+	e := &kueueEnv{Env: testenv.Start(t), t: t}
+	e.StartKubeControllers(t)
+	e.StartKueue(t)
+	e.ns = e.Namespace(t, "teams")
+	e.StartKubelets(t, e.ns)
+	e.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "4")...)
+	e.StartScheduler(t, nil)
+	e.StartJobController(t)
+
+	e.CreateResourceFlavor(t, "default")
+	e.CreateClusterQueue(t, "research", "default", "8")
+	e.CreateLocalQueue(t, e.ns, "team-a", "research")
+	e.CreateLocalQueue(t, e.ns, "team-b", "research")
+	gang := func(name, queue string) *batchv1.Job {
+		return lt.MakeJob().Namespace(e.ns).Name(name).Indexed(4).Req(lt.CPU("2")).Label(testenv.KueueQueueLabel, queue).
+			Annotation(v1alpha1.JobTopologyRequiredAnnotation, lt.RackKey).Obj()
+	}
+	jobs := []*batchv1.Job{e.submitJob(gang("train-a", "team-a")), e.submitJob(gang("train-b", "team-b"))}
+
+	var admitted, pending *batchv1.Job
+	testenv.Eventually(t, 90*time.Second, "one Job admitted, the other pending for quota", func() (bool, string) {
+		admitted, pending = nil, nil
+		var seen []string
+		for _, j := range jobs {
+			state, msg := e.admission(j)
+			seen = append(seen, fmt.Sprintf("%s: %s %s", j.Name, state, msg))
+			switch state {
+			case "admitted":
+				admitted = j
+			case "pending":
+				pending = j
+			}
+		}
+		return admitted != nil && pending != nil, fmt.Sprint(seen)
+	})
+	e.assertOneRack(admitted, e.waitStarted(admitted))
+	e.assertHeld(pending)
+
+	if err := e.Client.BatchV1().Jobs(e.ns).Delete(context.Background(), admitted.Name,
+		metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 90*time.Second, pending.Name+" admitted once "+admitted.Name+" is gone", func() (bool, string) {
+		state, msg := e.admission(pending)
+		return state == "admitted", state + " " + msg
+	})
+	e.assertOneRack(pending, e.waitStarted(pending))
+}
+
+// assertOneRack checks that a Job's pods are in one rack (their nodes, named for their place), and that
+// they were placed as a gang: the Job's lockstep PodGroup (minCount 4) is scheduled.
+func (e *kueueEnv) assertOneRack(job *batchv1.Job, pods map[string]string) {
+	e.t.Helper()
+	racks := map[string]bool{}
+	for _, node := range pods {
+		racks[testenv.Domain(node, lt.RackKey)] = true
+	}
+	if len(racks) != 1 {
+		e.t.Errorf("Job %s's pods in racks %v, want one: %v", job.Name, racks, pods)
+	}
+	name := filing.JobGroupName(job.Name, job.UID)
+	e.WaitCondition(e.t, "PodGroup", e.ns, name, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed together")
+}
