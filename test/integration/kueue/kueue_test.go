@@ -11,6 +11,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -31,19 +32,27 @@ type kueueEnv struct {
 	ns string
 }
 
+// start runs the control plane with the upstream Job controller and garbage collector, Kueue,
+// lockstep's scheduler and workload controller, kubelets that end deleted pods, and nodes; ns
+// is the test's namespace.
+func start(t *testing.T, ns string, nodes ...*v1.Node) *kueueEnv {
+	e := &kueueEnv{Env: testenv.Start(t), t: t}
+	e.StartKubeControllers(t)
+	e.StartKueue(t)
+	e.ns = e.Namespace(t, ns)
+	e.StartKubelets(t, e.ns)
+	e.CreateNodes(t, nodes...)
+	e.StartScheduler(t, nil)
+	e.StartJobController(t)
+	return e
+}
+
 // Two Jobs submitted to a LocalQueue whose ClusterQueue has quota for one: Kueue's webhook
 // suspends both on create, Kueue admits one, which starts and whose pods lockstep binds, while
 // the other waits suspended without pods for lack of quota; once the first is deleted, the
 // second is admitted and its pods bind.
 func TestKueueAdmitsJobsWithinQuota(t *testing.T) {
-	e := &kueueEnv{Env: testenv.Start(t), t: t}
-	e.StartKubeControllers(t)
-	e.StartKueue(t)
-	e.ns = e.Namespace(t, "kueue")
-	e.StartKubelets(t, e.ns) // the first Job's pods go away when it is deleted
-	e.CreateNodes(t, lt.MakeNode("node-a", "8").Obj())
-	e.StartScheduler(t, nil)
-	e.StartJobController(t)
+	e := start(t, "kueue", lt.MakeNode("node-a", "8").Obj())
 
 	e.CreateResourceFlavor(t, "default")
 	e.CreateClusterQueue(t, "cluster", "default", "2")
@@ -192,14 +201,7 @@ func (e *kueueEnv) pods(job *batchv1.Job) map[string]string {
 // as a gang (its PodGroup says so); the other waits in Kueue, suspended, with no pods and no
 // lockstep group; when the first ends, the second is admitted and placed in one rack too.
 func TestKueueQueuesLockstepPlacesWholeInOneRack(t *testing.T) {
-	e := &kueueEnv{Env: testenv.Start(t), t: t}
-	e.StartKubeControllers(t)
-	e.StartKueue(t)
-	e.ns = e.Namespace(t, "teams")
-	e.StartKubelets(t, e.ns)
-	e.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "4")...)
-	e.StartScheduler(t, nil)
-	e.StartJobController(t)
+	e := start(t, "teams", lt.TopologyNodes(1, 1, 2, 2, "4")...)
 
 	e.CreateResourceFlavor(t, "default")
 	e.CreateClusterQueue(t, "research", "default", "8")

@@ -278,3 +278,33 @@ func WorkloadCondition(wl *unstructured.Unstructured, condType string) *metav1.C
 	}
 	return nil
 }
+
+// TopologyGVR is Kueue's Topology kind (topology-aware scheduling, on by default in v0.15),
+// served once StartKueue installed the CRDs.
+var TopologyGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: kueueVersion, Resource: "topologies"}
+
+// CreateTopology creates a Kueue Topology named name whose levels are the node label keys
+// levels, from the highest to the lowest (kubernetes.io/hostname, if any, last).
+func (e *Env) CreateTopology(t *testing.T, name string, levels ...string) *unstructured.Unstructured {
+	t.Helper()
+	var ls []any
+	for _, l := range levels {
+		ls = append(ls, map[string]any{"nodeLabel": l})
+	}
+	return e.createKueueObject(t, TopologyGVR, "Topology", "", name, map[string]any{"levels": ls})
+}
+
+// CreateTASResourceFlavor creates a ResourceFlavor named name for topology-aware scheduling:
+// it selects the nodes with nodeLabels (Kueue requires at least one) and places workloads
+// in Topology topology.
+func (e *Env) CreateTASResourceFlavor(t *testing.T, name, topology string, nodeLabels map[string]string) *unstructured.Unstructured {
+	t.Helper()
+	labels := map[string]any{}
+	for k, v := range nodeLabels {
+		labels[k] = v
+	}
+	return e.createKueueObject(t, ResourceFlavorGVR, "ResourceFlavor", "", name, map[string]any{
+		"nodeLabels":   labels,
+		"topologyName": topology,
+	})
+}
