@@ -245,8 +245,8 @@ func CertDir(dir string) string { return filepath.Join(dir, "serving-certs") }
 // namespace Namespace, leader election, metrics and the visibility server off, the batch/job
 // integration only, the webhook server on 127.0.0.1:webhookPort reading certs (written
 // into CertDir(dir) as the kubelet would mount the Secret), the health probe on
-// healthPort.
-func WriteConfig(dir string, certs *Certs, webhookPort, healthPort int) (string, error) {
+// healthPort, and the opts a test asks for.
+func WriteConfig(dir string, certs *Certs, webhookPort, healthPort int, opts Options) (string, error) {
 	if err := os.MkdirAll(CertDir(dir), 0o700); err != nil {
 		return "", err
 	}
@@ -279,9 +279,31 @@ integrations:
   - batch/job
 featureGates:
   VisibilityOnDemand: false
-`, Namespace, SecretName, webhookPort, CertDir(dir), healthPort)
+`, Namespace, SecretName, webhookPort, CertDir(dir), healthPort) + opts.yaml()
 	path := filepath.Join(dir, "config.yaml")
 	return path, os.WriteFile(path, []byte(config), 0o600)
+}
+
+// Options are the parts of Kueue's configuration a test sets; the zero value is Kueue's
+// defaults.
+type Options struct {
+	// WaitForPodsReadyTimeout, when set, turns on waitForPodsReady: an admitted workload whose
+	// pods are not all ready within it is evicted and requeued (after a backoff of
+	// RequeueBackoffBaseSeconds, doubling).
+	WaitForPodsReadyTimeout   time.Duration
+	RequeueBackoffBaseSeconds int32
+}
+
+func (o Options) yaml() string {
+	if o.WaitForPodsReadyTimeout == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`waitForPodsReady:
+  timeout: %s
+  requeuingStrategy:
+    timestamp: Eviction
+    backoffBaseSeconds: %d
+`, o.WaitForPodsReadyTimeout, max(o.RequeueBackoffBaseSeconds, 1))
 }
 
 // Certs are a throwaway CA and a serving certificate it signed, PEM-encoded, in the shape

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -325,8 +326,44 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 			eventType = v1.EventTypeNormal
 		}
 		w.recorder.Eventf(obj, nil, eventType, want.Reason, "Scheduling", "%s", want.Note)
+		if owner := workloadOf(obj); owner != nil {
+			w.recorder.Eventf(owner, obj, eventType, want.Reason, "Scheduling", "%s %s: %s", k.Kind, k.Name, want.Note)
+		}
 	}
 	return nil
+}
+
+// workloadOf returns, for the root group of a tree, the workload object that controls it (a
+// Job, a JobSet, a scheduler-plugins PodGroup...) as an object events can regard, nil for a
+// group with a parent or no controller. The group's events are told there too: it is where
+// users of those workloads look (kubectl describe job; Kueue users beside Kueue's own events
+// on the Job), and they need not know the group's hashed name.
+func workloadOf(obj runtime.Object) runtime.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	switch o := obj.(type) {
+	case *v1alpha1.PodGroup:
+		if o.Spec.ParentCompositePodGroupName != nil {
+			return nil
+		}
+	case *v1alpha1.CompositePodGroup:
+		if o.Spec.ParentCompositePodGroupName != nil {
+			return nil
+		}
+	}
+	ref := metav1.GetControllerOf(m)
+	if ref == nil {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(ref.APIVersion)
+	u.SetKind(ref.Kind)
+	u.SetNamespace(m.GetNamespace())
+	u.SetName(ref.Name)
+	u.SetUID(ref.UID)
+	return u
 }
 
 // initialDue reports whether the PodGroupInitiallyScheduled condition of a group should be

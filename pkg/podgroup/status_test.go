@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -394,4 +395,45 @@ func indexerGet(t *testing.T, indexer cache.Indexer) *v1alpha1.PodGroup {
 		t.Fatalf("group ns/a not in the lister: %v", err)
 	}
 	return o.(*v1alpha1.PodGroup)
+}
+
+// The events of a root group are told on the workload that controls it too (its Job: where
+// users of Jobs, and Kueue's users beside Kueue's events, look); those of a child group only
+// on the group.
+func TestStatusWriterTellsTheWorkload(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  *v1alpha1.PodGroup
+		want []string
+	}{
+		{"a Job's PodGroup", lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Owner("batch/v1", "Job", "train", "uid-train").Obj(),
+			[]string{"a", "train"}},
+		{"a PodGroup of no workload", lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), []string{"a"}},
+		{"a child PodGroup of a JobSet's tree", lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("root").Owner("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "uid-js").Obj(),
+			[]string{"a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, _ := testModel(t)
+			w, _, _ := newStatusWriterOf(t, tc.obj)
+			events := &eventLog{}
+			w.recorder = events
+			key := PodGroupKey("ns", "a")
+			m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("root").Gang(1).Owner("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "uid-js").Obj())
+			m.OnGroup(nil, tc.obj)
+			for i := range 2 {
+				m.OnPod(nil, lt.Member("ns", "a", i).Obj())
+			}
+			m.permits.attempts.Outcome(key).Failure = "cannot fit: no rack has room"
+			if err := w.sync(context.Background(), m.Gate(), key); err != nil {
+				t.Fatal(err)
+			}
+			var regarding []string
+			for _, e := range events.take() {
+				regarding = append(regarding, strings.Fields(e)[0])
+			}
+			if diff := cmp.Diff(tc.want, regarding); diff != "" {
+				t.Errorf("events regarding (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

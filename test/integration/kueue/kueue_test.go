@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/lockstep-sched/lockstep/internal/kueuecontroller"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
@@ -36,9 +37,14 @@ type kueueEnv struct {
 // lockstep's scheduler and workload controller, kubelets that end deleted pods, and nodes; ns
 // is the test's namespace.
 func start(t *testing.T, ns string, nodes ...*v1.Node) *kueueEnv {
+	return startWith(t, kueuecontroller.Options{}, ns, nodes...)
+}
+
+// startWith is start with Kueue configured with opts.
+func startWith(t *testing.T, opts kueuecontroller.Options, ns string, nodes ...*v1.Node) *kueueEnv {
 	e := &kueueEnv{Env: testenv.Start(t), t: t}
 	e.StartKubeControllers(t)
-	e.StartKueue(t)
+	e.StartKueueWith(t, opts)
 	e.ns = e.Namespace(t, ns)
 	e.StartKubelets(t, e.ns)
 	e.CreateNodes(t, nodes...)

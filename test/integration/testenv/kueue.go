@@ -70,6 +70,12 @@ func kueueController(t *testing.T) (binary, moduleDir string) {
 // level 2) is printed if the test failed.
 func (e *Env) StartKueue(t *testing.T) *Process {
 	t.Helper()
+	return e.StartKueueWith(t, kueuecontroller.Options{})
+}
+
+// StartKueueWith is StartKueue with the configuration opts set.
+func (e *Env) StartKueueWith(t *testing.T, opts kueuecontroller.Options) *Process {
+	t.Helper()
 	bin, moduleDir := kueueController(t)
 	certs, err := kueuecontroller.NewCerts()
 	if err != nil {
@@ -88,7 +94,7 @@ func (e *Env) StartKueue(t *testing.T) *Process {
 	e.registerKueueWebhooks(t, moduleDir, baseURL, certs.CA)
 
 	dir := t.TempDir()
-	cfgPath, err := kueuecontroller.WriteConfig(dir, certs, webhookPort, healthPort)
+	cfgPath, err := kueuecontroller.WriteConfig(dir, certs, webhookPort, healthPort, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
