@@ -7,7 +7,13 @@
 // What upstream's main (v0.15.0) does and how it is met here:
 //   - It reads a config.kueue.x-k8s.io/v1beta2 Configuration (--config). Leader election,
 //     metrics and the visibility server (feature VisibilityOnDemand, a fixed port 8082) are
-//     off; only the batch/job integration is on.
+//     off; only the integrations Options.Frameworks names are on (batch/job unless told
+//     otherwise), and only their webhooks and those of Kueue's own kinds are registered.
+//   - An integration whose kind is not served when Kueue starts (the JobSet CRD, for
+//     jobset.x-k8s.io/jobset) gets its webhook at once but its controller only once a
+//     poll finds the kind served, with a backoff from 1s doubling up to 2 minutes
+//     (jobframework.SetupControllers, waitForAPI): a JobSet created meanwhile is suspended
+//     by the webhook and waits for that poll. Install such a CRD before Kueue starts.
 //   - Its internal certificate management cannot be turned off outside a pod: with
 //     internalCertManagement.enable false, main insists on a metrics serving certificate at
 //     the fixed path /etc/kueue/metrics/certs (even with metrics off) and exits without it.
@@ -47,6 +53,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -79,10 +86,33 @@ const (
 	webhookTimeoutSeconds = 10
 )
 
+// Kueue's names (integrations.frameworks) of the integrations the tests enable.
+const (
+	// FrameworkBatchJob is batch/v1 Jobs, the one integration on unless Options say otherwise.
+	FrameworkBatchJob = "batch/job"
+	// FrameworkJobSet is jobset.x-k8s.io/v1alpha2 JobSets: it needs the JobSet CRD served
+	// when Kueue starts (see the package comment).
+	FrameworkJobSet = "jobset.x-k8s.io/jobset"
+)
+
 // webhookResources are the group/resource pairs whose webhooks WebhookConfigurations keeps:
-// Kueue's own kinds and batch/v1 Jobs, the one integration the Configuration enables. The
-// others' webhooks would call handlers for kinds that have no CRD here.
-var webhookResources = map[string]bool{"kueue.x-k8s.io/*": true, "batch/jobs": true}
+// Kueue's own kinds ("kueue.x-k8s.io/*") and the resource of each integration in
+// frameworks, the ones the Configuration enables; the others' webhooks would call handlers
+// of integrations that are off, for kinds that may have no CRD here. An integration
+// "<group>/<kind>" is the resource "<group>/<kind>s" (batch/jobs, jobset.x-k8s.io/jobsets,
+// kubeflow.org/mpijobs...); the pod-based integrations (pod, deployment, statefulset) are
+// not supported.
+func webhookResources(frameworks []string) (map[string]bool, error) {
+	out := map[string]bool{"kueue.x-k8s.io/*": true}
+	for _, f := range frameworks {
+		group, kind, ok := strings.Cut(f, "/")
+		if !ok || group == "" || kind == "" || strings.Contains(kind, "/") {
+			return nil, fmt.Errorf("integration %q: only <group>/<kind> integrations are supported here", f)
+		}
+		out[group+"/"+kind+"s"] = true
+	}
+	return out, nil
+}
 
 // crdDir is where the Kueue CRDs are inside the sigs.k8s.io/kueue module directory.
 func crdDir(moduleDir string) string {
@@ -147,9 +177,15 @@ func conversionPatches(dir string) (map[string]*apiextensionsv1.CustomResourceCo
 
 // WebhookConfigurations reads upstream's webhook manifest (config/components/webhook) and
 // returns its configurations named as upstream installs them, with only the webhooks of
-// Kueue's kinds and of batch/v1 Jobs, each calling baseURL plus the manifest's Service path
-// and trusting caBundle. Failure policies and rules are upstream's.
-func WebhookConfigurations(moduleDir, baseURL string, caBundle []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+// Kueue's kinds and of the integrations frameworks (Kueue's names; nil is batch/job only,
+// as Options.EnabledFrameworks), each calling baseURL plus the manifest's Service path
+// and trusting caBundle. Failure policies and rules are upstream's. Every integration must
+// have a mutating and a validating webhook in the manifest.
+func WebhookConfigurations(moduleDir, baseURL string, caBundle []byte, frameworks []string) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	keep, err := webhookResources(Options{Frameworks: frameworks}.EnabledFrameworks())
+	if err != nil {
+		return nil, nil, err
+	}
 	data, err := os.ReadFile(filepath.Join(moduleDir, "config", "components", "webhook", "manifests.yaml"))
 	if err != nil {
 		return nil, nil, err
@@ -182,37 +218,58 @@ func WebhookConfigurations(moduleDir, baseURL string, caBundle []byte) (*admissi
 		}
 		return out
 	}
+	// covered counts, per kept resource, the mutating and the validating webhooks kept for
+	// it.
+	covered := map[string][2]int{}
+	count := func(rules []admissionregistrationv1.RuleWithOperations, i int) {
+		for _, r := range rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					c := covered[g+"/"+res]
+					c[i]++
+					covered[g+"/"+res] = c
+				}
+			}
+		}
+	}
 	var mutatingHooks []admissionregistrationv1.MutatingWebhook
 	for _, h := range mutating.Webhooks {
-		if keepWebhook(h.Rules) {
+		if keepWebhook(keep, h.Rules) {
 			h.ClientConfig, h.TimeoutSeconds = toURL(h.ClientConfig), ptr.To[int32](webhookTimeoutSeconds)
 			mutatingHooks = append(mutatingHooks, h)
+			count(h.Rules, 0)
 		}
 	}
 	var validatingHooks []admissionregistrationv1.ValidatingWebhook
 	for _, h := range validating.Webhooks {
-		if keepWebhook(h.Rules) {
+		if keepWebhook(keep, h.Rules) {
 			h.ClientConfig, h.TimeoutSeconds = toURL(h.ClientConfig), ptr.To[int32](webhookTimeoutSeconds)
 			validatingHooks = append(validatingHooks, h)
+			count(h.Rules, 1)
 		}
 	}
 	if convErr != nil {
 		return nil, nil, convErr
 	}
 	if len(mutatingHooks) == 0 || len(validatingHooks) == 0 {
-		return nil, nil, fmt.Errorf("no Kueue or Job webhooks in the manifest of %s", moduleDir)
+		return nil, nil, fmt.Errorf("no Kueue webhooks in the manifest of %s", moduleDir)
+	}
+	for res := range keep {
+		if c := covered[res]; !strings.HasSuffix(res, "/*") && (c[0] == 0 || c[1] == 0) {
+			return nil, nil, fmt.Errorf("the manifest of %s has %d mutating and %d validating webhooks for %s, want both", moduleDir, c[0], c[1], res)
+		}
 	}
 	mutating.Webhooks, validating.Webhooks = mutatingHooks, validatingHooks
 	return mutating, validating, nil
 }
 
-// keepWebhook reports whether every resource a webhook's rules match is one of
-// webhookResources.
-func keepWebhook(rules []admissionregistrationv1.RuleWithOperations) bool {
+// keepWebhook reports whether every resource a webhook's rules match is one of keep
+// (webhookResources).
+func keepWebhook(keep map[string]bool, rules []admissionregistrationv1.RuleWithOperations) bool {
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
-				if !webhookResources[g+"/*"] && !webhookResources[g+"/"+res] {
+				if !keep[g+"/*"] && !keep[g+"/"+res] {
 					return false
 				}
 			}
@@ -242,10 +299,10 @@ func ReadyURL(healthPort int) string { return fmt.Sprintf("http://127.0.0.1:%d/r
 func CertDir(dir string) string { return filepath.Join(dir, "serving-certs") }
 
 // WriteConfig writes into dir the controller manager's configuration and returns its path:
-// namespace Namespace, leader election, metrics and the visibility server off, the batch/job
-// integration only, the webhook server on 127.0.0.1:webhookPort reading certs (written
-// into CertDir(dir) as the kubelet would mount the Secret), the health probe on
-// healthPort, and the opts a test asks for.
+// namespace Namespace, leader election, metrics and the visibility server off, the
+// integrations opts.EnabledFrameworks only (batch/job by default), the webhook server on
+// 127.0.0.1:webhookPort reading certs (written into CertDir(dir) as the kubelet would mount
+// the Secret), the health probe on healthPort, and the opts a test asks for.
 func WriteConfig(dir string, certs *Certs, webhookPort, healthPort int, opts Options) (string, error) {
 	if err := os.MkdirAll(CertDir(dir), 0o700); err != nil {
 		return "", err
@@ -276,10 +333,9 @@ clientConnection:
   burst: 1000
 integrations:
   frameworks:
-  - batch/job
-featureGates:
+%sfeatureGates:
   VisibilityOnDemand: false
-`, Namespace, SecretName, webhookPort, CertDir(dir), healthPort) + opts.yaml()
+`, Namespace, SecretName, webhookPort, CertDir(dir), healthPort, opts.frameworksYAML()) + opts.yaml()
 	path := filepath.Join(dir, "config.yaml")
 	return path, os.WriteFile(path, []byte(config), 0o600)
 }
@@ -292,6 +348,38 @@ type Options struct {
 	// RequeueBackoffBaseSeconds, doubling).
 	WaitForPodsReadyTimeout   time.Duration
 	RequeueBackoffBaseSeconds int32
+	// Frameworks are the integrations Kueue enables (integrations.frameworks, Kueue's names:
+	// FrameworkBatchJob, FrameworkJobSet, ...); empty is [FrameworkBatchJob]. Only their
+	// webhooks are registered (WebhookConfigurations), and the kinds must be served before
+	// Kueue starts.
+	Frameworks []string
+}
+
+// EnabledFrameworks are the integrations Kueue enables: Frameworks, or batch/job alone.
+func (o Options) EnabledFrameworks() []string {
+	if len(o.Frameworks) == 0 {
+		return []string{FrameworkBatchJob}
+	}
+	return o.Frameworks
+}
+
+// Enables reports whether Kueue enables the integration framework.
+func (o Options) Enables(framework string) bool {
+	for _, f := range o.EnabledFrameworks() {
+		if f == framework {
+			return true
+		}
+	}
+	return false
+}
+
+// frameworksYAML is the list under integrations.frameworks.
+func (o Options) frameworksYAML() string {
+	var b strings.Builder
+	for _, f := range o.EnabledFrameworks() {
+		fmt.Fprintf(&b, "  - %s\n", f)
+	}
+	return b.String()
 }
 
 func (o Options) yaml() string {

@@ -67,22 +67,8 @@ func TestKueueAdmitsJobsWithinQuota(t *testing.T) {
 	// Neither Job asks to be suspended; each needs the whole quota (2 pods x 1 cpu).
 	jobs := []*batchv1.Job{e.submit("first"), e.submit("second")}
 
-	var admitted, pending *batchv1.Job
-	testenv.Eventually(t, 90*time.Second, "one Job admitted, the other pending for quota", func() (bool, string) {
-		admitted, pending = nil, nil
-		var seen []string
-		for _, j := range jobs {
-			state, msg := e.admission(j)
-			seen = append(seen, fmt.Sprintf("%s: %s %s", j.Name, state, msg))
-			switch state {
-			case "admitted":
-				admitted = j
-			case "pending":
-				pending = j
-			}
-		}
-		return admitted != nil && pending != nil, fmt.Sprint(seen)
-	})
+	a, p := e.oneAdmitted(jobs[0], jobs[1])
+	admitted, pending := jobs[a], jobs[p]
 	e.waitStarted(admitted)
 	e.assertHeld(pending)
 
@@ -118,12 +104,34 @@ func (e *kueueEnv) submitJob(job *batchv1.Job) *batchv1.Job {
 	return created
 }
 
-// admission is the state of a Job's Kueue Workload: "admitted" (Admitted true), "pending"
-// (QuotaReserved false: it waits for quota), or "" while undecided, with the condition's
-// message.
-func (e *kueueEnv) admission(job *batchv1.Job) (string, string) {
+// oneAdmitted waits until Kueue has admitted one of two workloads (a Job, a JobSet) and holds
+// the other for quota; it returns their indexes.
+func (e *kueueEnv) oneAdmitted(objs ...metav1.Object) (admitted, pending int) {
 	e.t.Helper()
-	wl := e.JobWorkload(e.t, job)
+	testenv.Eventually(e.t, 90*time.Second, "one admitted, the other pending for quota", func() (bool, string) {
+		admitted, pending = -1, -1
+		var seen []string
+		for i, o := range objs {
+			state, msg := e.admission(o)
+			seen = append(seen, fmt.Sprintf("%s: %s %s", o.GetName(), state, msg))
+			switch state {
+			case "admitted":
+				admitted = i
+			case "pending":
+				pending = i
+			}
+		}
+		return admitted >= 0 && pending >= 0, fmt.Sprint(seen)
+	})
+	return admitted, pending
+}
+
+// admission is the state of the Kueue Workload of a Job or JobSet: "admitted" (Admitted
+// true), "pending" (QuotaReserved false: it waits for quota), or "" while undecided, with the
+// condition's message.
+func (e *kueueEnv) admission(obj metav1.Object) (string, string) {
+	e.t.Helper()
+	wl := e.KueueWorkload(e.t, obj)
 	if wl == nil {
 		return "", "no Workload yet"
 	}
@@ -140,26 +148,35 @@ func (e *kueueEnv) admission(job *batchv1.Job) (string, string) {
 // are bound; it returns their nodes.
 func (e *kueueEnv) waitStarted(job *batchv1.Job) map[string]string {
 	e.t.Helper()
-	n := int(ptr.Deref(job.Spec.Parallelism, 1))
-	var pods map[string]string
-	testenv.Eventually(e.t, 90*time.Second, fmt.Sprintf("%s unsuspended and its %d pods bound", job.Name, n), func() (bool, string) {
+	suspended := func() (bool, error) {
 		got, err := e.Client.BatchV1().Jobs(e.ns).Get(context.Background(), job.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, err
 		}
-		if ptr.Deref(got.Spec.Suspend, false) {
-			return false, "still suspended"
+		return ptr.Deref(got.Spec.Suspend, false), nil
+	}
+	return e.waitResumedAndBound(job.Name, int(ptr.Deref(job.Spec.Parallelism, 1)), suspended, func() map[string]string { return e.pods(job) })
+}
+
+// waitResumedAndBound waits until a workload (name) is no longer suspended and its n pods are
+// all bound; it returns their nodes.
+func (e *kueueEnv) waitResumedAndBound(name string, n int, suspended func() (bool, error), pods func() map[string]string) map[string]string {
+	e.t.Helper()
+	var nodes map[string]string
+	testenv.Eventually(e.t, 90*time.Second, fmt.Sprintf("%s unsuspended and its %d pods bound", name, n), func() (bool, string) {
+		if s, err := suspended(); err != nil || s {
+			return false, fmt.Sprintf("still suspended (%v)", err)
 		}
-		pods = e.pods(job)
+		nodes = pods()
 		bound := 0
-		for _, node := range pods {
+		for _, node := range nodes {
 			if node != "" {
 				bound++
 			}
 		}
-		return len(pods) == n && bound == n, fmt.Sprint(pods)
+		return len(nodes) == n && bound == n, fmt.Sprint(nodes)
 	})
-	return pods
+	return nodes
 }
 
 // assertHeld fails unless the Job is still suspended and has no pods, and lockstep made no
@@ -219,22 +236,8 @@ func TestKueueQueuesLockstepPlacesWholeInOneRack(t *testing.T) {
 	}
 	jobs := []*batchv1.Job{e.submitJob(gang("train-a", "team-a")), e.submitJob(gang("train-b", "team-b"))}
 
-	var admitted, pending *batchv1.Job
-	testenv.Eventually(t, 90*time.Second, "one Job admitted, the other pending for quota", func() (bool, string) {
-		admitted, pending = nil, nil
-		var seen []string
-		for _, j := range jobs {
-			state, msg := e.admission(j)
-			seen = append(seen, fmt.Sprintf("%s: %s %s", j.Name, state, msg))
-			switch state {
-			case "admitted":
-				admitted = j
-			case "pending":
-				pending = j
-			}
-		}
-		return admitted != nil && pending != nil, fmt.Sprint(seen)
-	})
+	a, p := e.oneAdmitted(jobs[0], jobs[1])
+	admitted, pending := jobs[a], jobs[p]
 	e.assertOneRack(admitted, e.waitStarted(admitted))
 	e.assertHeld(pending)
 

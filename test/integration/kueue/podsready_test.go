@@ -54,7 +54,7 @@ func TestKueueEvictsAGangThatDoesNotFitAndLockstepHoldsNothing(t *testing.T) {
 
 	// Evicted for want of ready pods: suspended, its pods and its groups gone.
 	testenv.Eventually(t, 90*time.Second, "Kueue evicts the Job for PodsReadyTimeout", func() (bool, string) {
-		wl := e.JobWorkload(t, job)
+		wl := e.KueueWorkload(t, job)
 		if wl == nil {
 			return false, "no Workload"
 		}

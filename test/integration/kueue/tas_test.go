@@ -185,7 +185,7 @@ func (e *kueueEnv) topologyAssignment(job *batchv1.Job) string {
 	e.t.Helper()
 	var out string
 	testenv.Eventually(e.t, 30*time.Second, job.Name+"'s Workload with a topology assignment", func() (bool, string) {
-		wl := e.JobWorkload(e.t, job)
+		wl := e.KueueWorkload(e.t, job)
 		if wl == nil {
 			return false, "no Workload"
 		}

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/lockstep-sched/lockstep/internal/jobsetcontroller"
 	"github.com/lockstep-sched/lockstep/internal/kueuecontroller"
 )
 
@@ -73,10 +73,20 @@ func (e *Env) StartKueue(t *testing.T) *Process {
 	return e.StartKueueWith(t, kueuecontroller.Options{})
 }
 
-// StartKueueWith is StartKueue with the configuration opts set.
+// StartKueueWith is StartKueue with the configuration opts set. With opts.Frameworks, those
+// integrations are on instead of batch/job alone, and their webhooks are registered (beside
+// those of Kueue's kinds). Kueue sets up an integration's controller at start only if its
+// kind is served then (else it polls, backing off up to 2 minutes): for
+// jobset.x-k8s.io/jobset the JobSet CRD (v0.12.0, from tools/controllers, as
+// StartJobSetController installs it) is installed here first if it is not already. JobSets
+// need the JobSet controller (StartJobSetController) to get child Jobs once Kueue
+// unsuspends them, and the upstream Job controller (StartKubeControllers) to get pods.
 func (e *Env) StartKueueWith(t *testing.T, opts kueuecontroller.Options) *Process {
 	t.Helper()
 	bin, moduleDir := kueueController(t)
+	if opts.Enables(kueuecontroller.FrameworkJobSet) {
+		e.installCRD(t, jobsetcontroller.CRDPath(JobSetModuleDir(t)), JobSetGVR)
+	}
 	certs, err := kueuecontroller.NewCerts()
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +101,7 @@ func (e *Env) StartKueueWith(t *testing.T, opts kueuecontroller.Options) *Proces
 		e.createServedCRD(t, crd)
 	}
 	e.createKueueNamespace(t, certs)
-	e.registerKueueWebhooks(t, moduleDir, baseURL, certs.CA)
+	e.registerKueueWebhooks(t, moduleDir, baseURL, certs.CA, opts.Frameworks)
 
 	dir := t.TempDir()
 	cfgPath, err := kueuecontroller.WriteConfig(dir, certs, webhookPort, healthPort, opts)
@@ -184,12 +194,13 @@ func (e *Env) createKueueNamespace(t *testing.T, certs *kueuecontroller.Certs) {
 	}
 }
 
-// registerKueueWebhooks creates Kueue's mutating and validating webhook configurations,
-// calling baseURL and trusting caBundle.
-func (e *Env) registerKueueWebhooks(t *testing.T, moduleDir, baseURL string, caBundle []byte) {
+// registerKueueWebhooks creates Kueue's mutating and validating webhook configurations for
+// its kinds and the integrations frameworks (nil: batch/job), calling baseURL and trusting
+// caBundle.
+func (e *Env) registerKueueWebhooks(t *testing.T, moduleDir, baseURL string, caBundle []byte, frameworks []string) {
 	t.Helper()
 	ctx := context.Background()
-	mutating, validating, err := kueuecontroller.WebhookConfigurations(moduleDir, baseURL, caBundle)
+	mutating, validating, err := kueuecontroller.WebhookConfigurations(moduleDir, baseURL, caBundle, frameworks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,16 +262,16 @@ func (e *Env) CreateLocalQueue(t *testing.T, ns, name, clusterQueue string) *uns
 	return e.createKueueObject(t, LocalQueueGVR, "LocalQueue", ns, name, map[string]any{"clusterQueue": clusterQueue})
 }
 
-// JobWorkload returns the Kueue Workload of Job job (the one it controls), nil while there
-// is none.
-func (e *Env) JobWorkload(t *testing.T, job *batchv1.Job) *unstructured.Unstructured {
+// KueueWorkload returns the Kueue Workload of a workload object of any integration (a Job, a
+// JobSet...: the Workload it controls), nil while there is none.
+func (e *Env) KueueWorkload(t *testing.T, obj metav1.Object) *unstructured.Unstructured {
 	t.Helper()
-	list, err := dynamic.NewForConfigOrDie(e.Config).Resource(WorkloadGVR).Namespace(job.Namespace).List(context.Background(), metav1.ListOptions{})
+	list, err := dynamic.NewForConfigOrDie(e.Config).Resource(WorkloadGVR).Namespace(obj.GetNamespace()).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range list.Items {
-		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == job.UID {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == obj.GetUID() {
 			return &list.Items[i]
 		}
 	}
