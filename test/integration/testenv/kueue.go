@@ -244,16 +244,7 @@ func (e *Env) CreateResourceFlavor(t *testing.T, name string) *unstructured.Unst
 // namespace with a nominal quota of cpu (a quantity) in ResourceFlavor flavor.
 func (e *Env) CreateClusterQueue(t *testing.T, name, flavor, cpu string) *unstructured.Unstructured {
 	t.Helper()
-	return e.createKueueObject(t, ClusterQueueGVR, "ClusterQueue", "", name, map[string]any{
-		"namespaceSelector": map[string]any{},
-		"resourceGroups": []any{map[string]any{
-			"coveredResources": []any{"cpu"},
-			"flavors": []any{map[string]any{
-				"name":      flavor,
-				"resources": []any{map[string]any{"name": "cpu", "nominalQuota": cpu}},
-			}},
-		}},
-	})
+	return e.CreateClusterQueueWithPreemption(t, name, flavor, cpu, "")
 }
 
 // CreateLocalQueue creates a LocalQueue ns/name submitting to ClusterQueue clusterQueue.
@@ -324,4 +315,26 @@ func (e *Env) CreateTASResourceFlavor(t *testing.T, name, topology string, nodeL
 		"nodeLabels":   labels,
 		"topologyName": topology,
 	})
+}
+
+// CreateClusterQueueWithPreemption is CreateClusterQueue with the preemption policy
+// withinClusterQueue (Never, LowerPriority, LowerOrNewerEqualPriority; "" for Kueue's
+// default): a pending workload may evict the admitted workloads of the ClusterQueue it
+// allows, to get their quota.
+func (e *Env) CreateClusterQueueWithPreemption(t *testing.T, name, flavor, cpu, withinClusterQueue string) *unstructured.Unstructured {
+	t.Helper()
+	spec := map[string]any{
+		"namespaceSelector": map[string]any{},
+		"resourceGroups": []any{map[string]any{
+			"coveredResources": []any{"cpu"},
+			"flavors": []any{map[string]any{
+				"name":      flavor,
+				"resources": []any{map[string]any{"name": "cpu", "nominalQuota": cpu}},
+			}},
+		}},
+	}
+	if withinClusterQueue != "" {
+		spec["preemption"] = map[string]any{"withinClusterQueue": withinClusterQueue}
+	}
+	return e.createKueueObject(t, ClusterQueueGVR, "ClusterQueue", "", name, spec)
 }
