@@ -93,6 +93,13 @@ const (
 	// FrameworkJobSet is jobset.x-k8s.io/v1alpha2 JobSets: it needs the JobSet CRD served
 	// when Kueue starts (see the package comment).
 	FrameworkJobSet = "jobset.x-k8s.io/jobset"
+	// FrameworkTrainJob is Kubeflow Trainer's trainer.kubeflow.org/v1alpha1 TrainJobs (Kueue
+	// v0.15.0 is built against Trainer v2.1.0's types): Kueue suspends a TrainJob and admits
+	// it as one Workload whose pod sets it computes from the TrainJob's runtime, and its
+	// controller owns the JobSet Trainer makes. It needs the TrainJob, TrainingRuntime and
+	// ClusterTrainingRuntime CRDs served when Kueue starts (see the package comment), and the
+	// JobSet one (it watches the JobSets TrainJobs own).
+	FrameworkTrainJob = "trainer.kubeflow.org/trainjob"
 )
 
 // webhookResources are the group/resource pairs whose webhooks WebhookConfigurations keeps:

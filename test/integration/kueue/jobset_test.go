@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,21 +49,21 @@ func TestKueueAdmitsAJobSetLockstepBindsItsTreeWhole(t *testing.T) {
 
 	jobsets := []*unstructured.Unstructured{e.submitJobSet("train-a", "team-a"), e.submitJobSet("train-b", "team-b")}
 
-	a, p := e.oneAdmitted(jobsets[0], jobsets[1])
-	admitted, pending := jobsets[a], jobsets[p]
-	e.assertJobSetHeld(pending)
-	e.assertJobSetWholeInOneRack(admitted, e.waitJobSetStarted(admitted))
-	e.assertJobSetHeld(pending)
+	e.oneAtATime(e.unstructuredKind(e.jobSets(), e.assertJobSetHeld, func(u *unstructured.Unstructured) { e.assertJobSetWholeInOneRack(u, e.waitJobSetStarted(u)) }), jobsets[0], jobsets[1])
+}
 
-	if err := e.jobSets().Delete(context.Background(), admitted.GetName(),
-		metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
-		t.Fatal(err)
+// unstructuredKind is the queuedKind of a kind served by resource (JobSets, TrainJobs).
+func (e *kueueEnv) unstructuredKind(resource dynamic.ResourceInterface, held, placed func(*unstructured.Unstructured)) queuedKind {
+	return queuedKind{
+		held:   func(o metav1.Object) { held(o.(*unstructured.Unstructured)) },
+		placed: func(o metav1.Object) { placed(o.(*unstructured.Unstructured)) },
+		remove: func(o metav1.Object) {
+			if err := resource.Delete(context.Background(), o.GetName(),
+				metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+				e.t.Fatal(err)
+			}
+		},
 	}
-	testenv.Eventually(t, 90*time.Second, pending.GetName()+" admitted once "+admitted.GetName()+" is gone", func() (bool, string) {
-		state, msg := e.admission(pending)
-		return state == "admitted", state + " " + msg
-	})
-	e.assertJobSetWholeInOneRack(pending, e.waitJobSetStarted(pending))
 }
 
 // jobSets is the JobSet resource of the test's namespace.

@@ -67,20 +67,7 @@ func TestKueueAdmitsJobsWithinQuota(t *testing.T) {
 	// Neither Job asks to be suspended; each needs the whole quota (2 pods x 1 cpu).
 	jobs := []*batchv1.Job{e.submit("first"), e.submit("second")}
 
-	a, p := e.oneAdmitted(jobs[0], jobs[1])
-	admitted, pending := jobs[a], jobs[p]
-	e.waitStarted(admitted)
-	e.assertHeld(pending)
-
-	if err := e.Client.BatchV1().Jobs(e.ns).Delete(context.Background(), admitted.Name,
-		metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 90*time.Second, pending.Name+" admitted once "+admitted.Name+" is gone", func() (bool, string) {
-		state, msg := e.admission(pending)
-		return state == "admitted", state + " " + msg
-	})
-	e.waitStarted(pending)
+	e.oneAtATime(e.jobs(func(j *batchv1.Job) { e.waitStarted(j) }), jobs[0], jobs[1])
 }
 
 // submit creates an Indexed Job ns/name of 2 pods of 1 cpu in LocalQueue team-a, not
@@ -102,6 +89,49 @@ func (e *kueueEnv) submitJob(job *batchv1.Job) *batchv1.Job {
 		e.t.Fatalf("Job %s created with spec.suspend %v, want Kueue's webhook to suspend it", job.Name, created.Spec.Suspend)
 	}
 	return created
+}
+
+// queuedKind is what the one-at-a-time scenario needs of a kind of workload.
+type queuedKind struct {
+	// held checks that a workload waits in Kueue: suspended, no pods, no lockstep group.
+	held func(obj metav1.Object)
+	// placed waits until a workload runs and checks that it was placed as it asks.
+	placed func(obj metav1.Object)
+	// remove deletes a workload.
+	remove func(obj metav1.Object)
+}
+
+// jobs is the queuedKind of batch/v1 Jobs, placed as placed checks.
+func (e *kueueEnv) jobs(placed func(*batchv1.Job)) queuedKind {
+	return queuedKind{
+		held:   func(o metav1.Object) { e.assertHeld(o.(*batchv1.Job)) },
+		placed: func(o metav1.Object) { placed(o.(*batchv1.Job)) },
+		remove: func(o metav1.Object) {
+			if err := e.Client.BatchV1().Jobs(e.ns).Delete(context.Background(), o.GetName(),
+				metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+				e.t.Fatal(err)
+			}
+		},
+	}
+}
+
+// oneAtATime is the scenario of two workloads submitted to a ClusterQueue with quota for
+// one: Kueue admits one, which is placed, while the other waits in Kueue with nothing in
+// lockstep; once the first is deleted, the second is admitted and placed.
+func (e *kueueEnv) oneAtATime(k queuedKind, first, second metav1.Object) {
+	e.t.Helper()
+	objs := []metav1.Object{first, second}
+	a, p := e.oneAdmitted(first, second)
+	admitted, pending := objs[a], objs[p]
+	k.held(pending)
+	k.placed(admitted)
+	k.held(pending)
+	k.remove(admitted)
+	testenv.Eventually(e.t, 90*time.Second, pending.GetName()+" admitted once "+admitted.GetName()+" is gone", func() (bool, string) {
+		state, msg := e.admission(pending)
+		return state == "admitted", state + " " + msg
+	})
+	k.placed(pending)
 }
 
 // oneAdmitted waits until Kueue has admitted one of two workloads (a Job, a JobSet) and holds
@@ -236,20 +266,7 @@ func TestKueueQueuesLockstepPlacesWholeInOneRack(t *testing.T) {
 	}
 	jobs := []*batchv1.Job{e.submitJob(gang("train-a", "team-a")), e.submitJob(gang("train-b", "team-b"))}
 
-	a, p := e.oneAdmitted(jobs[0], jobs[1])
-	admitted, pending := jobs[a], jobs[p]
-	e.assertOneRack(admitted, e.waitStarted(admitted))
-	e.assertHeld(pending)
-
-	if err := e.Client.BatchV1().Jobs(e.ns).Delete(context.Background(), admitted.Name,
-		metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 90*time.Second, pending.Name+" admitted once "+admitted.Name+" is gone", func() (bool, string) {
-		state, msg := e.admission(pending)
-		return state == "admitted", state + " " + msg
-	})
-	e.assertOneRack(pending, e.waitStarted(pending))
+	e.oneAtATime(e.jobs(func(j *batchv1.Job) { e.assertOneRack(j, e.waitStarted(j)) }), jobs[0], jobs[1])
 }
 
 // assertOneRack checks that a Job's pods are in one rack (their nodes, named for their place), and that

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/internal/jobsetcontroller"
 	"github.com/lockstep-sched/lockstep/internal/kueuecontroller"
+	"github.com/lockstep-sched/lockstep/internal/trainercontroller"
 )
 
 // The upstream Kueue controller manager (sigs.k8s.io/kueue, the version pinned in
@@ -80,12 +81,19 @@ func (e *Env) StartKueue(t *testing.T) *Process {
 // jobset.x-k8s.io/jobset the JobSet CRD (v0.12.0, from tools/controllers, as
 // StartJobSetController installs it) is installed here first if it is not already. JobSets
 // need the JobSet controller (StartJobSetController) to get child Jobs once Kueue
-// unsuspends them, and the upstream Job controller (StartKubeControllers) to get pods.
+// unsuspends them, and the upstream Job controller (StartKubeControllers) to get pods. For
+// trainer.kubeflow.org/trainjob the JobSet CRD and the Trainer and scheduler-plugins PodGroup
+// CRDs (from tools/controllers, as StartTrainerController installs them) are installed first:
+// Kueue's TrainJob controller reads TrainJobs and their runtimes and owns JobSets. TrainJobs
+// need the Trainer controller (StartTrainerController) and the JobSet controller too.
 func (e *Env) StartKueueWith(t *testing.T, opts kueuecontroller.Options) *Process {
 	t.Helper()
 	bin, moduleDir := kueueController(t)
-	if opts.Enables(kueuecontroller.FrameworkJobSet) {
+	if opts.Enables(kueuecontroller.FrameworkJobSet) || opts.Enables(kueuecontroller.FrameworkTrainJob) {
 		e.installCRD(t, jobsetcontroller.CRDPath(JobSetModuleDir(t)), JobSetGVR)
+	}
+	if opts.Enables(kueuecontroller.FrameworkTrainJob) {
+		e.installTrainerCRDs(t)
 	}
 	certs, err := kueuecontroller.NewCerts()
 	if err != nil {
@@ -337,4 +345,17 @@ func (e *Env) CreateClusterQueueWithPreemption(t *testing.T, name, flavor, cpu, 
 		spec["preemption"] = map[string]any{"withinClusterQueue": withinClusterQueue}
 	}
 	return e.createKueueObject(t, ClusterQueueGVR, "ClusterQueue", "", name, spec)
+}
+
+// installTrainerCRDs installs the Trainer CRDs (TrainJob, TrainingRuntime,
+// ClusterTrainingRuntime) and the scheduler-plugins PodGroup CRD as StartTrainerController
+// does (it finds them installed), and waits until they are served.
+func (e *Env) installTrainerCRDs(t *testing.T) {
+	t.Helper()
+	_, trainerDir, schedulerPluginsDir := trainerController(t)
+	crds := trainercontroller.CRDPaths(trainerDir)
+	for i, gvr := range []schema.GroupVersionResource{TrainJobGVR, TrainingRuntimeGVR, ClusterTrainingRuntimeGVR} {
+		e.installCRD(t, crds[i], gvr)
+	}
+	e.installCRD(t, trainercontroller.PodGroupCRDPath(schedulerPluginsDir), SchedulerPluginsPodGroupGVR)
 }
