@@ -113,48 +113,14 @@ func (e *kueueEnv) submitJobSet(name, queue string) *unstructured.Unstructured {
 		},
 	}}
 	testenv.DefaultJobSet(js.Object)
-	created, err := e.jobSets().Create(context.Background(), js, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating JobSet %s: %v", name, err)
-	}
-	if s, _, _ := unstructured.NestedBool(created.Object, "spec", "suspend"); !s {
-		e.t.Fatalf("JobSet %s created with spec.suspend %v, want Kueue's webhook to suspend it", name, created.Object["spec"].(map[string]any)["suspend"])
-	}
-	got, err := e.jobSets().Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend"); !s {
-		e.t.Fatalf("JobSet %s read back with spec.suspend false, want Kueue's webhook to have suspended it", name)
-	}
-	return created
-}
-
-// jobSetSuspended reads a JobSet's spec.suspend.
-func (e *kueueEnv) jobSetSuspended(js *unstructured.Unstructured) bool {
-	e.t.Helper()
-	got, err := e.jobSets().Get(context.Background(), js.GetName(), metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend")
-	return s
+	return e.submitSuspended("JobSet", e.jobSets(), js)
 }
 
 // jobSetPodNodes maps the name of each pod of a JobSet (this one, by UID) to its node (""
 // while unbound).
 func (e *kueueEnv) jobSetPodNodes(js *unstructured.Unstructured) map[string]string {
 	e.t.Helper()
-	list, err := e.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{
-		LabelSelector: jobSetNameLabel + "=" + js.GetName() + "," + jobSetUIDLabel + "=" + string(js.GetUID())})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, p := range list.Items {
-		out[p.Name] = p.Spec.NodeName
-	}
-	return out
+	return e.podNodes(jobSetNameLabel + "=" + js.GetName() + "," + jobSetUIDLabel + "=" + string(js.GetUID()))
 }
 
 // waitJobSetStarted waits until Kueue has unsuspended the JobSet and all its pods are bound;
@@ -162,7 +128,7 @@ func (e *kueueEnv) jobSetPodNodes(js *unstructured.Unstructured) map[string]stri
 func (e *kueueEnv) waitJobSetStarted(js *unstructured.Unstructured) map[string]string {
 	e.t.Helper()
 	return e.waitResumedAndBound("JobSet "+js.GetName(), jobSetPods,
-		func() (bool, error) { return e.jobSetSuspended(js), nil },
+		func() (bool, error) { return e.suspended(e.jobSets(), js), nil },
 		func() map[string]string { return e.jobSetPodNodes(js) })
 }
 
@@ -224,7 +190,7 @@ func (e *kueueEnv) childJobs(js *unstructured.Unstructured) []batchv1.Job {
 // group controlled by it or by any child Job the JobSet controller made for it (suspended).
 func (e *kueueEnv) assertJobSetHeld(js *unstructured.Unstructured) {
 	e.t.Helper()
-	if !e.jobSetSuspended(js) {
+	if !e.suspended(e.jobSets(), js) {
 		e.t.Errorf("JobSet %s runs without quota: spec.suspend false", js.GetName())
 	}
 	if state, msg := e.admission(js); state != "pending" {
@@ -256,7 +222,7 @@ func (e *kueueEnv) assertJobSetWholeInOneRack(js *unstructured.Unstructured, pod
 	e.t.Helper()
 	racks := map[string]bool{}
 	for _, node := range pods {
-		racks[testenv.Domain(node, lt.RackKey)] = true
+		racks[e.NodeDomain(e.t, node, lt.RackKey)] = true
 	}
 	if len(racks) != 1 {
 		e.t.Errorf("JobSet %s's pods in racks %v, want one: %v", js.GetName(), racks, pods)

@@ -13,6 +13,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/internal/kueuecontroller"
@@ -237,7 +239,14 @@ func (e *kueueEnv) assertHeld(job *batchv1.Job) {
 // pods maps the name of each pod of the Job to its node ("" while unbound).
 func (e *kueueEnv) pods(job *batchv1.Job) map[string]string {
 	e.t.Helper()
-	list, err := e.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
+	return e.podNodes(batchv1.JobNameLabel + "=" + job.Name)
+}
+
+// podNodes maps the name of each pod of the test's namespace that selector selects to its
+// node ("" while unbound).
+func (e *kueueEnv) podNodes(selector string) map[string]string {
+	e.t.Helper()
+	list, err := e.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -246,6 +255,35 @@ func (e *kueueEnv) pods(job *batchv1.Job) map[string]string {
 		out[p.Name] = p.Spec.NodeName
 	}
 	return out
+}
+
+// submitSuspended creates obj (a JobSet, a TrainJob) of a kind, not suspended, through
+// resource, and checks that Kueue's webhook suspended it on create, as created and as read
+// back.
+func (e *kueueEnv) submitSuspended(kind string, resource dynamic.ResourceInterface, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	e.t.Helper()
+	created, err := resource.Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating %s %s: %v", kind, obj.GetName(), err)
+	}
+	if s, _, _ := unstructured.NestedBool(created.Object, "spec", "suspend"); !s {
+		e.t.Fatalf("%s %s created with spec.suspend %v, want Kueue's webhook to suspend it", kind, obj.GetName(), created.Object["spec"].(map[string]any)["suspend"])
+	}
+	if !e.suspended(resource, created) {
+		e.t.Fatalf("%s %s read back with spec.suspend false, want Kueue's webhook to have suspended it", kind, obj.GetName())
+	}
+	return created
+}
+
+// suspended reads the spec.suspend of an object served by resource.
+func (e *kueueEnv) suspended(resource dynamic.ResourceInterface, obj *unstructured.Unstructured) bool {
+	e.t.Helper()
+	got, err := resource.Get(context.Background(), obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend")
+	return s
 }
 
 // Kueue decides whether, lockstep decides where: two teams' LocalQueues share a ClusterQueue
@@ -269,13 +307,13 @@ func TestKueueQueuesLockstepPlacesWholeInOneRack(t *testing.T) {
 	e.oneAtATime(e.jobs(func(j *batchv1.Job) { e.assertOneRack(j, e.waitStarted(j)) }), jobs[0], jobs[1])
 }
 
-// assertOneRack checks that a Job's pods are in one rack (their nodes, named for their place), and that
+// assertOneRack checks that a Job's pods are in one rack (by their nodes' labels), and that
 // they were placed as a gang: the Job's lockstep PodGroup (minCount 4) is scheduled.
 func (e *kueueEnv) assertOneRack(job *batchv1.Job, pods map[string]string) {
 	e.t.Helper()
 	racks := map[string]bool{}
 	for _, node := range pods {
-		racks[testenv.Domain(node, lt.RackKey)] = true
+		racks[e.NodeDomain(e.t, node, lt.RackKey)] = true
 	}
 	if len(racks) != 1 {
 		e.t.Errorf("Job %s's pods in racks %v, want one: %v", job.Name, racks, pods)

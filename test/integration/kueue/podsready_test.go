@@ -84,7 +84,7 @@ func TestKueueEvictsAGangThatDoesNotFitAndLockstepHoldsNothing(t *testing.T) {
 	})
 	placed := e.waitStarted(job)
 	for name, node := range placed {
-		if r := testenv.Domain(node, lt.RackKey); r != "z0-b0-r1" {
+		if r := e.NodeDomain(e.t, node, lt.RackKey); r != "z0-b0-r1" {
 			t.Errorf("pod %s on %s, in rack %s; want all in the emptied rack z0-b0-r1", name, node, r)
 		}
 	}

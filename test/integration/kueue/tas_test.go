@@ -107,7 +107,7 @@ func TestKueueTASAssignsLockstepKeepsTheGangWhole(t *testing.T) {
 	racks := map[string]bool{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		racks[testenv.Domain(p.Spec.NodeName, lt.RackKey)] = true
+		racks[e.NodeDomain(e.t, p.Spec.NodeName, lt.RackKey)] = true
 		if len(p.Spec.SchedulingGates) > 0 {
 			t.Errorf("bound pod %s still has scheduling gates %v", p.Name, p.Spec.SchedulingGates)
 		}

@@ -112,28 +112,7 @@ func (e *kueueEnv) submitTrainJob(name, runtime, queue string) *unstructured.Uns
 			"trainer": map[string]any{"numNodes": int64(trainJobNodes)},
 		},
 	}}
-	created, err := e.trainJobs().Create(context.Background(), tj, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating TrainJob %s: %v", name, err)
-	}
-	if s, _, _ := unstructured.NestedBool(created.Object, "spec", "suspend"); !s {
-		e.t.Fatalf("TrainJob %s created with spec.suspend %v, want Kueue's webhook to suspend it", name, created.Object["spec"].(map[string]any)["suspend"])
-	}
-	if !e.trainJobSuspended(created) {
-		e.t.Fatalf("TrainJob %s read back with spec.suspend false, want Kueue's webhook to have suspended it", name)
-	}
-	return created
-}
-
-// trainJobSuspended reads a TrainJob's spec.suspend.
-func (e *kueueEnv) trainJobSuspended(tj *unstructured.Unstructured) bool {
-	e.t.Helper()
-	got, err := e.trainJobs().Get(context.Background(), tj.GetName(), metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	s, _, _ := unstructured.NestedBool(got.Object, "spec", "suspend")
-	return s
+	return e.submitSuspended("TrainJob", e.trainJobs(), tj)
 }
 
 // trainJobSet returns the JobSet Trainer made for a TrainJob (named as it, controlled by
@@ -157,15 +136,7 @@ func (e *kueueEnv) trainJobSet(tj *unstructured.Unstructured) *unstructured.Unst
 // its node ("" while unbound).
 func (e *kueueEnv) trainJobPodNodes(tj *unstructured.Unstructured) map[string]string {
 	e.t.Helper()
-	list, err := e.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: jobSetNameLabel + "=" + tj.GetName()})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, p := range list.Items {
-		out[p.Name] = p.Spec.NodeName
-	}
-	return out
+	return e.podNodes(jobSetNameLabel + "=" + tj.GetName())
 }
 
 // trainJobOwners are the UIDs of a TrainJob, its JobSet and the JobSet's child Jobs, and
@@ -192,7 +163,7 @@ func (e *kueueEnv) trainJobOwners(tj *unstructured.Unstructured) (map[types.UID]
 func (e *kueueEnv) waitTrainJobStarted(tj *unstructured.Unstructured) map[string]string {
 	e.t.Helper()
 	return e.waitResumedAndBound("TrainJob "+tj.GetName(), trainJobNodes,
-		func() (bool, error) { return e.trainJobSuspended(tj), nil },
+		func() (bool, error) { return e.suspended(e.trainJobs(), tj), nil },
 		func() map[string]string { return e.trainJobPodNodes(tj) })
 }
 
@@ -201,7 +172,7 @@ func (e *kueueEnv) waitTrainJobStarted(tj *unstructured.Unstructured) map[string
 // nothing in lockstep controlled by it, its JobSet or the JobSet's child Jobs.
 func (e *kueueEnv) assertTrainJobHeld(tj *unstructured.Unstructured) {
 	e.t.Helper()
-	if !e.trainJobSuspended(tj) {
+	if !e.suspended(e.trainJobs(), tj) {
 		e.t.Errorf("TrainJob %s runs without quota: spec.suspend false", tj.GetName())
 	}
 	if state, msg := e.admission(tj); state != "pending" {

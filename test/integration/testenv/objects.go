@@ -202,6 +202,17 @@ func containsStr(s, sub string) bool {
 	return strings.Contains(s, sub)
 }
 
+// NodeDomain returns a node's domain at a topology level as the API's node object says (its
+// label level), "" when it has none: an oracle that does not trust node names.
+func (e *Env) NodeDomain(t *testing.T, node, level string) string {
+	t.Helper()
+	n, err := e.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.Labels[level]
+}
+
 // Domain returns the zone, block or rack of a node named by lt.TopologyNodes.
 func Domain(node, level string) string {
 	parts := strings.Split(node, "-")
