@@ -82,6 +82,8 @@ demo-binaries: build etcd helm
 	@[ -x $(BIN)/kwok ] && $(BIN)/kwok --version 2>/dev/null | grep -q "$(KWOK_VERSION:v%=%)" || GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	@echo "==> building the JobSet controller from tools/controllers (its own module; minutes on a cold Go cache)"
 	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
+	@echo "==> building the Kueue controller manager from tools/kueue (its own module; minutes on a cold Go cache)"
+	cd tools/kueue && $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
 
 ## controllers: the upstream JobSet, Kubeflow Trainer and Kueue controllers the integration tests
 ## run, built before the tests start so that their compilation does not compete with timed

@@ -23,21 +23,31 @@ import (
 // jobSetCRD returns the JobSet CRD of the module tools/controllers pins, downloading the module
 // if the build of bin/jobset-controller did not leave it in the module cache.
 func (c *Cluster) jobSetCRD(ctx context.Context) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "sigs.k8s.io/jobset")
-	cmd.Dir = filepath.Join(c.Root, "tools", "controllers")
+	dir, err := c.moduleDir(ctx, "controllers", "sigs.k8s.io/jobset")
+	if err != nil {
+		return "", err
+	}
+	path := jobsetcontroller.CRDPath(dir)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("the JobSet CRD: %w", err)
+	}
+	return path, nil
+}
+
+// moduleDir returns the directory of module, at the version the tools module tools/toolsModule
+// pins, downloading it if the build of its binary did not leave it in the module cache.
+func (c *Cluster) moduleDir(ctx context.Context, toolsModule, module string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module)
+	cmd.Dir = filepath.Join(c.Root, "tools", toolsModule)
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("locating the JobSet module from tools/controllers: %w", err)
+		return "", fmt.Errorf("locating module %s from tools/%s: %w", module, toolsModule, err)
 	}
 	var mod struct{ Dir string }
 	if err := json.Unmarshal(out, &mod); err != nil {
 		return "", err
 	}
-	path := jobsetcontroller.CRDPath(mod.Dir)
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("the JobSet CRD: %w", err)
-	}
-	return path, nil
+	return mod.Dir, nil
 }
 
 // waitJobSetsServed waits until JobSets can be listed. A CRD created a moment ago may have no

@@ -60,7 +60,7 @@ func Settled(roots []*tree.Group) (bool, string) {
 	return len(pending) == 0, strings.Join(pending, "; ")
 }
 
-// Settle waits until every example has its outcome.
+// Settle waits until every example has its outcome, the Jobs queued in Kueue included.
 func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
@@ -71,7 +71,21 @@ func (c *Cluster) Settle(ctx context.Context, timeout time.Duration) error {
 		}
 		ok, state := Settled(roots)
 		last = state
-		return ok, nil
+		if !ok {
+			return false, nil
+		}
+		queued, err := c.QueuedJobs(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, j := range queued {
+			if !j.Placed() {
+				last = fmt.Sprintf("queued Job %s: %d/%d pods bound, Kueue: %q", j.Name, j.Bound, j.Want, j.Kueue)
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("not settled after %s: %s", timeout, last)
@@ -88,6 +102,11 @@ func (c *Cluster) Report(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nGangs in namespace %s (pod: zone / block / rack / node):\n\n", Namespace)
 	tree.Render(w, roots)
+	queued, err := c.QueuedJobs(ctx)
+	if err != nil {
+		return err
+	}
+	reportQueued(w, queued)
 	return nil
 }
 
