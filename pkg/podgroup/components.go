@@ -46,6 +46,9 @@ type ComponentOptions struct {
 	PermitPlugin string
 	// Workloads files the pods of Jobs (nil: Jobs that get a gang by their own spec).
 	Workloads filing.Workloads
+	// Admissions finds the Kueue Workloads that root groups' events are told on too (nil:
+	// none).
+	Admissions Admissions
 }
 
 // NewComponents builds the group model of the scheduler that owns handle and connects it to
@@ -62,6 +65,9 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 	groups := factory.Scheduling().V1alpha1()
 	frameworks := NewFrameworks(opts.PermitPlugin, handle.SharedInformerFactory().Core().V1().Pods().Lister())
 	status := NewStatusWriter(opts.Client, groups.PodGroups().Lister(), groups.CompositePodGroups().Lister(), opts.Recorder)
+	if opts.Admissions != nil {
+		status.admissions = opts.Admissions
+	}
 	model := New(Options{
 		Scheduler: frameworks,
 		Evictor:   NewEvictor(handle.ClientSet(), opts.Recorder),

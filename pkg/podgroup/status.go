@@ -186,7 +186,10 @@ type StatusWriter struct {
 	pgLister  listers.PodGroupLister
 	cpgLister listers.CompositePodGroupLister
 	recorder  events.EventRecorder
-	queue     workqueue.TypedRateLimitingInterface[Key]
+	// admissions finds the Kueue Workload of a root group's workload, where its events are
+	// told too; nil for none.
+	admissions Admissions
+	queue      workqueue.TypedRateLimitingInterface[Key]
 	// written and writtenDisruption remember the last PodGroupInitiallyScheduled and
 	// DisruptionTarget conditions written per group (and the object's UID), so that a stale
 	// informer cache does not cause the same write twice.
@@ -212,10 +215,11 @@ func (c writtenCondition) detailsOnly(want Condition) (time.Time, bool) {
 // NewStatusWriter returns a writer; Run starts it.
 func NewStatusWriter(client versioned.Interface, pgLister listers.PodGroupLister, cpgLister listers.CompositePodGroupLister, recorder events.EventRecorder) *StatusWriter {
 	return &StatusWriter{
-		client:    client,
-		pgLister:  pgLister,
-		cpgLister: cpgLister,
-		recorder:  recorder,
+		client:     client,
+		pgLister:   pgLister,
+		cpgLister:  cpgLister,
+		recorder:   recorder,
+		admissions: noAdmissions{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "lockstep_podgroup_status"}),
@@ -328,17 +332,35 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 		w.recorder.Eventf(obj, nil, eventType, want.Reason, "Scheduling", "%s", want.Note)
 		if owner := workloadOf(obj); owner != nil {
 			w.recorder.Eventf(owner, obj, eventType, want.Reason, "Scheduling", "%s %s: %s", k.Kind, k.Name, want.Note)
+			if admission := w.admissions.Of(k.Namespace, owner.GetUID()); admission != nil {
+				w.recorder.Eventf(admission, obj, eventType, want.Reason, "Scheduling", "%s %s of %s %s: %s", k.Kind, k.Name,
+					owner.GetKind(), owner.GetName(), want.Note)
+			}
 		}
 	}
 	return nil
 }
+
+// Admissions finds the object that admits a workload to run, where the events of the
+// workload's gang are told too: Kueue's Workload (pkg/kueueworkloads), which Kueue users
+// follow a queued job through.
+type Admissions interface {
+	// Of returns the object admitting the workload object whose UID is controller, in
+	// namespace, as an object events can regard; nil for none.
+	Of(namespace string, controller types.UID) runtime.Object
+}
+
+// noAdmissions is the Admissions of a writer told of none.
+type noAdmissions struct{}
+
+func (noAdmissions) Of(string, types.UID) runtime.Object { return nil }
 
 // workloadOf returns, for the root group of a tree, the workload object that controls it (a
 // Job, a JobSet, a scheduler-plugins PodGroup...) as an object events can regard, nil for a
 // group with a parent or no controller. The group's events are told there too: it is where
 // users of those workloads look (kubectl describe job; Kueue users beside Kueue's own events
 // on the Job), and they need not know the group's hashed name.
-func workloadOf(obj runtime.Object) runtime.Object {
+func workloadOf(obj runtime.Object) *unstructured.Unstructured {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil

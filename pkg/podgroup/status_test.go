@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
@@ -411,12 +412,17 @@ func TestStatusWriterTellsTheWorkload(t *testing.T) {
 		{"a PodGroup of no workload", lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), []string{"a"}},
 		{"a child PodGroup of a JobSet's tree", lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("root").Owner("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "uid-js").Obj(),
 			[]string{"a"}},
+		{"a PodGroup of a Job Kueue admitted", lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Owner("batch/v1", "Job", "queued", "uid-queued").Obj(),
+			[]string{"a", "queued", "job-queued-1a2b3"}},
+		{"a PodGroup of a Job Kueue does not manage", lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Owner("batch/v1", "Job", "queued", "uid-elsewhere").Obj(),
+			[]string{"a", "queued"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _, _ := testModel(t)
 			w, _, _ := newStatusWriterOf(t, tc.obj)
 			events := &eventLog{}
 			w.recorder = events
+			w.admissions = admissionsOf{"ns/uid-queued": "job-queued-1a2b3"}
 			key := PodGroupKey("ns", "a")
 			m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("root").Gang(1).Owner("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "uid-js").Obj())
 			m.OnGroup(nil, tc.obj)
@@ -436,4 +442,15 @@ func TestStatusWriterTellsTheWorkload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// admissionsOf finds the Kueue Workload named by "namespace/controller UID".
+type admissionsOf map[string]string
+
+func (a admissionsOf) Of(namespace string, controller types.UID) runtime.Object {
+	name, ok := a[namespace+"/"+string(controller)]
+	if !ok {
+		return nil
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 }

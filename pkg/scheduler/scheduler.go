@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -31,6 +32,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
+	"github.com/lockstep-sched/lockstep/pkg/kueueworkloads"
 	"github.com/lockstep-sched/lockstep/pkg/leader"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/bind"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
@@ -149,12 +151,17 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 	if err != nil {
 		return nil, err
 	}
+	meta, err := metadata.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
 	groups, err := podgroup.NewComponents(ctx, h, podgroup.ComponentOptions{
 		Client:       client,
 		Recorder:     leader.GateRecorder(h.EventRecorder(), s.elected),
 		Observer:     plans,
 		PermitPlugin: gang.Name,
 		Workloads:    jobframework.Filer{Adapters: adapters, Created: s.opts.WorkloadController || s.opts.WorkloadControllerElsewhere},
+		Admissions:   kueueworkloads.New(meta, wlInformers.APIs),
 	})
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ import (
 // and suspends it, and lockstep drops its groups (nothing stays planned or held for it) — no
 // pod of it is ever bound, and it is requeued, not stormed. Once a rack is emptied, the next
 // admission binds the gang whole in that rack, as a fresh gang. Why the gang waits is told on
-// the Job too, beside Kueue's own events.
+// the Job and on its Kueue Workload too, beside Kueue's own events.
 func TestKueueEvictsAGangThatDoesNotFitAndLockstepHoldsNothing(t *testing.T) {
 	e := startWith(t, kueuecontroller.Options{WaitForPodsReadyTimeout: 10 * time.Second, RequeueBackoffBaseSeconds: 1},
 		"ready", lt.TopologyNodes(1, 1, 2, 2, "4")...)
@@ -51,6 +51,9 @@ func TestKueueEvictsAGangThatDoesNotFitAndLockstepHoldsNothing(t *testing.T) {
 	e.WaitCondition(t, "PodGroup", e.ns, group, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
 	// The Job, where Kueue tells of its admission and eviction, is told why its pods wait.
 	e.WaitEvent(t, e.ns, job.Name, v1alpha1.ReasonUnschedulable, "PodGroup "+group+": cannot fit")
+	// So is its Kueue Workload, where Kueue users follow a queued job (kubectl describe
+	// workload finds the event by the Workload's UID).
+	e.WaitEventOn(t, e.KueueWorkload(t, job), "Workload", v1alpha1.ReasonUnschedulable, "PodGroup "+group+" of Job train: cannot fit")
 
 	// Evicted for want of ready pods: suspended, its pods and its groups gone.
 	testenv.Eventually(t, 90*time.Second, "Kueue evicts the Job for PodsReadyTimeout", func() (bool, string) {

@@ -198,6 +198,29 @@ func (e *Env) WaitEvent(t *testing.T, ns, name, reason, substr string) {
 	})
 }
 
+// WaitEventOn waits for an event regarding obj itself (its kind, name and UID, as kubectl
+// describe finds events) with reason and a note containing substr.
+func (e *Env) WaitEventOn(t *testing.T, obj metav1.Object, kind, reason, substr string) {
+	t.Helper()
+	Eventually(t, 60*time.Second, fmt.Sprintf("event %s on %s %s/%s containing %q", reason, kind, obj.GetNamespace(), obj.GetName(), substr), func() (bool, string) {
+		list, err := e.Client.EventsV1().Events(obj.GetNamespace()).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, ev := range list.Items {
+			if ev.Regarding.Kind != kind || ev.Regarding.Name != obj.GetName() || ev.Regarding.UID != obj.GetUID() {
+				continue
+			}
+			seen = append(seen, ev.Reason+": "+ev.Note)
+			if ev.Reason == reason && containsStr(ev.Note, substr) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(seen)
+	})
+}
+
 func containsStr(s, sub string) bool {
 	return strings.Contains(s, sub)
 }
