@@ -85,13 +85,16 @@ demo-binaries: build etcd helm
 	@echo "==> building the Kueue controller manager from tools/kueue (its own module; minutes on a cold Go cache)"
 	cd tools/kueue && $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
 
-## controllers: the upstream JobSet, Kubeflow Trainer and Kueue controllers the integration tests
-## run, built before the tests start so that their compilation does not compete with timed
-## scenarios (Kueue from its own module, tools/kueue: its Kubernetes versions differ)
+## controllers: the upstream JobSet, Kubeflow Trainer, Kueue, LeaderWorkerSet and KubeRay
+## controllers the integration tests run, built before the tests start so that their
+## compilation does not compete with timed scenarios (Kueue, LWS and KubeRay each from a module
+## of its own, tools/kueue, tools/lws, tools/kuberay: their Kubernetes versions differ)
 controllers:
 	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
 	cd tools/controllers && $(GO) build -o $(BIN)/trainer-controller-manager github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
 	cd tools/kueue && $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
+	cd tools/lws && $(GO) build -o $(BIN)/lws-controller sigs.k8s.io/lws/cmd
+	cd tools/kuberay && $(GO) build -o $(BIN)/kuberay-operator github.com/ray-project/kuberay/ray-operator
 
 ## etcd: the etcd the integration tests run (version pinned in go.mod)
 etcd: $(BIN)/etcd
