@@ -31,6 +31,7 @@ var kinds = map[string]string{
 	"job": "Job", "jobs": "Job",
 	"jobset": "JobSet", "jobsets": "JobSet",
 	"trainjob": "TrainJob", "trainjobs": "TrainJob",
+	"raycluster": "RayCluster", "rayclusters": "RayCluster",
 }
 
 // ParseRef reads NAME or TYPE/NAME (TYPE may be qualified: jobs.batch/NAME).

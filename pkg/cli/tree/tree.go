@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/raycluster"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
@@ -178,7 +179,8 @@ func Build(in Inputs) []*Group {
 }
 
 // memberOf finds the PodGroup of a pod as the scheduler files it: by label, as a pod of a
-// JobSet's child Job (from the JobSet controller's labels), by a scheduler-plugins PodGroup's
+// JobSet's child Job (from the JobSet controller's labels), as a pod of a RayCluster (KubeRay's
+// labels and owner; the PodGroup controlled by the RayCluster), by a scheduler-plugins PodGroup's
 // label (its mirror, controlled by it), or as a pod of a Job through the Job's PodGroup
 // (named after the Job and controlled by it).
 func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, string, bool) {
@@ -195,6 +197,14 @@ func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key,
 			}
 		}
 		return podgroup.Key{}, "", false
+	}
+	if name, uid, ok := raycluster.PodGroupOfPod(p); ok {
+		k := podgroup.PodGroupKey(p.Namespace, name)
+		if pg, exists := pgs[k]; exists {
+			if ref := metav1.GetControllerOf(pg); ref != nil && ref.UID == uid {
+				return k, "raycluster", true
+			}
+		}
 	}
 	if name := p.Labels[coscheduling.Label]; name != "" {
 		k := podgroup.PodGroupKey(p.Namespace, name)

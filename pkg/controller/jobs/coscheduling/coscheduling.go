@@ -45,7 +45,8 @@ const TemplateName = "podgroup"
 type Adapter struct {
 	// dyn writes PodGroups' status.
 	dyn dynamic.Interface
-	// ahead are the adapters that outrank this one for a pod's Job (a JobSet's tree).
+	// ahead are the adapters that outrank this one for a pod (a RayCluster's) or its Job (a
+	// JobSet's tree).
 	ahead []jobframework.Adapter
 
 	podGroups jobframework.OptionalKind
@@ -150,7 +151,7 @@ func (a *Adapter) Labelled(pod *v1.Pod) (string, bool) {
 // the same name, which the controller creates. While the scheduler-plugins PodGroup is not
 // seen (not created yet, its informer behind the pod's, or its CRD not installed or not yet
 // watched), the pod waits for it a while (filing.Filing.Unseen) rather than bind alone
-// and break its gang. Pods whose Job an adapter ahead claims never get here (the Filer asks
+// and break its gang. Pods an adapter ahead claims, or whose Job it claims, never get here (the Filer asks
 // it first).
 func (a *Adapter) GroupOfPod(pod *v1.Pod, _ sets.Set[string]) (filing.Filing, bool) {
 	name := pod.Labels[Label]
@@ -210,7 +211,7 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 }
 
 // membersFor returns the pods labelled for pg that lockstep files under it: of a lockstep
-// profile, their Job claimed by no adapter ahead.
+// profile, neither they nor their Job claimed by an adapter ahead.
 func (a *Adapter) membersFor(pg *podGroup, schedulerNames sets.Set[string]) []*v1.Pod {
 	var out []*v1.Pod
 	for _, pod := range a.labelled(pg) {
@@ -240,8 +241,16 @@ func (a *Adapter) labelled(pg *podGroup) []*v1.Pod {
 	return pods
 }
 
-// takenAhead reports whether an adapter ahead claims the pod's Job.
+// takenAhead reports whether an adapter ahead claims the pod (a RayCluster's, KubeRay's
+// scheduler-plugins integration on) or its Job (a JobSet's).
 func (a *Adapter) takenAhead(pod *v1.Pod, schedulerNames sets.Set[string]) bool {
+	for _, ahead := range a.ahead {
+		if pa, ok := ahead.(jobframework.PodAdapter); ok {
+			if _, ok := pa.GroupOfPod(pod, schedulerNames); ok {
+				return true
+			}
+		}
+	}
 	owner := metav1.GetControllerOf(pod)
 	if owner == nil || owner.Kind != "Job" || a.jobs == nil {
 		return false

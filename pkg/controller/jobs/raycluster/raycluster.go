@@ -1,0 +1,217 @@
+// Package raycluster is the workload framework's adapter for KubeRay RayClusters (ray.io/v1):
+// a RayCluster whose head pod uses lockstep gets a Workload and one PodGroup, a gang of its
+// head and the minimum of each worker group (minReplicas × numOfHosts, for the groups whose
+// pods use lockstep), so that a Ray cluster starts with its minimum or not at all. Workers
+// above the minimum — those the Ray autoscaler adds by raising a group's replicas, or those
+// replicas asks for beyond minReplicas — are members too, and once the gang is placed they
+// schedule one by one without waiting for each other (pkg/podgroup: members after the group
+// is initially scheduled). A RayJob's RayCluster is a RayCluster like any other; its submitter
+// is a plain Job (one pod, no gang) that neither joins nor waits for the cluster's gang.
+//
+// The pods need no change: KubeRay labels every pod of a RayCluster with it (ray.io/cluster,
+// ray.io/node-type) and the RayCluster controls them; a pod is filed under its RayCluster's
+// PodGroup from those. Why not KubeRay's own scheduler-plugins integration
+// (--batch-scheduler=scheduler-plugins, which lockstep would take through the coscheduling
+// adapter)? It is an operator-wide flag that excludes Volcano's and YuniKorn's for other
+// teams, it needs a label on each RayCluster, and the PodGroup it makes counts replicas, not
+// minReplicas (an autoscaled cluster created above its minimum waits for workers it does not
+// need), ignores numOfHosts, and is never updated. When it is on anyway, this adapter files
+// the pods first and the scheduler-plugins PodGroup KubeRay made is not mirrored.
+//
+// The CRD may be installed after lockstep starts: RayClusters are watched from the moment it
+// is served.
+package raycluster
+
+import (
+	"fmt"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+)
+
+// TemplateName is the Workload template of a RayCluster's PodGroup.
+const TemplateName = "raycluster"
+
+// Adapter is the RayCluster adapter.
+type Adapter struct {
+	rayClusters jobframework.OptionalKind
+}
+
+var (
+	_ jobframework.PodAdapter = &Adapter{}
+	_ jobframework.Notifier   = &Adapter{}
+	_ jobframework.Synced     = &Adapter{}
+)
+
+// New returns the RayCluster adapter; Watch connects it to a RayCluster informer.
+func New() *Adapter { return &Adapter{} }
+
+// GVK implements jobframework.Adapter.
+func (a *Adapter) GVK() schema.GroupVersionKind { return GVK }
+
+// Watch implements jobframework.Adapter: RayClusters once their API is served.
+func (a *Adapter) Watch(f jobframework.Informers, enqueue func(string)) ([]cache.InformerSynced, error) {
+	return a.rayClusters.Watch(f, GVR, enqueue), nil
+}
+
+// HasSynced implements jobframework.Synced: the group model files Ray pods once the
+// RayClusters that existed are seen (none to see while the API is not served).
+func (a *Adapter) HasSynced() bool {
+	served, synced := a.rayClusters.Served()
+	return !served || synced
+}
+
+// Notify implements jobframework.Notifier: the pods of a RayCluster are filed again when it
+// appears, changes or goes.
+func (a *Adapter) Notify(notify func(namespace, name string, ran int)) {
+	tell := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			notify(u.GetNamespace(), GroupName(u.GetName(), u.GetUID()), 0)
+		}
+	}
+	a.rayClusters.AddHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    tell,
+		UpdateFunc: func(_, obj any) { tell(obj) },
+		DeleteFunc: tell,
+	})
+}
+
+// Get implements jobframework.Adapter.
+func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
+	return a.rayClusters.Get(namespace, name)
+}
+
+// GroupName is the PodGroup (and the Workload) of the RayCluster name with uid: a RayCluster
+// deleted and made again under its name gets a new one.
+func GroupName(name string, uid types.UID) string { return filing.JobGroupName(name, uid) }
+
+// Groups implements jobframework.Adapter: a RayCluster whose head uses lockstep gets its
+// gang; a suspended one (queued in Kueue) none, and one whose pods name a group of their own
+// none either.
+func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup, schedulerNames sets.Set[string]) (*jobframework.Groups, []string) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	rc, err := decode(u)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("cannot read the RayCluster: %v", err)}
+	}
+	head := &rc.Spec.HeadGroupSpec.Template
+	if !schedulerNames.Has(head.Spec.SchedulerName) {
+		return nil, nil
+	}
+	if ptr.Deref(rc.Spec.Suspend, false) || filing.NamesGroup(head.Labels) {
+		return jobframework.NoGroups(), nil
+	}
+	minCount := gangMin(rc, schedulerNames)
+	topology, problems := filing.PodSetTopology(rc.Annotations, rc.Labels, head, minCount, 0)
+	name := GroupName(rc.Name, rc.UID)
+	g := jobframework.Group{
+		Name:              name,
+		Template:          TemplateName,
+		Min:               minCount,
+		Topology:          topology.Constraints(),
+		PriorityClassName: head.Spec.PriorityClassName,
+	}
+	return &jobframework.Groups{
+		Workload: name,
+		Spec: v1alpha1.WorkloadSpec{PodGroupTemplates: []v1alpha1.PodGroupTemplate{{
+			Name:                  TemplateName,
+			SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min}},
+			SchedulingConstraints: g.Constraints(),
+			PriorityClassName:     g.PriorityClassName,
+		}}},
+		PodGroups: []jobframework.Group{g},
+	}, problems
+}
+
+// gangMin is the head and the minimum of every worker group whose pods use lockstep and that
+// is not suspended: minReplicas (KubeRay's default 0) Ray nodes of numOfHosts pods each.
+func gangMin(rc *rayCluster, schedulerNames sets.Set[string]) int32 {
+	n := int32(1)
+	for _, wg := range rc.Spec.WorkerGroupSpecs {
+		if ptr.Deref(wg.Suspend, false) || !schedulerNames.Has(wg.Template.Spec.SchedulerName) {
+			continue
+		}
+		n += ptr.Deref(wg.MinReplicas, 0) * max(wg.NumOfHosts, 1)
+	}
+	return n
+}
+
+// GroupOfJob implements jobframework.Adapter: no Job is a RayCluster's (a RayJob's submitter
+// is a Job of the RayJob's, with no gang).
+func (a *Adapter) GroupOfJob(*batchv1.Job, sets.Set[string]) (string, bool) { return "", false }
+
+// Labelled implements jobframework.PodAdapter: a pod KubeRay made for a RayCluster (its
+// labels, and the RayCluster as its controller) names the RayCluster's PodGroup.
+func (a *Adapter) Labelled(pod *v1.Pod) (string, bool) {
+	owner, ok := rayClusterOf(pod)
+	if !ok {
+		return "", false
+	}
+	return pod.Namespace + "/" + GroupName(owner.Name, owner.UID), true
+}
+
+// PodGroupOfPod returns the PodGroup of a pod KubeRay made for a RayCluster and the
+// RayCluster's UID, for readers that see pods only (kubectl lockstep).
+func PodGroupOfPod(pod *v1.Pod) (string, types.UID, bool) {
+	owner, ok := rayClusterOf(pod)
+	if !ok {
+		return "", "", false
+	}
+	return GroupName(owner.Name, owner.UID), owner.UID, true
+}
+
+// rayClusterOf returns the RayCluster a pod of KubeRay's belongs to.
+func rayClusterOf(pod *v1.Pod) (*metav1.OwnerReference, bool) {
+	cluster, nodeType := pod.Labels[LabelCluster], pod.Labels[LabelNodeType]
+	if cluster == "" || (nodeType != NodeTypeHead && nodeType != NodeTypeWorker) {
+		return nil, false
+	}
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != GVK.Kind || !strings.HasPrefix(owner.APIVersion, GVK.Group+"/") || owner.Name != cluster {
+		return nil, false
+	}
+	return owner, true
+}
+
+// GroupOfPod implements jobframework.PodAdapter: a RayCluster's pod belongs to its
+// RayCluster's PodGroup, which the controller creates. While the RayCluster is not seen, the
+// pod waits for it a while (filing.Filing.Unseen); a seen RayCluster that gets no group (its
+// head uses another scheduler, it names a group of its own) files none of its pods.
+func (a *Adapter) GroupOfPod(pod *v1.Pod, schedulerNames sets.Set[string]) (filing.Filing, bool) {
+	owner, ok := rayClusterOf(pod)
+	if !ok {
+		return filing.Filing{}, false
+	}
+	name := GroupName(owner.Name, owner.UID)
+	obj, err := a.Get(pod.Namespace, owner.Name)
+	if err != nil || obj == nil || obj.GetUID() != owner.UID {
+		return filing.Filing{Name: name, Created: true, Labelled: true, Unseen: true}, true
+	}
+	rc, err := decode(obj.(*unstructured.Unstructured))
+	if err != nil {
+		return filing.Filing{}, false
+	}
+	head := &rc.Spec.HeadGroupSpec.Template
+	if !schedulerNames.Has(head.Spec.SchedulerName) || filing.NamesGroup(head.Labels) {
+		return filing.Filing{}, false
+	}
+	return filing.Filing{Name: name, Created: true, Labelled: true}, true
+}
