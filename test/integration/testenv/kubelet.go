@@ -71,6 +71,76 @@ func (e *Env) StartKubelets(t *testing.T, ns string) *Kubelets {
 	return k
 }
 
+// StartKubeletsFailingDeletedPods is StartKubelets as a real kubelet ends a pod that is being
+// deleted: before the pod object goes, it reports the pod terminal, phase Failed (its
+// containers killed: exit code 137), its conditions kept (DisruptionTarget among them), unless
+// it already finished; then it deletes the pod. For a pod that was never bound it stands in
+// for the pod garbage collector, which does the same. The upstream Job controller needs this
+// for a Job with a podFailurePolicy, whose podReplacementPolicy is then Failed by default:
+// it matches the policy's rules against failed pods only, and replaces a terminating pod
+// only once it is Failed, not when its deletion begins. Opt-in: with StartKubelets, such a
+// Job's deleted pods stay terminating, held by the Job's tracking finalizer, and are never
+// replaced. Removed reports each pod as it was when its deletion began.
+func (e *Env) StartKubeletsFailingDeletedPods(t *testing.T, ns string) *Kubelets {
+	t.Helper()
+	k := &Kubelets{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := map[string]bool{}
+		_ = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			list, err := e.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for i := range list.Items {
+				p := &list.Items[i]
+				if p.DeletionTimestamp == nil || seen[string(p.UID)] {
+					continue
+				}
+				if p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+					_, err := e.Client.CoreV1().Pods(ns).UpdateStatus(ctx, killed(p), metav1.UpdateOptions{})
+					if err != nil && !apierrors.IsNotFound(err) {
+						continue // a conflict: the next round reads the pod again
+					}
+				}
+				err := e.Client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
+					Preconditions: &metav1.Preconditions{UID: &p.UID}})
+				if err != nil && !apierrors.IsNotFound(err) {
+					continue
+				}
+				seen[string(p.UID)] = true
+				k.mu.Lock()
+				k.removed = append(k.removed, p.DeepCopy())
+				k.mu.Unlock()
+			}
+			return false, nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return k
+}
+
+// killed returns a copy of a pod whose containers a kubelet killed for its deletion: phase
+// Failed, not ready, each container terminated with exit code 137.
+func killed(p *v1.Pod) *v1.Pod {
+	p = p.DeepCopy()
+	now := metav1.Now()
+	p.Status.Phase = v1.PodFailed
+	for j := range p.Status.Conditions {
+		if c := &p.Status.Conditions[j]; c.Type == v1.PodReady || c.Type == v1.ContainersReady {
+			c.Status, c.LastTransitionTime = v1.ConditionFalse, now
+		}
+	}
+	p.Status.ContainerStatuses = nil
+	for _, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image,
+			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: now}}})
+	}
+	return p
+}
+
 // Removed returns the pods removed so far, as they were when their deletion began.
 func (k *Kubelets) Removed() []*v1.Pod {
 	k.mu.Lock()
