@@ -31,6 +31,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/job"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/leaderworkerset"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/raycluster"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 	"github.com/lockstep-sched/lockstep/pkg/kueueworkloads"
@@ -188,7 +189,8 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 }
 
 // WorkloadKinds returns the adapters of the workload kinds lockstep makes groups for, in the
-// Filer's order of precedence (JobSets, RayClusters, scheduler-plugins PodGroups, Jobs), and the
+// Filer's order of precedence (JobSets, RayClusters, LeaderWorkerSets, scheduler-plugins
+// PodGroups, Jobs), and the
 // informers they read: the scheduler's own, labelled pods in every phase, and a dynamic
 // factory for kinds served by CRDs that may be installed at any time (watched from the
 // moment they are served, with no restart).
@@ -206,8 +208,8 @@ func WorkloadKinds(ctx context.Context, cfg *rest.Config, kube kubernetes.Interf
 		Dynamic: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		APIs:    jobframework.NewAPIs(ctx, kube.Discovery(), dyn),
 	}
-	jobSets, rayClusters := jobset.New(), raycluster.New()
-	adapters := []jobframework.Adapter{jobSets, rayClusters, coscheduling.New(dyn, jobSets, rayClusters), job.New()}
+	jobSets, rayClusters, lws := jobset.New(), raycluster.New(), leaderworkerset.New()
+	adapters := []jobframework.Adapter{jobSets, rayClusters, lws, coscheduling.New(dyn, jobSets, rayClusters, lws), job.New()}
 	for _, a := range adapters {
 		if _, err := a.Watch(f, nil); err != nil {
 			return nil, f, err
