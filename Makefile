@@ -84,6 +84,9 @@ demo-binaries: build etcd helm
 	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
 	@echo "==> building the Kueue controller manager from tools/kueue (its own module; minutes on a cold Go cache)"
 	cd tools/kueue && $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
+	@echo "==> building the LeaderWorkerSet controller (tools/lws) and the KubeRay operator (tools/kuberay), each its own module"
+	cd tools/lws && $(GO) build -o $(BIN)/lws-controller sigs.k8s.io/lws/cmd
+	cd tools/kuberay && $(GO) build -o $(BIN)/kuberay-operator github.com/ray-project/kuberay/ray-operator
 
 ## controllers: the upstream JobSet, Kubeflow Trainer, Kueue, LeaderWorkerSet and KubeRay
 ## controllers the integration tests run, built before the tests start so that their

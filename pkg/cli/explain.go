@@ -39,7 +39,7 @@ events about it, and the room the nodes have for its pending pods in each domain
 they must share (nodes' allocatable less their pods' requests; taints, cordons, node selectors
 and affinity honored, the scheduler's other filters not), then what would change the answer.
 
-NAME and TYPE/NAME are as for get: pod/NAME, job/NAME, jobset/NAME, trainjob/NAME, raycluster/NAME,
+NAME and TYPE/NAME are as for get: pod/NAME, job/NAME, jobset/NAME, trainjob/NAME, raycluster/NAME, lws/NAME,
 podgroup/NAME (lspg), compositepodgroup/NAME (lscpg), workload/NAME (lswl).
 
 Counting room reads the pods of every namespace; without that access the rest is shown.`,

@@ -54,7 +54,7 @@ minimum, pods existing and bound, its condition, and each pod's place in the top
 
 NAME is a group's name or the name of the object it was made for (a Job's groups are found by
 the Job's name). TYPE/NAME narrows it: pod/NAME shows the tree a pod belongs to; job/NAME,
-jobset/NAME, trainjob/NAME, raycluster/NAME the trees made for that workload; podgroup/NAME (lspg),
+jobset/NAME, trainjob/NAME, raycluster/NAME, lws/NAME the trees made for that workload; podgroup/NAME (lspg),
 compositepodgroup/NAME (lscpg) and workload/NAME (lswl) lockstep's own objects.
 
 The topology levels are the running scheduler's (its Deployment's configuration), unless

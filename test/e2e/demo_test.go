@@ -40,11 +40,12 @@ func repoRoot() string {
 // The demo comes up, every example gang ends bound all-or-nothing in its domain, the
 // too-big gang waits with a condition that explains why, the JobSet gets its tree and binds
 // whole in one rack, Kueue admits the queued Jobs its quota holds and lockstep binds each
-// whole in one rack of Kueue's zone, the manifests install with kubectl apply -k, and the demo goes down
+// whole in one rack of Kueue's zone, each LeaderWorkerSet replica and the RayCluster bind
+// whole in one rack, the manifests install with kubectl apply -k, and the demo goes down
 // leaving no process behind.
 func TestDemo(t *testing.T) {
 	root := repoRoot()
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok", "jobset-controller", "kueue-controller-manager", "lockstep-scheduler", "kubectl-lockstep"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok", "jobset-controller", "kueue-controller-manager", "lws-controller", "kuberay-operator", "lockstep-scheduler", "kubectl-lockstep"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
 			t.Fatalf("bin/%s missing: run make demo-binaries (make demo-test does)", b)
 		}
@@ -145,6 +146,7 @@ func TestDemo(t *testing.T) {
 
 	checkJobSet(ctx, t, c)
 	checkKueue(ctx, t, c)
+	checkServing(ctx, t, c)
 
 	// The plugin, found by kubectl on PATH, shows the trees.
 	kubectl := func(args ...string) string {

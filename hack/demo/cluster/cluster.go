@@ -1,6 +1,6 @@
 // Package cluster runs lockstep's local demo cluster: etcd, kube-apiserver and
 // kube-controller-manager built from k8s.io/kubernetes v1.37.1, KWOK for simulated nodes, the
-// upstream JobSet and Kueue controllers, and lockstep (scheduler + workload controller) with the
+// upstream JobSet, Kueue, LeaderWorkerSet and KubeRay controllers, and lockstep (scheduler + workload controller) with the
 // manifests' configuration and RBAC, all on 127.0.0.1 under one work directory. `make demo`
 // and `make demo-test` drive it.
 package cluster
@@ -54,7 +54,7 @@ type Cluster struct {
 }
 
 type ports struct {
-	Etcd, EtcdPeer, APIServer, ControllerManager, Lockstep, JobSetWebhook, JobSetHealth, KueueWebhook, KueueHealth int
+	Etcd, EtcdPeer, APIServer, ControllerManager, Lockstep, JobSetWebhook, JobSetHealth, KueueWebhook, KueueHealth, LWSWebhook, LWSHealth, KubeRayHealth int
 }
 
 // New returns the demo cluster of the checkout at root.
@@ -94,7 +94,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 The cluster keeps running. To use it:
   export KUBECONFIG=%s
   export PATH=%s:$PATH
-  kubectl get lockstep,jobsets -A
+  kubectl get lockstep,jobsets,leaderworkersets,rayclusters -A
   kubectl get clusterqueues,localqueues,workloads.kueue.x-k8s.io -A
   kubectl lockstep get -A
   kubectl lockstep explain whale -n demo
@@ -119,7 +119,7 @@ func (c *Cluster) running(ctx context.Context) bool {
 		return false
 	}
 	pids := c.pids()
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "jobset-controller", kueueProcess, "lockstep-scheduler"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "jobset-controller", kueueProcess, lwsProcess, kubeRayProcess, "lockstep-scheduler"} {
 		if _, ok := pids[name]; !ok {
 			return false
 		}
@@ -140,7 +140,7 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		c.step("stopping what is left of an earlier demo")
 	}
 	_ = c.stopAll()
-	for _, d := range []string{"etcd", "logs", "lockstep-certs", "jobset-certs", "kueue"} {
+	for _, d := range []string{"etcd", "logs", "lockstep-certs", "jobset-certs", "kueue", "lws"} {
 		_ = os.RemoveAll(filepath.Join(c.Dir, d))
 	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
@@ -265,6 +265,24 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		return err
 	}
 	if err := c.startKueue(ctx, kueueCerts); err != nil {
+		return err
+	}
+
+	c.step("installing the LeaderWorkerSet and KubeRay CRDs, and starting their controllers (examples 10 and 11)")
+	lwsCerts, lwsPaths, err := c.installLWS(ctx, client)
+	if err != nil {
+		return err
+	}
+	if err := c.installKubeRay(ctx); err != nil {
+		return err
+	}
+	if err := c.waitServed(ctx, "leaderworkersets.leaderworkerset.x-k8s.io", "rayclusters.ray.io"); err != nil {
+		return err
+	}
+	if err := c.startLWS(ctx, lwsCerts, lwsPaths); err != nil {
+		return err
+	}
+	if err := c.startKubeRay(ctx); err != nil {
 		return err
 	}
 
@@ -478,7 +496,7 @@ func (c *Cluster) output(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 func (c *Cluster) choosePorts() error {
-	var ps [9]int
+	var ps [12]int
 	for i := range ps {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -488,7 +506,7 @@ func (c *Cluster) choosePorts() error {
 		ps[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	c.ports = ports{Etcd: ps[0], EtcdPeer: ps[1], APIServer: ps[2], ControllerManager: ps[3], Lockstep: ps[4],
-		JobSetWebhook: ps[5], JobSetHealth: ps[6], KueueWebhook: ps[7], KueueHealth: ps[8]}
+		JobSetWebhook: ps[5], JobSetHealth: ps[6], KueueWebhook: ps[7], KueueHealth: ps[8], LWSWebhook: ps[9], LWSHealth: ps[10], KubeRayHealth: ps[11]}
 	data, err := json.Marshal(c.ports)
 	if err != nil {
 		return err

@@ -32,6 +32,7 @@ var kinds = map[string]string{
 	"jobset": "JobSet", "jobsets": "JobSet",
 	"trainjob": "TrainJob", "trainjobs": "TrainJob",
 	"raycluster": "RayCluster", "rayclusters": "RayCluster",
+	"leaderworkerset": "LeaderWorkerSet", "leaderworkersets": "LeaderWorkerSet", "lws": "LeaderWorkerSet",
 }
 
 // ParseRef reads NAME or TYPE/NAME (TYPE may be qualified: jobs.batch/NAME).

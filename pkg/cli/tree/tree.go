@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/leaderworkerset"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/raycluster"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
@@ -136,9 +137,13 @@ func Build(in Inputs) []*Group {
 	for i := range in.Nodes {
 		nodes[in.Nodes[i].Name] = &in.Nodes[i]
 	}
+	pods := map[string]*v1.Pod{}
+	for i := range in.Pods {
+		pods[in.Pods[i].Namespace+"/"+in.Pods[i].Name] = &in.Pods[i]
+	}
 	for i := range in.Pods {
 		p := &in.Pods[i]
-		k, via, ok := memberOf(p, pgByName)
+		k, via, ok := memberOf(p, pgByName, func(name string) *v1.Pod { return pods[p.Namespace+"/"+name] })
 		if !ok {
 			continue
 		}
@@ -180,10 +185,11 @@ func Build(in Inputs) []*Group {
 
 // memberOf finds the PodGroup of a pod as the scheduler files it: by label, as a pod of a
 // JobSet's child Job (from the JobSet controller's labels), as a pod of a RayCluster (KubeRay's
-// labels and owner; the PodGroup controlled by the RayCluster), by a scheduler-plugins PodGroup's
+// labels and owner; the PodGroup controlled by the RayCluster), as a pod of a LeaderWorkerSet
+// (its replica's group, named after the leader pod pod finds), by a scheduler-plugins PodGroup's
 // label (its mirror, controlled by it), or as a pod of a Job through the Job's PodGroup
 // (named after the Job and controlled by it).
-func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, string, bool) {
+func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup, pod func(name string) *v1.Pod) (podgroup.Key, string, bool) {
 	if name, ok := filing.GroupNameOf(p); ok {
 		k := podgroup.PodGroupKey(p.Namespace, name)
 		_, exists := pgs[k]
@@ -203,6 +209,16 @@ func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key,
 		if pg, exists := pgs[k]; exists {
 			if ref := metav1.GetControllerOf(pg); ref != nil && ref.UID == uid {
 				return k, "raycluster", true
+			}
+		}
+	}
+	if names, set, ok := leaderworkerset.PodGroupsOfPod(p, pod); ok {
+		for _, name := range names {
+			k := podgroup.PodGroupKey(p.Namespace, name)
+			if pg, exists := pgs[k]; exists {
+				if ref := metav1.GetControllerOf(pg); ref != nil && ref.Kind == leaderworkerset.GVK.Kind && ref.Name == set {
+					return k, "leaderworkerset", true
+				}
 			}
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/coscheduling"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/jobset"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/leaderworkerset"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/raycluster"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
@@ -201,5 +203,39 @@ PodGroup demo/big  gang minCount=3  pods 0/1 bound  Unschedulable: cannot fit: P
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("render (-want +got):\n%s", diff)
+	}
+}
+
+// The pods of a RayCluster count in the PodGroup it controls, and those of a LeaderWorkerSet
+// replica in the group named after its leader (a worker found through its leader-name
+// annotation, of its revision); a worker of another revision counts nowhere.
+func TestRayAndLWSPodsCountInTheirGroups(t *testing.T) {
+	ctl := []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayCluster", Name: "tune", UID: "rc-uid", Controller: ptr.To(true)}}
+	head := lt.GroupPod("demo", "tune-head", "").Label(raycluster.LabelCluster, "tune").Label(raycluster.LabelNodeType, raycluster.NodeTypeHead).
+		Node("n1").Phase(v1.PodRunning).Obj()
+	head.OwnerReferences = ctl
+	rayGroup := lt.MakePodGroup().Namespace("demo").Name(raycluster.GroupName("tune", "rc-uid")).Gang(2).Owner("ray.io/v1", "RayCluster", "tune", "rc-uid").Obj()
+
+	lwsPod := func(name, worker, rev string) *v1.Pod {
+		p := lt.GroupPod("demo", name, "").Labels(map[string]string{leaderworkerset.LabelName: "serve", leaderworkerset.LabelGroupIndex: "0",
+			leaderworkerset.LabelWorkerIndex: worker, leaderworkerset.LabelRevision: rev}).Node("n1").Phase(v1.PodRunning).Obj()
+		if worker != "0" {
+			p.Annotations = map[string]string{leaderworkerset.AnnotationLeaderName: "serve-0"}
+		}
+		return p
+	}
+	leader, worker, stale := lwsPod("serve-0", "0", "r2"), lwsPod("serve-0-1", "1", "r2"), lwsPod("serve-0-2", "2", "r1")
+	leader.UID = "leader-uid"
+	lwsGroup := lt.MakePodGroup().Namespace("demo").Name(leaderworkerset.GroupName("serve", "0", "leader-uid")).Gang(3).
+		Owner("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "serve", "lws-uid").Obj()
+
+	groups := Build(Inputs{PodGroups: []v1alpha1.PodGroup{*rayGroup, *lwsGroup}, Pods: []v1.Pod{*head, *leader, *worker, *stale},
+		Nodes: []v1.Node{*lt.InTopology(lt.MakeNode("n1", "8"), "z0", "z0-b0", "z0-b0-r0").Obj()}, Levels: configv1.DefaultTopologyLevels})
+	counts := map[string]int{}
+	for _, g := range groups {
+		counts[g.Owner.Kind] = g.Pods.Bound
+	}
+	if counts["RayCluster"] != 1 || counts["LeaderWorkerSet"] != 2 {
+		t.Errorf("bound pods per owner kind %v, want RayCluster 1, LeaderWorkerSet 2 (not the worker of the old revision)", counts)
 	}
 }

@@ -30,6 +30,7 @@ package leaderworkerset
 
 import (
 	"fmt"
+	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
@@ -203,6 +204,31 @@ func (a *Adapter) leaderOf(pod *v1.Pod) *v1.Pod {
 		return nil
 	}
 	return leader
+}
+
+// PodGroupsOfPod returns, for readers that see pods only (kubectl lockstep), the PodGroups an
+// LWS pod may belong to, most specific first (its subgroup's, the leader's own when the
+// subgroup policy leaves it out, its replica's), and the name of its LeaderWorkerSet; leader
+// finds a pod of the pod's namespace by name. ok is false for a pod LWS did not make or whose
+// leader is not found.
+func PodGroupsOfPod(pod *v1.Pod, leader func(name string) *v1.Pod) (groups []string, set string, ok bool) {
+	if !isPod(pod) {
+		return nil, "", false
+	}
+	l := pod
+	if !isLeader(pod) {
+		l = leader(pod.Annotations[AnnotationLeaderName])
+		if l == nil || !isLeader(l) || l.Labels[LabelRevision] != pod.Labels[LabelRevision] {
+			return nil, "", false
+		}
+	}
+	base := GroupName(pod.Labels[LabelName], pod.Labels[LabelGroupIndex], l.UID)
+	if i, err := strconv.Atoi(pod.Labels[LabelSubGroupIndex]); err == nil {
+		groups = append(groups, subgroupName(base, i))
+	} else {
+		groups = append(groups, leaderName(base))
+	}
+	return append(groups, base), pod.Labels[LabelName], true
 }
 
 // podGroupOf returns the PodGroup an LWS pod is filed under, given its LeaderWorkerSet, and
