@@ -17,8 +17,8 @@ import (
 // checkServing checks the LeaderWorkerSet and RayCluster examples
 // (manifests/examples/10-leaderworkerset.yaml, 11-raycluster.yaml) from the API: each of the
 // LeaderWorkerSet's 2 replicas (4 pods) is bound whole in one rack and has its own lockstep
-// PodGroup of 4; the RayCluster's head and 3 workers are bound in one rack, its one PodGroup a
-// gang of 4.
+// PodGroup of 4; the RayCluster's head and 3 workers are bound in one rack, its groups a tree
+// of its head's PodGroup (1) and its worker group's (3).
 func checkServing(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	t.Helper()
 	kube, err := c.Client()
@@ -99,8 +99,8 @@ func checkServing(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	if len(rayRacks) != 1 {
 		t.Errorf("RayCluster ray-tune requires one rack; its pods are in %v", keys(rayRacks))
 	}
-	if g := gangsOf("RayCluster", "ray-tune"); len(g) != 1 || fmt.Sprint(values(g)) != "[4]" {
-		t.Errorf("RayCluster ray-tune's PodGroups %v, want one gang of 4 (head and minReplicas 3)", g)
+	if g := gangsOf("RayCluster", "ray-tune"); len(g) != 2 || fmt.Sprint(values(g)) != "[1 3]" {
+		t.Errorf("RayCluster ray-tune's PodGroups %v, want its head's (1) and its worker group's (minReplicas 3), under one root", g)
 	}
 }
 

@@ -214,7 +214,7 @@ func TestRayAndLWSPodsCountInTheirGroups(t *testing.T) {
 	head := lt.GroupPod("demo", "tune-head", "").Label(raycluster.LabelCluster, "tune").Label(raycluster.LabelNodeType, raycluster.NodeTypeHead).
 		Node("n1").Phase(v1.PodRunning).Obj()
 	head.OwnerReferences = ctl
-	rayGroup := lt.MakePodGroup().Namespace("demo").Name(raycluster.GroupName("tune", "rc-uid")).Gang(2).Owner("ray.io/v1", "RayCluster", "tune", "rc-uid").Obj()
+	rayGroup := lt.MakePodGroup().Namespace("demo").Name(raycluster.HeadGroup(raycluster.GroupName("tune", "rc-uid"))).Gang(1).Owner("ray.io/v1", "RayCluster", "tune", "rc-uid").Obj()
 
 	lwsPod := func(name, worker, rev string) *v1.Pod {
 		p := lt.GroupPod("demo", name, "").Labels(map[string]string{leaderworkerset.LabelName: "serve", leaderworkerset.LabelGroupIndex: "0",

@@ -1,10 +1,12 @@
 // Package kuberay runs the real KubeRay operator (v1.4.0, built from tools/kuberay) next to the
 // upstream Job controller and garbage collector, lockstep's workload controller and the
-// lockstep scheduler, and checks what the operator makes of RayClusters and RayJobs whose pod
-// templates ask for lockstep-scheduler: the pods, their labels and owners, the
-// scheduler-plugins PodGroup of its batch-scheduler integration, scaling a worker group as
-// the Ray autoscaler does, and a RayJob's submitter Job. How lockstep places these pods is
-// not what is checked here: without a gang they may bind one by one.
+// lockstep scheduler, and checks how lockstep places what the operator makes of RayClusters
+// and RayJobs whose pod templates ask for lockstep-scheduler: a RayCluster's head and the
+// minimum of its worker groups bind whole or not at all, workers the Ray autoscaler adds join
+// one by one, a topology annotation keeps the cluster in one domain, a RayJob's submitter is
+// no part of the gang, and KubeRay's scheduler-plugins integration does not make a second
+// gang. The invariants are read from pods and nodes (a pod watch sees every bind in the
+// apiserver's order); lockstep's own PodGroups and their conditions are checked in addition.
 package kuberay
 
 import (
@@ -13,18 +15,24 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockstep-sched/lockstep/internal/kuberaycontroller"
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/raycluster"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -33,34 +41,37 @@ func TestMain(m *testing.M) {
 	testenv.Main(m)
 }
 
-// rayEnv is a test's control plane with the KubeRay operator and lockstep running, and its
-// namespace.
+// rayEnv is a test's control plane with the KubeRay operator and lockstep running, its
+// namespace, and a watch of the namespace's pods started before any RayCluster exists.
 type rayEnv struct {
 	*testenv.Env
-	t   *testing.T
-	ns  string
-	dyn dynamic.Interface
+	t     *testing.T
+	ns    string
+	dyn   dynamic.Interface
+	watch *podWatch
 }
 
 // start runs the control plane with the upstream Job controller and garbage collector (a
 // RayJob's submitter is a batch/v1 Job), the KubeRay operator configured by opts, lockstep's
-// scheduler and workload controller, kubelets that end deleted pods, and one node of 16 cpu.
-func start(t *testing.T, opts ...testenv.KubeRayOption) *rayEnv {
+// scheduler and workload controller, kubelets that end deleted pods, and nodes; it starts
+// watching the namespace's pods.
+func start(t *testing.T, opts []testenv.KubeRayOption, nodes ...*v1.Node) *rayEnv {
 	e := &rayEnv{Env: testenv.Start(t), t: t}
 	e.dyn = dynamic.NewForConfigOrDie(e.Config)
 	e.StartKubeControllers(t)
 	e.StartKubeRayOperator(t, opts...)
 	e.ns = e.Namespace(t, "ray")
 	e.StartKubelets(t, e.ns)
-	e.CreateNodes(t, lt.MakeNode("node-a", "16").Obj())
+	e.CreateNodes(t, nodes...)
 	e.StartScheduler(t, nil)
 	e.StartJobController(t)
+	e.watch = e.watchPods()
 	return e
 }
 
-// rayContainer is a Ray container asking for 1 cpu and 1Gi; the image is never pulled.
-func rayContainer(name string) map[string]any {
-	res := map[string]any{"cpu": "1", "memory": "1Gi"}
+// rayContainer is a Ray container asking for cpu and 1Gi; the image is never pulled.
+func rayContainer(name, cpu string) map[string]any {
+	res := map[string]any{"cpu": cpu, "memory": "1Gi"}
 	return map[string]any{
 		"name":      name,
 		"image":     "rayproject/ray:2.46.0",
@@ -68,13 +79,18 @@ func rayContainer(name string) map[string]any {
 	}
 }
 
-// clusterSpec is a RayCluster spec: a head and one worker group "workers" of replicas
-// (minReplicas 2, maxReplicas 4), both templates with schedulerName lockstep-scheduler.
-func clusterSpec(replicas int64) map[string]any {
+// group is a worker group "workers" of a RayCluster spec.
+type group struct {
+	replicas, minReplicas, maxReplicas int64
+}
+
+// clusterSpec is a RayCluster spec: a head and one worker group "workers", every pod asking
+// for cpu, both templates with schedulerName lockstep-scheduler.
+func clusterSpec(cpu string, g group) map[string]any {
 	template := func(container string) map[string]any {
 		return map[string]any{"spec": map[string]any{
 			"schedulerName": lt.SchedulerName,
-			"containers":    []any{rayContainer(container)},
+			"containers":    []any{rayContainer(container, cpu)},
 		}}
 	}
 	return map[string]any{
@@ -85,9 +101,9 @@ func clusterSpec(replicas int64) map[string]any {
 		},
 		"workerGroupSpecs": []any{map[string]any{
 			"groupName":      "workers",
-			"replicas":       replicas,
-			"minReplicas":    int64(2),
-			"maxReplicas":    int64(4),
+			"replicas":       g.replicas,
+			"minReplicas":    g.minReplicas,
+			"maxReplicas":    g.maxReplicas,
 			"rayStartParams": map[string]any{},
 			"template":       template("ray-worker"),
 		}},
@@ -95,8 +111,8 @@ func clusterSpec(replicas int64) map[string]any {
 }
 
 // create creates a KubeRay object (kind RayCluster or RayJob) named name in the test's
-// namespace, with labels and spec.
-func (e *rayEnv) create(kind, name string, objLabels map[string]string, spec map[string]any) *unstructured.Unstructured {
+// namespace, with labels, annotations and spec.
+func (e *rayEnv) create(kind, name string, objLabels, annotations map[string]string, spec map[string]any) *unstructured.Unstructured {
 	e.t.Helper()
 	gvr := testenv.RayClusterGVR
 	if kind == "RayJob" {
@@ -108,14 +124,64 @@ func (e *rayEnv) create(kind, name string, objLabels map[string]string, spec map
 		"metadata":   map[string]any{"name": name, "namespace": e.ns},
 		"spec":       spec,
 	}}
-	if objLabels != nil {
-		obj.SetLabels(objLabels)
-	}
+	obj.SetLabels(objLabels)
+	obj.SetAnnotations(annotations)
 	created, err := e.dyn.Resource(gvr).Namespace(e.ns).Create(context.Background(), obj, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("creating %s %s: %v", kind, name, err)
 	}
 	return created
+}
+
+// getCluster reads RayCluster name.
+func (e *rayEnv) getCluster(name string) *unstructured.Unstructured {
+	e.t.Helper()
+	rc, err := e.dyn.Resource(testenv.RayClusterGVR).Namespace(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rc
+}
+
+// updateCluster changes RayCluster name with change and writes it back.
+func (e *rayEnv) updateCluster(name string, change func(rc *unstructured.Unstructured)) {
+	e.t.Helper()
+	rc := e.getCluster(name)
+	change(rc)
+	if _, err := e.dyn.Resource(testenv.RayClusterGVR).Namespace(e.ns).Update(context.Background(), rc, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatalf("updating RayCluster %s: %v", name, err)
+	}
+}
+
+// setWorkers sets the replicas of RayCluster cluster's worker group, with workersToDelete
+// (nil leaves the scale strategy alone), as the Ray autoscaler does (it writes
+// workerGroupSpecs whole).
+func (e *rayEnv) setWorkers(cluster string, replicas int64, workersToDelete []string) {
+	e.t.Helper()
+	e.updateCluster(cluster, func(rc *unstructured.Unstructured) {
+		groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
+		g := groups[0].(map[string]any)
+		g["replicas"] = replicas
+		if workersToDelete != nil {
+			del := []any{}
+			for _, w := range workersToDelete {
+				del = append(del, w)
+			}
+			g["scaleStrategy"] = map[string]any{"workersToDelete": del}
+		}
+		if err := unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs"); err != nil {
+			e.t.Fatal(err)
+		}
+	})
+}
+
+// clusterSelector selects the pods of RayCluster cluster, of nodeType if not "".
+func clusterSelector(cluster, nodeType string) string {
+	set := labels.Set{kuberaycontroller.ClusterLabel: cluster}
+	if nodeType != "" {
+		set[kuberaycontroller.NodeTypeLabel] = nodeType
+	}
+	return set.String()
 }
 
 // pods returns the live pods of the test's namespace matching selector (a label selector),
@@ -136,295 +202,378 @@ func (e *rayEnv) pods(selector string) []v1.Pod {
 	return out
 }
 
-// waitPods waits until exactly n live pods match selector and returns them.
-func (e *rayEnv) waitPods(selector string, n int) []v1.Pod {
-	e.t.Helper()
-	var pods []v1.Pod
-	testenv.Eventually(e.t, 60*time.Second, fmt.Sprintf("%d pods %s", n, selector), func() (bool, string) {
-		pods = e.pods(selector)
-		return len(pods) == n, fmt.Sprintf("%d pods: %v", len(pods), names(pods))
-	})
-	return pods
-}
-
-// names are the pods' names.
-func names(pods []v1.Pod) []string {
-	var out []string
+// placement maps each pod to its node ("" while unbound).
+func placement(pods []v1.Pod) map[string]string {
+	out := map[string]string{}
 	for _, p := range pods {
-		out = append(out, p.Name)
+		out[p.Name] = p.Spec.NodeName
 	}
 	return out
 }
 
-// clusterPods waits for the head and n worker pods of RayCluster cluster and returns them.
-func (e *rayEnv) clusterPods(cluster string, workers int) (head v1.Pod, workerPods []v1.Pod) {
-	e.t.Helper()
-	sel := func(nodeType string) string {
-		return labels.Set{kuberaycontroller.ClusterLabel: cluster, kuberaycontroller.NodeTypeLabel: nodeType}.String()
-	}
-	return e.waitPods(sel("head"), 1)[0], e.waitPods(sel("worker"), workers)
-}
-
-// logPod logs what KubeRay put on a pod: labels, annotations, owners, schedulerName and, if
-// bound, its node.
-func (e *rayEnv) logPod(role string, p *v1.Pod) {
-	e.t.Helper()
-	owners, _ := json.Marshal(p.OwnerReferences)
-	e.t.Logf("%s pod %s: schedulerName=%s node=%q\n  labels=%v\n  annotations=%v\n  ownerReferences=%s",
-		role, p.Name, p.Spec.SchedulerName, p.Spec.NodeName, p.Labels, p.Annotations, owners)
-}
-
-// checkRayPod checks the labels and owner KubeRay gives every pod of RayCluster cluster
-// (uid): the ray.io labels of its node type and group, schedulerName lockstep-scheduler as
-// the template says, the scheduler-plugins pod-group label (valued the cluster's name) if and
-// only if gang, and the RayCluster as its controller.
-func (e *rayEnv) checkRayPod(p *v1.Pod, cluster string, uid types.UID, nodeType, group string, gang bool) {
-	e.t.Helper()
-	e.logPod(nodeType, p)
-	want := map[string]string{
-		kuberaycontroller.ClusterLabel:   cluster,
-		kuberaycontroller.NodeTypeLabel:  nodeType,
-		kuberaycontroller.GroupLabel:     group,
-		kuberaycontroller.IsRayNodeLabel: "yes",
-		kuberaycontroller.CreatedByLabel: "kuberay-operator",
-	}
-	for k, v := range want {
-		if got, ok := p.Labels[k]; !ok || got != v {
-			e.t.Errorf("pod %s: label %s=%q (set %v), want %q", p.Name, k, got, ok, v)
+// bound counts the bound pods.
+func bound(pods []v1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			n++
 		}
 	}
-	if got, ok := p.Labels[kuberaycontroller.PodGroupLabel]; ok != gang || (gang && got != cluster) {
-		e.t.Errorf("pod %s: label %s=%q (set %v), want set %v to %q", p.Name, kuberaycontroller.PodGroupLabel, got, ok, gang, cluster)
+	return n
+}
+
+// waitCluster waits until RayCluster cluster has a head and workers live worker pods, of
+// which bound are bound, and returns all its pods.
+func (e *rayEnv) waitCluster(cluster string, workers, boundPods int) []v1.Pod {
+	e.t.Helper()
+	var pods []v1.Pod
+	testenv.Eventually(e.t, 90*time.Second, fmt.Sprintf("RayCluster %s: a head and %d workers, %d bound", cluster, workers, boundPods), func() (bool, string) {
+		pods = e.pods(clusterSelector(cluster, ""))
+		heads := 0
+		for _, p := range pods {
+			if p.Labels[kuberaycontroller.NodeTypeLabel] == "head" {
+				heads++
+			}
+		}
+		return heads == 1 && len(pods) == 1+workers && bound(pods) == boundPods, fmt.Sprint(placement(pods))
+	})
+	return pods
+}
+
+// checkRayPod checks what KubeRay and lockstep's filing rely on in a pod of RayCluster rc:
+// the ray.io cluster and node-type labels, schedulerName lockstep-scheduler as the template
+// says, the RayCluster alone as its controller, and no lockstep pod-group label (the pod is
+// filed from KubeRay's labels, not from one of lockstep's).
+func (e *rayEnv) checkRayPod(p *v1.Pod, rc *unstructured.Unstructured) {
+	e.t.Helper()
+	if p.Labels[kuberaycontroller.ClusterLabel] != rc.GetName() {
+		e.t.Errorf("pod %s: label %s=%q, want %q", p.Name, kuberaycontroller.ClusterLabel, p.Labels[kuberaycontroller.ClusterLabel], rc.GetName())
+	}
+	if nt := p.Labels[kuberaycontroller.NodeTypeLabel]; nt != "head" && nt != "worker" {
+		e.t.Errorf("pod %s: label %s=%q, want head or worker", p.Name, kuberaycontroller.NodeTypeLabel, nt)
 	}
 	if p.Spec.SchedulerName != lt.SchedulerName {
 		e.t.Errorf("pod %s: schedulerName %q, want the template's %q", p.Name, p.Spec.SchedulerName, lt.SchedulerName)
 	}
-	ref := metav1.GetControllerOf(p)
-	if ref == nil || ref.UID != uid || ref.Kind != "RayCluster" || ref.APIVersion != "ray.io/v1" || len(p.OwnerReferences) != 1 {
-		e.t.Errorf("pod %s: ownerReferences %+v, want the RayCluster %s alone as controller", p.Name, p.OwnerReferences, cluster)
+	if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != rc.GetUID() || ref.Kind != "RayCluster" || len(p.OwnerReferences) != 1 {
+		e.t.Errorf("pod %s: ownerReferences %+v, want the RayCluster %s alone as controller", p.Name, p.OwnerReferences, rc.GetName())
+	}
+	if v, ok := p.Labels[v1alpha1.PodGroupLabel]; ok {
+		e.t.Errorf("pod %s: label %s=%q, want none", p.Name, v1alpha1.PodGroupLabel, v)
 	}
 }
 
-// setWorkers sets the replicas of RayCluster cluster's worker group, with workersToDelete
-// (nil leaves the scale strategy alone), as the Ray autoscaler does (a merge patch of
-// workerGroupSpecs, which replaces the list).
-func (e *rayEnv) setWorkers(cluster string, replicas int64, workersToDelete []string) {
+// groups returns the lockstep Workloads and groups of the test's namespace.
+func (e *rayEnv) groups() ([]v1alpha1.Workload, []v1alpha1.CompositePodGroup, []v1alpha1.PodGroup) {
 	e.t.Helper()
-	rc, err := e.dyn.Resource(testenv.RayClusterGVR).Namespace(e.ns).Get(context.Background(), cluster, metav1.GetOptions{})
+	ctx := context.Background()
+	wls, err := e.Lockstep.SchedulingV1alpha1().Workloads(e.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
-	group := groups[0].(map[string]any)
-	group["replicas"] = replicas
-	if workersToDelete != nil {
-		var del []any
-		for _, w := range workersToDelete {
-			del = append(del, w)
-		}
-		group["scaleStrategy"] = map[string]any{"workersToDelete": del}
-	}
-	if err := unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs"); err != nil {
+	cpgs, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.dyn.Resource(testenv.RayClusterGVR).Namespace(e.ns).Update(context.Background(), rc, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatalf("scaling RayCluster %s: %v", cluster, err)
+	pgs, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
 	}
+	return wls.Items, cpgs.Items, pgs.Items
 }
 
-// podGroup returns the scheduler-plugins PodGroup ns/name, nil if there is none.
-func (e *rayEnv) podGroup(name string) *unstructured.Unstructured {
+// describeGroups says which lockstep groups the namespace holds and who controls them.
+func describeGroups(wls []v1alpha1.Workload, cpgs []v1alpha1.CompositePodGroup, pgs []v1alpha1.PodGroup) string {
+	var out []string
+	for i := range wls {
+		out = append(out, fmt.Sprintf("Workload %s (owners %s)", wls[i].Name, owners(wls[i].OwnerReferences)))
+	}
+	for i := range cpgs {
+		out = append(out, fmt.Sprintf("CompositePodGroup %s minGroupCount %d (owners %s)", cpgs[i].Name, minGroupCount(&cpgs[i]), owners(cpgs[i].OwnerReferences)))
+	}
+	for i := range pgs {
+		out = append(out, fmt.Sprintf("PodGroup %s minCount %d (owners %s)", pgs[i].Name, minCount(&pgs[i]), owners(pgs[i].OwnerReferences)))
+	}
+	return strings.Join(out, "; ")
+}
+
+func owners(refs []metav1.OwnerReference) string {
+	b, _ := json.Marshal(refs)
+	return string(b)
+}
+
+func minCount(pg *v1alpha1.PodGroup) int32 {
+	if pg.Spec.SchedulingPolicy.Gang == nil {
+		return 0
+	}
+	return pg.Spec.SchedulingPolicy.Gang.MinCount
+}
+
+func minGroupCount(cpg *v1alpha1.CompositePodGroup) int32 {
+	if cpg.Spec.SchedulingPolicy.Gang == nil {
+		return 0
+	}
+	return cpg.Spec.SchedulingPolicy.Gang.MinGroupCount
+}
+
+// treeOf reports whether the namespace's only lockstep groups are RayCluster rc's tree: one
+// Workload and one root CompositePodGroup named for it, whose minGroupCount is its children,
+// PodGroups under it — the head's of minCount 1, one per worker group with a minimum — whose
+// minCounts add up to min, all controlled by rc; and it says what the namespace holds.
+func (e *rayEnv) treeOf(rc *unstructured.Unstructured, min int32) (*v1alpha1.CompositePodGroup, bool, string) {
 	e.t.Helper()
-	pg, err := e.dyn.Resource(testenv.SchedulerPluginsPodGroupGVR).Namespace(e.ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		return nil
+	root := raycluster.GroupName(rc.GetName(), rc.GetUID())
+	wls, cpgs, pgs := e.groups()
+	state := describeGroups(wls, cpgs, pgs)
+	if len(wls) != 1 || len(cpgs) != 1 || len(pgs) < 1 || wls[0].Name != root || cpgs[0].Name != root || minGroupCount(&cpgs[0]) != int32(len(pgs)) {
+		return nil, false, state
 	}
-	return pg
-}
-
-// Without a batch scheduler KubeRay makes a head pod and replicas worker pods, each owned
-// (controller) by the RayCluster, labelled with its cluster, node type and group, and with
-// the template's schedulerName: lockstep-scheduler. Raising replicas (as the Ray autoscaler
-// does) adds a worker; lowering them with workersToDelete removes exactly those workers.
-func TestRayClusterPods(t *testing.T) {
-	e := start(t)
-	rc := e.create("RayCluster", "raycluster", nil, clusterSpec(2))
-
-	head, workers := e.clusterPods("raycluster", 2)
-	e.checkRayPod(&head, "raycluster", rc.GetUID(), "head", kuberaycontroller.HeadGroup, false)
-	for i := range workers {
-		e.checkRayPod(&workers[i], "raycluster", rc.GetUID(), "worker", "workers", false)
+	objs := []metav1.Object{&wls[0], &cpgs[0]}
+	sum, head := int32(0), false
+	for i := range pgs {
+		objs = append(objs, &pgs[i])
+		if p := pgs[i].Spec.ParentCompositePodGroupName; p == nil || *p != root {
+			return nil, false, state
+		}
+		sum += minCount(&pgs[i])
+		head = head || (pgs[i].Name == raycluster.HeadGroup(root) && minCount(&pgs[i]) == 1)
 	}
-	if pg := e.podGroup("raycluster"); pg != nil {
-		t.Errorf("PodGroup %s made without a batch scheduler", pg.GetName())
-	}
-
-	// The autoscaler raises replicas to 3: a third worker, like the others.
-	e.setWorkers("raycluster", 3, nil)
-	_, workers = e.clusterPods("raycluster", 3)
-	for i := range workers {
-		e.checkRayPod(&workers[i], "raycluster", rc.GetUID(), "worker", "workers", false)
-	}
-
-	// The autoscaler scales down by naming the worker to remove: that one goes, the others
-	// stay. (Had KubeRay ignored workersToDelete, this cluster, without in-tree autoscaling,
-	// would delete the first worker of its cache's list instead: name the last by name, so
-	// that the two rarely coincide.)
-	victim := workers[2].Name
-	e.setWorkers("raycluster", 2, []string{victim})
-	_, left := e.clusterPods("raycluster", 2)
-	for _, p := range left {
-		if p.Name == victim {
-			t.Errorf("worker %s named in workersToDelete is still there: %v", victim, names(left))
+	for _, obj := range objs {
+		if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != rc.GetUID() || ref.Kind != "RayCluster" {
+			return nil, false, state
 		}
 	}
-	rcNow, err := e.dyn.Resource(testenv.RayClusterGVR).Namespace(e.ns).Get(context.Background(), "raycluster", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups, _, _ := unstructured.NestedSlice(rcNow.Object, "spec", "workerGroupSpecs")
-	t.Logf("scaleStrategy after the scale-down: %v (KubeRay does not clear it in the spec)", groups[0].(map[string]any)["scaleStrategy"])
+	return &cpgs[0], head && sum == min, state
 }
 
-// With the scheduler-plugins batch scheduler, a RayCluster labelled
-// ray.io/gang-scheduling-enabled gets a scheduler-plugins PodGroup named after it, owned by
-// it (not as controller), of minMember head + replicas and minResources the sum of the pods'
-// requests, and its pods the label scheduling.x-k8s.io/pod-group=<cluster>, their
-// schedulerName left as the template says. The PodGroup is created once: raising replicas
-// adds a labelled worker but leaves minMember alone. A RayCluster without the label gets
-// neither.
-func TestRayClusterSchedulerPlugins(t *testing.T) {
-	e := start(t, testenv.KubeRayBatchScheduler(kuberaycontroller.BatchSchedulerPlugins))
-	rc := e.create("RayCluster", "gang", map[string]string{kuberaycontroller.GangSchedulingLabel: "true"}, clusterSpec(2))
-	plain := e.create("RayCluster", "plain", nil, clusterSpec(2))
-
-	head, workers := e.clusterPods("gang", 2)
-	e.checkRayPod(&head, "gang", rc.GetUID(), "head", kuberaycontroller.HeadGroup, true)
-	for i := range workers {
-		e.checkRayPod(&workers[i], "gang", rc.GetUID(), "worker", "workers", true)
-	}
-	pg := e.podGroup("gang")
-	if pg == nil {
-		t.Fatal("no PodGroup gang")
-	}
-	e.checkPodGroup(pg, rc, 3, "3", "3Gi")
-
-	plainHead, plainWorkers := e.clusterPods("plain", 2)
-	for _, p := range append(plainWorkers, plainHead) {
-		e.checkRayPod(&p, "plain", plain.GetUID(), p.Labels[kuberaycontroller.NodeTypeLabel], p.Labels[kuberaycontroller.GroupLabel], false)
-	}
-	if pg := e.podGroup("plain"); pg != nil {
-		t.Errorf("PodGroup plain made for a RayCluster without %s", kuberaycontroller.GangSchedulingLabel)
-	}
-
-	e.setWorkers("gang", 3, nil)
-	_, workers = e.clusterPods("gang", 3)
-	for i := range workers {
-		e.checkRayPod(&workers[i], "gang", rc.GetUID(), "worker", "workers", true)
-	}
-	testenv.Consistently(t, 3*time.Second, "PodGroup gang left as created", func() (bool, string) {
-		pg := e.podGroup("gang")
-		mm, _, _ := unstructured.NestedInt64(pg.Object, "spec", "minMember")
-		return mm == 3, fmt.Sprintf("minMember %d", mm)
-	})
-}
-
-// checkPodGroup checks the PodGroup KubeRay made for RayCluster rc: minMember, minResources
-// cpu and memory, and an owner reference to rc that is not a controller's.
-func (e *rayEnv) checkPodGroup(pg, rc *unstructured.Unstructured, minMember int64, cpu, memory string) {
+// clusterGroup waits until the namespace's only lockstep groups are RayCluster rc's tree of
+// min pods (treeOf), and returns its root.
+func (e *rayEnv) clusterGroup(rc *unstructured.Unstructured, min int32) *v1alpha1.CompositePodGroup {
 	e.t.Helper()
-	spec, _ := json.Marshal(pg.Object["spec"])
-	owners, _ := json.Marshal(pg.GetOwnerReferences())
-	e.t.Logf("PodGroup %s: labels=%v annotations=%v spec=%s ownerReferences=%s", pg.GetName(), pg.GetLabels(), pg.GetAnnotations(), spec, owners)
-	if mm, _, _ := unstructured.NestedInt64(pg.Object, "spec", "minMember"); mm != minMember {
-		e.t.Errorf("PodGroup %s: minMember %d, want %d", pg.GetName(), mm, minMember)
-	}
-	res, _, _ := unstructured.NestedStringMap(pg.Object, "spec", "minResources")
-	for name, want := range map[string]string{"cpu": cpu, "memory": memory} {
-		if got, err := resource.ParseQuantity(res[name]); err != nil || got.Cmp(resource.MustParse(want)) != 0 {
-			e.t.Errorf("PodGroup %s: minResources %s %q, want %s", pg.GetName(), name, res[name], want)
+	var root *v1alpha1.CompositePodGroup
+	testenv.Eventually(e.t, 60*time.Second, fmt.Sprintf("RayCluster %s's tree of %d pods, alone", rc.GetName(), min), func() (bool, string) {
+		r, ok, state := e.treeOf(rc, min)
+		root = r
+		return ok, state
+	})
+	return root
+}
+
+// noGroups checks for d that the namespace holds no lockstep Workload or PodGroup.
+func (e *rayEnv) noGroups(d time.Duration, why string) {
+	e.t.Helper()
+	testenv.Consistently(e.t, d, "no lockstep groups: "+why, func() (bool, string) {
+		wls, cpgs, pgs := e.groups()
+		return len(wls)+len(cpgs)+len(pgs) == 0, describeGroups(wls, cpgs, pgs)
+	})
+}
+
+// checkPending checks that pod name is unbound and that its PodScheduled condition says why.
+func (e *rayEnv) checkPending(name string) {
+	e.t.Helper()
+	var c *v1.PodCondition
+	testenv.Eventually(e.t, 30*time.Second, "pod "+name+" pending with a reason", func() (bool, string) {
+		p, err := e.Client.CoreV1().Pods(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if p.Spec.NodeName != "" {
+			e.t.Fatalf("pod %s bound to %s, want it pending", name, p.Spec.NodeName)
+		}
+		c = podCondition(p, v1.PodScheduled)
+		return c != nil && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable && c.Message != "", fmt.Sprintf("%+v", c)
+	})
+	e.t.Logf("pod %s pending: %s %q", name, c.Reason, c.Message)
+}
+
+func podCondition(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
 		}
 	}
-	refs := pg.GetOwnerReferences()
-	if len(refs) != 1 || refs[0].UID != rc.GetUID() || refs[0].Kind != "RayCluster" || refs[0].Controller != nil && *refs[0].Controller {
-		e.t.Errorf("PodGroup %s: ownerReferences %s, want the RayCluster %s, not as controller", pg.GetName(), owners, rc.GetName())
+	return nil
+}
+
+// podSeen is what the watch last saw of a pod.
+type podSeen struct {
+	uid      types.UID
+	cluster  string // its ray.io/cluster label
+	nodeType string // its ray.io/node-type label
+	node     string
+}
+
+func (s podSeen) String() string {
+	return fmt.Sprintf("{%s/%s node:%q}", s.cluster, s.nodeType, s.node)
+}
+
+// bindSnapshot is the state of every live pod the watch had seen when it saw pod bound.
+type bindSnapshot struct {
+	pod  string
+	node string
+	pods map[string]podSeen
+}
+
+// podWatch follows the pods of a namespace in the apiserver's order of writes: each bind
+// with the state of every other pod at that moment, every deletion, and any pod whose node
+// changed once set (never allowed).
+type podWatch struct {
+	mu       sync.Mutex
+	state    map[string]podSeen
+	binds    []bindSnapshot
+	deleted  map[string]podSeen
+	problems []string
+}
+
+func (w *podWatch) see(p *v1.Pod, deleted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if deleted {
+		if s, ok := w.state[p.Name]; ok && s.uid == p.UID {
+			w.deleted[p.Name] = s
+			delete(w.state, p.Name)
+		}
+		return
+	}
+	prev, seen := w.state[p.Name]
+	if seen && prev.uid != p.UID {
+		seen = false
+	}
+	s := podSeen{uid: p.UID, cluster: p.Labels[kuberaycontroller.ClusterLabel], nodeType: p.Labels[kuberaycontroller.NodeTypeLabel], node: p.Spec.NodeName}
+	w.state[p.Name] = s
+	switch {
+	case seen && prev.node != "" && prev.node != s.node:
+		w.problems = append(w.problems, fmt.Sprintf("pod %s moved from node %q to %q", p.Name, prev.node, s.node))
+	case s.node != "" && (!seen || prev.node == ""):
+		snap := bindSnapshot{pod: p.Name, node: s.node, pods: map[string]podSeen{}}
+		for k, v := range w.state {
+			snap.pods[k] = v
+		}
+		w.binds = append(w.binds, snap)
 	}
 }
 
-// A RayJob in K8sJobMode (the gang label on it, with the scheduler-plugins batch scheduler)
-// makes a RayCluster labelled with its origin (and the RayJob's labels) whose pods are as a
-// RayCluster's; once they run (RunPods) and the cluster is Ready, KubeRay creates the
-// submitter: a batch/v1 Job named after the RayJob, controlled by it, whose pod (made by the
-// Job controller from KubeRay's default template) carries neither the ray.io labels nor the
-// pod-group label and has the default schedulerName: it is not lockstep's, nor in the gang.
-func TestRayJobSubmitter(t *testing.T) {
-	e := start(t, testenv.KubeRayBatchScheduler(kuberaycontroller.BatchSchedulerPlugins))
-	e.RunPods(t, e.ns, nil)
-	job := e.create("RayJob", "rayjob", map[string]string{kuberaycontroller.GangSchedulingLabel: "true"}, map[string]any{
-		"entrypoint":               `python -c "print(1)"`,
-		"submissionMode":           "K8sJobMode",
-		"shutdownAfterJobFinishes": false,
-		"rayClusterSpec":           clusterSpec(2),
-	})
-
-	var cluster *unstructured.Unstructured
-	testenv.Eventually(t, 60*time.Second, "the RayJob's RayCluster", func() (bool, string) {
-		list, err := e.dyn.Resource(testenv.RayClusterGVR).Namespace(e.ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil || len(list.Items) != 1 {
-			return false, fmt.Sprintf("%v %v", list, err)
-		}
-		cluster = &list.Items[0]
-		return true, ""
-	})
-	owners, _ := json.Marshal(cluster.GetOwnerReferences())
-	t.Logf("RayCluster %s of RayJob: labels=%v ownerReferences=%s", cluster.GetName(), cluster.GetLabels(), owners)
-	if ref := metav1.GetControllerOf(cluster); ref == nil || ref.UID != job.GetUID() {
-		t.Errorf("RayCluster %s: ownerReferences %s, want the RayJob as controller", cluster.GetName(), owners)
-	}
-	for k, v := range map[string]string{kuberaycontroller.OriginatedFromNameLabel: "rayjob", kuberaycontroller.OriginatedFromCRDLabel: "RayJob"} {
-		if got := cluster.GetLabels()[k]; got != v {
-			t.Errorf("RayCluster %s: label %s=%q, want %q", cluster.GetName(), k, got, v)
+// bindsOf returns the binds of RayCluster cluster's pods, in order.
+func (w *podWatch) bindsOf(cluster string) []bindSnapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []bindSnapshot
+	for _, b := range w.binds {
+		if b.pods[b.pod].cluster == cluster {
+			out = append(out, b)
 		}
 	}
+	return out
+}
 
-	head, workers := e.clusterPods(cluster.GetName(), 2)
-	e.checkRayPod(&head, cluster.GetName(), cluster.GetUID(), "head", kuberaycontroller.HeadGroup, true)
-	for i := range workers {
-		e.checkRayPod(&workers[i], cluster.GetName(), cluster.GetUID(), "worker", "workers", true)
-	}
-	if pg := e.podGroup(cluster.GetName()); pg == nil {
-		t.Errorf("no PodGroup %s for the RayJob's RayCluster", cluster.GetName())
-	} else {
-		e.checkPodGroup(pg, cluster, 3, "3", "3Gi")
-	}
+// allBinds returns every bind seen so far.
+func (w *podWatch) allBinds() []bindSnapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]bindSnapshot(nil), w.binds...)
+}
 
-	testenv.Eventually(t, 90*time.Second, "the submitter Job", func() (bool, string) {
-		_, err := e.Client.BatchV1().Jobs(e.ns).Get(context.Background(), "rayjob", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
-	submitter, err := e.Client.BatchV1().Jobs(e.ns).Get(context.Background(), "rayjob", metav1.GetOptions{})
+// deletedPods returns the pods seen deleted, as last seen.
+func (w *podWatch) deletedPods() map[string]podSeen {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]podSeen{}
+	for k, v := range w.deleted {
+		out[k] = v
+	}
+	return out
+}
+
+// movedPods returns what the watch saw that must never happen: a bound pod's node changed.
+func (w *podWatch) movedPods() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.problems...)
+}
+
+// watchPods starts following the pods of the test's namespace (none yet) from now until the
+// test ends. Events come in the order the apiserver wrote them, so the state at an event
+// includes every earlier write to any of the pods.
+func (e *rayEnv) watchPods() *podWatch {
+	e.t.Helper()
+	pods := e.Client.CoreV1().Pods(e.ns)
+	list, err := pods.List(context.Background(), metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	owners, _ = json.Marshal(submitter.OwnerReferences)
-	t.Logf("submitter Job %s: labels=%v ownerReferences=%s backoffLimit=%v template labels=%v schedulerName=%q",
-		submitter.Name, submitter.Labels, owners, *submitter.Spec.BackoffLimit, submitter.Spec.Template.Labels, submitter.Spec.Template.Spec.SchedulerName)
-	if ref := metav1.GetControllerOf(submitter); ref == nil || ref.UID != job.GetUID() || ref.Kind != "RayJob" {
-		t.Errorf("submitter Job: ownerReferences %s, want the RayJob as controller", owners)
+	if len(list.Items) != 0 {
+		e.t.Fatalf("namespace %s has pods already", e.ns)
 	}
-	if got := submitter.Labels[kuberaycontroller.CreatedByLabel]; got != "kuberay-operator" {
-		t.Errorf("submitter Job: label %s=%q, want kuberay-operator", kuberaycontroller.CreatedByLabel, got)
+	ctx, cancel := context.WithCancel(context.Background())
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			return pods.Watch(ctx, options)
+		},
+	})
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
 	}
+	w := &podWatch{state: map[string]podSeen{}, deleted: map[string]podSeen{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range rw.ResultChan() {
+			p, ok := ev.Object.(*v1.Pod)
+			if !ok {
+				if ev.Type == watch.Error {
+					e.t.Errorf("pod watch: %v", describe(ev.Object))
+				}
+				continue
+			}
+			w.see(p, ev.Type == watch.Deleted)
+		}
+	}()
+	e.t.Cleanup(func() {
+		rw.Stop()
+		cancel()
+		<-done
+		for _, m := range w.movedPods() {
+			e.t.Errorf("pod watch: %s", m)
+		}
+	})
+	return w
+}
 
-	pods := e.waitPods("job-name=rayjob", 1)
-	p := pods[0]
-	e.logPod("submitter", &p)
-	for k := range p.Labels {
-		if strings.HasPrefix(k, "ray.io/") || k == kuberaycontroller.PodGroupLabel {
-			t.Errorf("submitter pod %s: label %s=%q, want no Ray or pod-group label", p.Name, k, p.Labels[k])
+func describe(o runtime.Object) string {
+	if s, ok := o.(*metav1.Status); ok {
+		return strings.TrimSpace(s.Message)
+	}
+	return fmt.Sprintf("%T", o)
+}
+
+// checkBoundWhole checks from the pod watch that RayCluster cluster's gang bound whole: when
+// the first of its pods bound, its head and at least min-1 workers existed, and it had more
+// binds than min-1 by the time of the check (the gang's binds all came).
+func (e *rayEnv) checkBoundWhole(cluster string, min int) {
+	e.t.Helper()
+	binds := e.watch.bindsOf(cluster)
+	if len(binds) == 0 {
+		e.t.Errorf("RayCluster %s: the pod watch saw no bind", cluster)
+		return
+	}
+	first := binds[0]
+	heads, members := 0, 0
+	for _, s := range first.pods {
+		if s.cluster != cluster {
+			continue
+		}
+		members++
+		if s.nodeType == "head" {
+			heads++
 		}
 	}
-	if p.Spec.SchedulerName != v1.DefaultSchedulerName {
-		t.Errorf("submitter pod %s: schedulerName %q, want %q (KubeRay's default template sets none)", p.Name, p.Spec.SchedulerName, v1.DefaultSchedulerName)
+	e.t.Logf("RayCluster %s: at its first bind (%s on %s) the watch saw %v", cluster, first.pod, first.node, first.pods)
+	if heads != 1 || members < min {
+		e.t.Errorf("RayCluster %s: pod %s bound while %d pods of the cluster existed (%d heads), want its gang of %d with the head: %v",
+			cluster, first.pod, members, heads, min, first.pods)
+	}
+	if len(binds) < min {
+		e.t.Errorf("RayCluster %s: the watch saw %d binds, want at least the gang's %d", cluster, len(binds), min)
 	}
 }

@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,9 +34,9 @@ func cluster(workers ...[2]int32) *rayCluster {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ray", UID: "uid-ray"},
 		Spec:       rayClusterSpec{HeadGroupSpec: headGroupSpec{Template: template(lt.SchedulerName)}},
 	}
-	for _, w := range workers {
+	for i, w := range workers {
 		rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, workerGroupSpec{
-			GroupName: "gpu", MinReplicas: ptr.To(w[0]), Replicas: ptr.To(w[0]), NumOfHosts: w[1], Template: template(lt.SchedulerName)})
+			GroupName: fmt.Sprintf("gpu%d", i), MinReplicas: ptr.To(w[0]), Replicas: ptr.To(w[0]), NumOfHosts: w[1], Template: template(lt.SchedulerName)})
 	}
 	return rc
 }
@@ -53,43 +54,49 @@ func toUnstructured(t *testing.T, rc *rayCluster) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: obj}
 }
 
-// The gang is the head and each lockstep worker group's minimum (minReplicas × numOfHosts),
-// not its replicas; a suspended cluster (queued in Kueue) and one whose pods name a group of
-// their own get none; one whose head uses another scheduler is left alone.
+// The gang is a tree: the head, and each lockstep worker group's minimum (minReplicas ×
+// numOfHosts, not its replicas) counted apart, so that no group's surplus stands in for
+// another's (or the head's) shortfall; worker groups without a minimum are not in it; a
+// suspended cluster (queued in Kueue) and one whose pods name a group of their own get none;
+// one whose head uses another scheduler is left alone.
 func TestGroups(t *testing.T) {
+	root := GroupName("ray", "uid-ray")
 	for _, tc := range []struct {
-		name     string
-		rc       func() *rayCluster
-		wantMin  int32
-		wantNone bool // NoGroups
-		wantNil  bool // left alone
-		wantTopo []v1alpha1.TopologyConstraint
-		wantPrio string
+		name        string
+		rc          func() *rayCluster
+		wantWorkers map[string]int32 // worker group -> minCount
+		wantNone    bool             // NoGroups
+		wantNil     bool             // left alone
+		wantTopo    []v1alpha1.TopologyConstraint
+		wantPrio    string
 	}{
-		{name: "head only", rc: func() *rayCluster { return cluster() }, wantMin: 1},
-		{name: "head and minReplicas of each group", rc: func() *rayCluster { return cluster([2]int32{2, 1}, [2]int32{3, 0}) }, wantMin: 6},
-		{name: "multi-host workers", rc: func() *rayCluster { return cluster([2]int32{2, 4}) }, wantMin: 9},
+		{name: "head only", rc: func() *rayCluster { return cluster() }, wantWorkers: map[string]int32{}},
+		{name: "head and minReplicas of each group", rc: func() *rayCluster { return cluster([2]int32{2, 1}, [2]int32{3, 0}) },
+			wantWorkers: map[string]int32{"gpu0": 2, "gpu1": 3}},
+		{name: "multi-host workers", rc: func() *rayCluster { return cluster([2]int32{2, 4}) }, wantWorkers: map[string]int32{"gpu0": 8}},
 		{name: "replicas above minReplicas (autoscaled) do not count", rc: func() *rayCluster {
 			rc := cluster([2]int32{1, 1})
 			rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](5)
 			return rc
-		}, wantMin: 2},
+		}, wantWorkers: map[string]int32{"gpu0": 1}},
+		{name: "a group without a minimum is not in the gang", rc: func() *rayCluster { return cluster([2]int32{2, 1}, [2]int32{0, 1}) },
+			wantWorkers: map[string]int32{"gpu0": 2}},
 		{name: "a suspended worker group does not count", rc: func() *rayCluster {
 			rc := cluster([2]int32{2, 1}, [2]int32{3, 1})
 			rc.Spec.WorkerGroupSpecs[1].Suspend = ptr.To(true)
 			return rc
-		}, wantMin: 3},
+		}, wantWorkers: map[string]int32{"gpu0": 2}},
 		{name: "a worker group of another scheduler does not count", rc: func() *rayCluster {
 			rc := cluster([2]int32{2, 1}, [2]int32{3, 1})
 			rc.Spec.WorkerGroupSpecs[1].Template.Spec.SchedulerName = "default-scheduler"
 			return rc
-		}, wantMin: 3},
+		}, wantWorkers: map[string]int32{"gpu0": 2}},
 		{name: "rack required, priority from the head", rc: func() *rayCluster {
 			rc := cluster([2]int32{3, 1})
 			rc.Annotations = map[string]string{v1alpha1.JobTopologyRequiredAnnotation: lt.RackKey}
 			rc.Spec.HeadGroupSpec.Template.Spec.PriorityClassName = "high"
 			return rc
-		}, wantMin: 4, wantTopo: []v1alpha1.TopologyConstraint{{Key: lt.RackKey, Mode: v1alpha1.TopologyRequired}}, wantPrio: "high"},
+		}, wantWorkers: map[string]int32{"gpu0": 3}, wantTopo: []v1alpha1.TopologyConstraint{{Key: lt.RackKey, Mode: v1alpha1.TopologyRequired}}, wantPrio: "high"},
 		{name: "suspended (queued in Kueue)", rc: func() *rayCluster {
 			rc := cluster([2]int32{2, 1})
 			rc.Spec.Suspend = ptr.To(true)
@@ -123,19 +130,37 @@ func TestGroups(t *testing.T) {
 				}
 				return
 			}
-			want := GroupName("ray", "uid-ray")
-			if got == nil || got.Workload != want || len(got.PodGroups) != 1 || len(got.Composites) != 0 {
-				t.Fatalf("Groups = %+v, want one PodGroup %s", got, want)
+			want := []jobframework.Group{{Name: root, Template: TemplateName, Min: int32(1 + len(tc.wantWorkers)), Topology: tc.wantTopo, PriorityClassName: tc.wantPrio}}
+			if got == nil || got.Workload != root || !cmp.Equal(got.Composites, want) {
+				t.Fatalf("Groups = %+v, want the root %+v", got, want)
 			}
-			g := got.PodGroups[0]
-			if g.Name != want || g.Min != tc.wantMin || g.PriorityClassName != tc.wantPrio || !cmp.Equal(g.Topology, tc.wantTopo) {
-				t.Errorf("PodGroup %+v, want min %d, topology %v, priority %q", g, tc.wantMin, tc.wantTopo, tc.wantPrio)
+			pgs := map[string]int32{}
+			for _, g := range got.PodGroups {
+				if g.Parent != root || g.PriorityClassName != tc.wantPrio {
+					t.Errorf("PodGroup %+v: want parent %s, priority %q", g, root, tc.wantPrio)
+				}
+				pgs[g.Name] = g.Min
 			}
-			tmpl := got.Spec.PodGroupTemplates[0]
-			if tmpl.Name != g.Template || tmpl.SchedulingPolicy.Gang == nil || tmpl.SchedulingPolicy.Gang.MinCount != tc.wantMin {
-				t.Errorf("template %+v, want a gang of %d", tmpl, tc.wantMin)
+			wantPGs := map[string]int32{HeadGroup(root): 1}
+			for group, n := range tc.wantWorkers {
+				wantPGs[WorkerGroup(root, group)] = n
+			}
+			if !cmp.Equal(pgs, wantPGs) {
+				t.Errorf("PodGroups %v, want %v", pgs, wantPGs)
+			}
+			tmpl := got.Spec.CompositePodGroupTemplates
+			if len(tmpl) != 1 || tmpl[0].SchedulingPolicy.Gang == nil || tmpl[0].SchedulingPolicy.Gang.MinGroupCount != want[0].Min ||
+				len(tmpl[0].PodGroupTemplates) != len(wantPGs) {
+				t.Errorf("templates %+v, want one composite of %d and %d PodGroup templates", tmpl, want[0].Min, len(wantPGs))
 			}
 		})
+	}
+}
+
+// Worker group names become valid object name parts.
+func TestWorkerGroup(t *testing.T) {
+	if got := WorkerGroup("ray-1a2b3c4d", "GPU_workers.A100"); got != "ray-1a2b3c4d-w-gpu-workers-a100" {
+		t.Errorf("WorkerGroup = %q", got)
 	}
 }
 
@@ -163,41 +188,47 @@ func adapterWith(t *testing.T, rayClusters ...*rayCluster) *Adapter {
 	return a
 }
 
-// rayPod is a pod KubeRay made for RayCluster cluster (uid) of nodeType.
-func rayPod(cluster string, uid types.UID, nodeType string) *v1.Pod {
-	p := lt.MakePod().Namespace("ns").Name(cluster+"-"+nodeType).SchedulerName(lt.SchedulerName).
-		Label(LabelCluster, cluster).Label(LabelNodeType, nodeType).Obj()
+// rayPod is a pod KubeRay made for RayCluster cluster (uid) of nodeType (a worker of group).
+func rayPod(cluster string, uid types.UID, nodeType, group string) *v1.Pod {
+	w := lt.MakePod().Namespace("ns").Name(cluster+"-"+nodeType).SchedulerName(lt.SchedulerName).
+		Label(LabelCluster, cluster).Label(LabelNodeType, nodeType)
+	if group != "" {
+		w = w.Label(LabelGroup, group)
+	}
+	p := w.Obj()
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayCluster", Name: cluster, UID: uid, Controller: ptr.To(true)}}
 	return p
 }
 
-// A RayCluster's head and workers are filed under its PodGroup (and name it as labelled
-// objects), waiting for the RayCluster while it is not seen; other pods are not its: a
-// RayJob's submitter, a pod that only looks like one, the pods of a RayCluster that gets no
-// group.
+// A RayCluster's head is filed under its head's PodGroup and its workers under their worker
+// group's (and name it as labelled objects), waiting for the RayCluster while it is not seen;
+// other pods are not its: a RayJob's submitter, a pod that only looks like one, the workers of
+// a group without a minimum, the pods of a RayCluster that gets no group.
 func TestGroupOfPod(t *testing.T) {
 	other := cluster()
 	other.Name, other.UID = "other", "uid-other"
 	other.Spec.HeadGroupSpec.Template.Spec.SchedulerName = "default-scheduler"
-	a := adapterWith(t, cluster([2]int32{2, 1}), other)
-	group := GroupName("ray", "uid-ray")
+	a := adapterWith(t, cluster([2]int32{2, 1}, [2]int32{0, 1}), other)
+	root := GroupName("ray", "uid-ray")
 	submitter := lt.MakePod().Namespace("ns").Name("job-submitter").SchedulerName(lt.SchedulerName).Obj()
 	submitter.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "job", UID: "uid-job", Controller: ptr.To(true)}}
-	lookalike := rayPod("ray", "uid-ray", NodeTypeWorker)
+	lookalike := rayPod("ray", "uid-ray", NodeTypeWorker, "gpu0")
 	lookalike.OwnerReferences = nil
+	later := GroupName("later", "uid-later")
 	for _, tc := range []struct {
 		name string
 		pod  *v1.Pod
 		want filing.Filing
 		ok   bool
 	}{
-		{"head", rayPod("ray", "uid-ray", NodeTypeHead), filing.Filing{Name: group, Created: true, Labelled: true}, true},
-		{"worker", rayPod("ray", "uid-ray", NodeTypeWorker), filing.Filing{Name: group, Created: true, Labelled: true}, true},
-		{"RayCluster not seen yet", rayPod("later", "uid-later", NodeTypeWorker),
-			filing.Filing{Name: GroupName("later", "uid-later"), Created: true, Labelled: true, Unseen: true}, true},
-		{"a RayCluster made again under the same name", rayPod("ray", "uid-new", NodeTypeWorker),
-			filing.Filing{Name: GroupName("ray", "uid-new"), Created: true, Labelled: true, Unseen: true}, true},
-		{"head of another scheduler: no group", rayPod("other", "uid-other", NodeTypeWorker), filing.Filing{}, false},
+		{"head", rayPod("ray", "uid-ray", NodeTypeHead, ""), filing.Filing{Name: HeadGroup(root), Created: true, Labelled: true}, true},
+		{"worker", rayPod("ray", "uid-ray", NodeTypeWorker, "gpu0"), filing.Filing{Name: WorkerGroup(root, "gpu0"), Created: true, Labelled: true}, true},
+		{"worker of a group without a minimum", rayPod("ray", "uid-ray", NodeTypeWorker, "gpu1"), filing.Filing{}, false},
+		{"RayCluster not seen yet", rayPod("later", "uid-later", NodeTypeWorker, "gpu0"),
+			filing.Filing{Name: WorkerGroup(later, "gpu0"), Created: true, Labelled: true, Unseen: true}, true},
+		{"a RayCluster made again under the same name", rayPod("ray", "uid-new", NodeTypeHead, ""),
+			filing.Filing{Name: HeadGroup(GroupName("ray", "uid-new")), Created: true, Labelled: true, Unseen: true}, true},
+		{"head of another scheduler: no group", rayPod("other", "uid-other", NodeTypeWorker, "gpu0"), filing.Filing{}, false},
 		{"RayJob submitter", submitter, filing.Filing{}, false},
 		{"labels without the RayCluster as controller", lookalike, filing.Filing{}, false},
 	} {

@@ -25,7 +25,9 @@ const (
 	// LabelCluster names the pod's RayCluster.
 	LabelCluster = "ray.io/cluster"
 	// LabelNodeType is NodeTypeHead or NodeTypeWorker.
-	LabelNodeType  = "ray.io/node-type"
+	LabelNodeType = "ray.io/node-type"
+	// LabelGroup names a worker's worker group (groupName).
+	LabelGroup     = "ray.io/group"
 	NodeTypeHead   = "head"
 	NodeTypeWorker = "worker"
 )
