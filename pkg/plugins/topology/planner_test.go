@@ -133,6 +133,13 @@ func TestPlanner(t *testing.T) {
 			fail:  "PodGroup train: no rack has room for 3 pods × 4 cpu; the roomiest rack could take 2",
 		},
 		{
+			name:  "host required on nodes without rack labels: the explanation names the missing levels",
+			nodes: []testNode{{zone: "z0", name: "n0", cpu: 8}, {zone: "z0", name: "n1", cpu: 8}},
+			tree:  func() *podgroup.GroupView { return gang("pair", 2, 4, "host") },
+			fail: "PodGroup pair: no node carries the node label " + hostKey + " together with the labels of the levels above it (" +
+				zoneKey + ", " + blockKey + ", " + rackKey + ")",
+		},
+		{
 			name:  "not enough capacity anywhere",
 			nodes: grid(1, 1, 1, 2, 4),
 			tree:  func() *podgroup.GroupView { return gang("big", 3, 4) },

@@ -1,8 +1,13 @@
 // Package lws runs the real LeaderWorkerSet controller manager (v0.7.0, built from tools/lws)
 // with its admission webhooks live, next to the upstream StatefulSet controller, the garbage
-// collector and the lockstep scheduler: it pins down what LWS makes (StatefulSets, pods,
-// their labels, annotations and owners) and when, which lockstep will file into groups. LWS
-// is not a lockstep workload kind yet: its pods are scheduled one by one.
+// collector, lockstep's workload controller and the lockstep scheduler. It pins down what LWS
+// makes (StatefulSets, pods, their labels, annotations and owners) and when, and checks that
+// each replica group of a LeaderWorkerSet whose pods use lockstep is a gang: it binds whole
+// or not at all, in one domain when the LeaderWorkerSet's topology annotation asks, and a
+// new leader (rolling update, scale-up, RecreateGroupOnPodRestart) is a fresh gang. The
+// invariants are read from pods, StatefulSets and nodes as the apiserver recorded them (a
+// watch sees every bind in order, watch_test.go); lockstep's PodGroups and their conditions
+// are checked in addition.
 package lws
 
 import (
@@ -19,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
@@ -28,73 +34,87 @@ func TestMain(m *testing.M) {
 	testenv.Main(m)
 }
 
-// lwsEnv is a test's control plane with the LWS controller running, and its namespace.
+// lwsEnv is a test's control plane with the LWS controller running, its namespace, and a
+// watch of the namespace's pods and StatefulSets started before any pod exists.
 type lwsEnv struct {
 	*testenv.Env
-	t  *testing.T
-	ns string
+	t     *testing.T
+	ns    string
+	watch *podWatch
 }
 
 // start runs the control plane with the garbage collector, the StatefulSet controller and the
-// LWS controller, kubelets that remove deleted pods, and one 8-cpu node; ns is the test's
-// namespace. The lockstep scheduler is not started: tests start it when they want pods bound.
-func start(t *testing.T, ns string) *lwsEnv {
+// LWS controller, kubelets that remove deleted pods, and nodes; ns is the test's namespace.
+// lockstep is not started (startLockstep).
+func start(t *testing.T, ns string, nodes ...*v1.Node) *lwsEnv {
 	e := &lwsEnv{Env: testenv.Start(t), t: t}
 	e.StartKubeControllers(t)
 	e.StartStatefulSetController(t)
 	e.StartLWSController(t)
 	e.ns = e.Namespace(t, ns)
 	e.StartKubelets(t, e.ns)
-	e.CreateNodes(t, lt.MakeNode("node-a", "8").Obj())
+	e.CreateNodes(t, nodes...)
+	e.watch = e.watchPods()
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.dumpState()
+		}
+	})
 	return e
 }
 
-// createLWS creates buildLWS's LeaderWorkerSet with the spec fields extra set, through LWS's
+// dumpState logs the namespace's pods (node, why unscheduled, LWS labels) and lockstep
+// groups (with their conditions), for a failed test.
+func (e *lwsEnv) dumpState() {
+	ctx := context.Background()
+	if list, err := e.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range list.Items {
+			why := ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodScheduled && c.Status != v1.ConditionTrue {
+					why = c.Reason + ": " + c.Message
+				}
+			}
+			e.t.Logf("pod %s uid=%s node=%q terminating=%v rev=%s subgroup=%s leader=%s controller=%s %s", p.Name, p.UID, p.Spec.NodeName,
+				p.DeletionTimestamp != nil, p.Labels[testenv.LWSRevisionLabel], p.Labels[subGroupIndexLabel],
+				p.Annotations[testenv.LWSLeaderAnnotation], controller(&p), why)
+		}
+	}
+	if list, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(e.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, g := range list.Items {
+			e.t.Logf("CompositePodGroup %s parent=%q spec=%v conditions=%+v", g.Name, ptr.Deref(g.Spec.ParentCompositePodGroupName, ""), g.Spec.SchedulingPolicy, g.Status.Conditions)
+		}
+	}
+	if list, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, g := range list.Items {
+			e.t.Logf("PodGroup %s parent=%q spec=%v topology=%+v conditions=%+v", g.Name, ptr.Deref(g.Spec.ParentCompositePodGroupName, ""), g.Spec.SchedulingPolicy, g.Spec.SchedulingConstraints, g.Status.Conditions)
+		}
+	}
+}
+
+// startLockstep runs lockstep's scheduler and workload controller.
+func (e *lwsEnv) startLockstep() {
+	e.StartScheduler(e.t, nil)
+	e.StartJobController(e.t)
+}
+
+// startAll is start, then startLockstep.
+func startAll(t *testing.T, ns string, nodes ...*v1.Node) *lwsEnv {
+	e := start(t, ns, nodes...)
+	e.startLockstep()
+	return e
+}
+
+// createLWS creates newLWS's LeaderWorkerSet with the spec fields extra set, through LWS's
 // webhooks.
 func (e *lwsEnv) createLWS(name string, replicas, size int64, extra map[string]any) *unstructured.Unstructured {
 	e.t.Helper()
-	obj := e.buildLWS(name, replicas, size)
+	obj := newLWS(e.ns, name, replicas, size)
 	spec := obj.Object["spec"].(map[string]any)
 	for k, v := range extra {
 		spec[k] = v
 	}
-	created, err := e.lwses().Create(context.Background(), obj, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating LeaderWorkerSet %s: %v", name, err)
-	}
-	return created
-}
-
-// buildLWS is a LeaderWorkerSet name of replicas groups of size pods (a leader and size-1
-// workers) of 1 cpu, lockstep's in both templates.
-func (e *lwsEnv) buildLWS(name string, replicas, size int64) *unstructured.Unstructured {
-	template := func(role string) map[string]any {
-		return map[string]any{
-			"metadata": map[string]any{"labels": map[string]any{"role": role}},
-			"spec": map[string]any{
-				"schedulerName": lt.SchedulerName,
-				"containers": []any{map[string]any{
-					"name":      "main",
-					"image":     "busybox",
-					"command":   []any{"sh", "-c", "sleep 3600"},
-					"resources": map[string]any{"requests": map[string]any{"cpu": "1"}},
-				}},
-			},
-		}
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": testenv.LeaderWorkerSetGVR.GroupVersion().String(),
-		"kind":       "LeaderWorkerSet",
-		"metadata":   map[string]any{"name": name, "namespace": e.ns},
-		"spec": map[string]any{
-			"replicas": replicas,
-			"leaderWorkerTemplate": map[string]any{
-				"size":           size,
-				"leaderTemplate": template("leader"),
-				"workerTemplate": template("worker"),
-			},
-		},
-	}}
+	return e.create(obj)
 }
 
 // lwses is the LeaderWorkerSet resource of the test's namespace.
@@ -196,10 +216,11 @@ func env(p *v1.Pod, name string) string {
 // the leader), its group's key (one per group) and the template revision, the size
 // annotation, workers the leader's name, and the LWS_* environment; leader pods are
 // controlled by the leader StatefulSet, worker pods by their group's worker StatefulSet,
-// which the leader pod controls. Then lockstep binds all 6 (one by one: LWS is not a
-// lockstep kind yet), and once they run ready, the LWS counts 2 ready groups.
+// which the leader pod controls. Then lockstep binds all 6, each group whole as the gang of its
+// leader (a PodGroup named after the leader's UID, minCount 3), and once they run ready, the
+// LWS counts 2 ready groups.
 func TestLeaderWorkerSetMakesGroupsOfLabelledPods(t *testing.T) {
-	e := start(t, "lws")
+	e := start(t, "lws", lt.MakeNode("node-a", "8").Obj())
 	e.createLWS("train", 2, 3, nil)
 
 	pods := e.waitPods("train-0", "train-0-1", "train-0-2", "train-1", "train-1-1", "train-1-2")
@@ -288,8 +309,10 @@ func TestLeaderWorkerSetMakesGroupsOfLabelledPods(t *testing.T) {
 		t.Errorf("headless Service train: %v", err)
 	}
 
-	e.StartScheduler(t, nil)
+	e.startLockstep()
 	e.WaitBound(t, e.ns, sortedKeys(pods)...)
+	e.checkBoundWhole("train", 3)
+	e.waitGroups(e.getLWS("train"), 3, "train-0", "train-1")
 	e.RunPods(t, e.ns, nil)
 	testenv.Eventually(t, 60*time.Second, "LeaderWorkerSet train counts 2 ready groups", func() (bool, string) {
 		lws, err := e.lwses().Get(context.Background(), "train", metav1.GetOptions{})
@@ -299,42 +322,4 @@ func TestLeaderWorkerSetMakesGroupsOfLabelledPods(t *testing.T) {
 		ready, _, _ := unstructured.NestedInt64(lws.Object, "status", "readyReplicas")
 		return ready == 2, fmt.Sprintf("status %v", lws.Object["status"])
 	})
-}
-
-// startupPolicy LeaderReady: LWS creates a group's worker StatefulSet only once its leader pod
-// is Ready. The leaders are bound by lockstep but not running: no worker StatefulSet and no
-// worker pod appears; once the leaders run ready, each group gets its worker StatefulSet and
-// 2 workers, which lockstep binds.
-func TestLeaderWorkerSetLeaderReadyCreatesWorkersAfterTheLeaderIsReady(t *testing.T) {
-	e := start(t, "leader-ready")
-	e.StartScheduler(t, nil)
-	lws := e.createLWS("serve", 2, 3, map[string]any{"startupPolicy": "LeaderReady"})
-	if got, _, _ := unstructured.NestedString(lws.Object, "spec", "startupPolicy"); got != "LeaderReady" {
-		t.Fatalf("startupPolicy %q", got)
-	}
-
-	e.waitPods("serve-0", "serve-1")
-	e.WaitBound(t, e.ns, "serve-0", "serve-1")
-	testenv.Consistently(t, 3*time.Second, "no workers while the leaders are not ready", func() (bool, string) {
-		pods := e.pods()
-		if len(pods) != 2 {
-			return false, fmt.Sprint(sortedKeys(pods))
-		}
-		for _, name := range []string{"serve-0", "serve-1"} {
-			if e.statefulSet(name) != nil {
-				return false, "worker StatefulSet " + name
-			}
-		}
-		return true, ""
-	})
-
-	e.RunPods(t, e.ns, nil)
-	workers := []string{"serve-0-1", "serve-0-2", "serve-1-1", "serve-1-2"}
-	e.waitPods(append([]string{"serve-0", "serve-1"}, workers...)...)
-	for _, name := range []string{"serve-0", "serve-1"} {
-		if sts := e.statefulSet(name); sts == nil || controller(sts) != "Pod/"+name {
-			t.Errorf("worker StatefulSet %s: %v", name, sts)
-		}
-	}
-	e.WaitBound(t, e.ns, workers...)
 }

@@ -1,0 +1,293 @@
+package lws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/lockstep-sched/lockstep/test/integration/testenv"
+)
+
+// The oracle of these tests is what the apiserver recorded, in its order of writes: a watch of
+// the namespace's pods (every bind, with the state of every other pod at that moment) and one
+// of its StatefulSets (which leader pod owns each worker StatefulSet). An incarnation of a
+// replica group — what a gang must bind whole — is identified without asking lockstep: a
+// leader pod's UID, and for a worker the UID of the leader pod that owns the worker
+// StatefulSet that owns the worker.
+
+// podSeen is what the pod watch last saw of a pod.
+type podSeen struct {
+	uid         types.UID
+	lws         string // its LWS name label ("" for pods LWS did not make)
+	group       string // its group index
+	worker      string // its worker index ("0": the leader)
+	revision    string
+	owner       types.UID // its controller's UID (a StatefulSet)
+	node        string
+	terminating bool
+}
+
+func (s podSeen) String() string {
+	state := ""
+	if s.terminating {
+		state = " terminating"
+	}
+	return fmt.Sprintf("{uid:%s rev:%s node:%q%s}", short(s.uid), s.revision, s.node, state)
+}
+
+func (s podSeen) leader() bool { return s.lws != "" && s.worker == "0" }
+
+func short(uid types.UID) string {
+	if len(uid) > 8 {
+		return string(uid[:8])
+	}
+	return string(uid)
+}
+
+// bindSnapshot is the state of every live pod the watch had seen when it saw pod bound.
+type bindSnapshot struct {
+	pod  string
+	uid  types.UID
+	node string
+	pods map[string]podSeen
+}
+
+// podWatch follows the pods and StatefulSets of a namespace in the apiserver's order of
+// writes.
+type podWatch struct {
+	mu       sync.Mutex
+	state    map[string]podSeen
+	binds    []bindSnapshot
+	stsOwner map[types.UID]types.UID // StatefulSet UID → its controller's UID (a leader pod for a worker StatefulSet)
+	problems []string
+}
+
+func (w *podWatch) seePod(p *v1.Pod, deleted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if deleted {
+		if s, ok := w.state[p.Name]; ok && s.uid == p.UID {
+			delete(w.state, p.Name)
+		}
+		return
+	}
+	prev, seen := w.state[p.Name]
+	if seen && prev.uid != p.UID {
+		seen = false
+	}
+	s := podSeen{uid: p.UID, lws: p.Labels[testenv.LWSNameLabel], group: p.Labels[testenv.LWSGroupIndexLabel],
+		worker: p.Labels[testenv.LWSWorkerIndexLabel], revision: p.Labels[testenv.LWSRevisionLabel],
+		node: p.Spec.NodeName, terminating: p.DeletionTimestamp != nil}
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		s.owner = ref.UID
+	}
+	w.state[p.Name] = s
+	switch {
+	case seen && prev.node != "" && prev.node != s.node:
+		w.problems = append(w.problems, fmt.Sprintf("pod %s moved from node %q to %q", p.Name, prev.node, s.node))
+	case s.node != "" && (!seen || prev.node == ""):
+		snap := bindSnapshot{pod: p.Name, uid: p.UID, node: s.node, pods: map[string]podSeen{}}
+		for k, v := range w.state {
+			snap.pods[k] = v
+		}
+		w.binds = append(w.binds, snap)
+	}
+}
+
+func (w *podWatch) seeStatefulSet(s *appsv1.StatefulSet) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ref := metav1.GetControllerOf(s); ref != nil {
+		w.stsOwner[s.UID] = ref.UID
+	}
+}
+
+// incarnation returns the leader UID of the group incarnation a pod belongs to, "" if it is
+// no LWS pod or its worker StatefulSet was not seen.
+func (w *podWatch) incarnation(s podSeen) types.UID {
+	if s.lws == "" {
+		return ""
+	}
+	if s.leader() {
+		return s.uid
+	}
+	return w.stsOwner[s.owner]
+}
+
+// groupBinds is what the watch saw of one incarnation of a replica group.
+type groupBinds struct {
+	lws, group, revision string
+	leader               types.UID
+	binds                int
+	// firstBind is the first of its pods to bind, and liveAtFirst how many of its pods existed
+	// (not terminating) then.
+	firstBind   string
+	liveAtFirst int
+	// maxBound is the most of its pods the watch saw bound at once (live, not terminating).
+	maxBound int
+	// stateAtFirst describes the incarnation's pods at its first bind.
+	stateAtFirst string
+}
+
+// groups returns, per incarnation (its leader's UID), what the watch saw of LWS lws's binds.
+func (w *podWatch) groups(lws string) map[types.UID]*groupBinds {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[types.UID]*groupBinds{}
+	for _, b := range w.binds {
+		me := b.pods[b.pod]
+		if me.lws != lws {
+			continue
+		}
+		inc := w.incarnation(me)
+		g := out[inc]
+		live, bound := 0, 0
+		var members []string
+		for name, s := range b.pods {
+			if s.lws != lws || w.incarnation(s) != inc {
+				continue
+			}
+			members = append(members, name+s.String())
+			if s.terminating {
+				continue
+			}
+			live++
+			if s.node != "" {
+				bound++
+			}
+		}
+		if g == nil {
+			sort.Strings(members)
+			g = &groupBinds{lws: lws, group: me.group, revision: me.revision, leader: inc, firstBind: b.pod, liveAtFirst: live,
+				stateAtFirst: strings.Join(members, " ")}
+			out[inc] = g
+		}
+		g.binds++
+		g.maxBound = max(g.maxBound, bound)
+	}
+	return out
+}
+
+// live returns the pods the watch last saw, by name.
+func (w *podWatch) live() map[string]podSeen {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]podSeen{}
+	for k, v := range w.state {
+		out[k] = v
+	}
+	return out
+}
+
+// movedPods returns what must never happen: a bound pod's node changed.
+func (w *podWatch) movedPods() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.problems...)
+}
+
+// watchPods starts following the pods and StatefulSets of the test's namespace (no pods yet)
+// until the test ends.
+func (e *lwsEnv) watchPods() *podWatch {
+	e.t.Helper()
+	w := &podWatch{state: map[string]podSeen{}, stsOwner: map[types.UID]types.UID{}}
+	pods := e.Client.CoreV1().Pods(e.ns)
+	list, err := pods.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		e.t.Fatalf("namespace %s has pods already", e.ns)
+	}
+	e.follow(list.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) },
+		func(ev watch.Event) {
+			if p, ok := ev.Object.(*v1.Pod); ok {
+				w.seePod(p, ev.Type == watch.Deleted)
+			}
+		})
+	sets := e.Client.AppsV1().StatefulSets(e.ns)
+	stsList, err := sets.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range stsList.Items {
+		w.seeStatefulSet(&stsList.Items[i])
+	}
+	e.follow(stsList.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return sets.Watch(ctx, o) },
+		func(ev watch.Event) {
+			if s, ok := ev.Object.(*appsv1.StatefulSet); ok {
+				w.seeStatefulSet(s)
+			}
+		})
+	e.t.Cleanup(func() {
+		for _, m := range w.movedPods() {
+			e.t.Errorf("pod watch: %s", m)
+		}
+	})
+	return w
+}
+
+// follow watches from resourceVersion until the test ends, handing every event to see.
+func (e *lwsEnv) follow(resourceVersion string, watchFunc func(context.Context, metav1.ListOptions) (watch.Interface, error), see func(watch.Event)) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, &cache.ListWatch{WatchFuncWithContext: watchFunc})
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range rw.ResultChan() {
+			if ev.Type == watch.Error {
+				e.t.Errorf("watch: %v", describeStatus(ev.Object))
+				continue
+			}
+			see(ev)
+		}
+	}()
+	e.t.Cleanup(func() { rw.Stop(); cancel(); <-done })
+}
+
+func describeStatus(o runtime.Object) string {
+	if s, ok := o.(*metav1.Status); ok {
+		return strings.TrimSpace(s.Message)
+	}
+	return fmt.Sprintf("%T", o)
+}
+
+// checkBoundWhole checks from the watch that every incarnation of LWS lws's replica groups
+// that bound any pod bound whole: when its first pod bound, all size of its pods existed (a
+// leader bound before its workers exist is a replica scheduled pod by pod), and all size were
+// seen bound at once. It returns the incarnations, by leader UID.
+func (e *lwsEnv) checkBoundWhole(lws string, size int) map[types.UID]*groupBinds {
+	e.t.Helper()
+	groups := e.watch.groups(lws)
+	for inc, g := range groups {
+		if inc == "" {
+			e.t.Errorf("LeaderWorkerSet %s: a pod bound whose group the watch cannot tell (no worker StatefulSet seen): first %s: %s", lws, g.firstBind, g.stateAtFirst)
+			continue
+		}
+		if g.liveAtFirst != size {
+			e.t.Errorf("LeaderWorkerSet %s group %s (leader %s): pod %s bound while %d of the group's %d pods existed: %s",
+				lws, g.group, short(inc), g.firstBind, g.liveAtFirst, size, g.stateAtFirst)
+		}
+		if g.maxBound != size {
+			e.t.Errorf("LeaderWorkerSet %s group %s (leader %s): at most %d of its %d pods seen bound at once (%d binds)",
+				lws, g.group, short(inc), g.maxBound, size, g.binds)
+		}
+	}
+	return groups
+}
