@@ -14,8 +14,10 @@
 //
 // The pods need no change. A leader (worker-index 0) is filed under the group of its own UID;
 // a worker under its leader's, found by the leader-name annotation LWS puts on it, and only
-// if the leader is of the worker's template revision (during a rolling update a worker of the
-// old revision can outlive its leader for a moment; it is filed under no live group). A
+// if the leader is of the worker's template revision and not younger than the worker (during
+// a rolling update a worker of the old revision, and after RecreateGroupOnPodRestart one the
+// old leader's StatefulSet made just before it went, can outlive their leader for a moment;
+// they are filed under no live group). A
 // worker is created after its leader and the scheduler's pod informer delivers them in that
 // order, so a worker whose leader is not seen waits (filing.Filing.Unseen).
 //
@@ -200,7 +202,10 @@ func (a *Adapter) leaderOf(pod *v1.Pod) *v1.Pod {
 	}
 	leader, err := a.pods.Pods(pod.Namespace).Get(name)
 	if err != nil || !isLeader(leader) || leader.Labels[LabelName] != pod.Labels[LabelName] ||
-		leader.Labels[LabelRevision] != pod.Labels[LabelRevision] || leader.DeletionTimestamp != nil {
+		leader.Labels[LabelRevision] != pod.Labels[LabelRevision] || leader.DeletionTimestamp != nil ||
+		pod.CreationTimestamp.Before(&leader.CreationTimestamp) {
+		// A worker made before its leader is a previous leader's of the same name, left
+		// for the garbage collector (RecreateGroupOnPodRestart).
 		return nil
 	}
 	return leader
@@ -218,7 +223,7 @@ func PodGroupsOfPod(pod *v1.Pod, leader func(name string) *v1.Pod) (groups []str
 	l := pod
 	if !isLeader(pod) {
 		l = leader(pod.Annotations[AnnotationLeaderName])
-		if l == nil || !isLeader(l) || l.Labels[LabelRevision] != pod.Labels[LabelRevision] {
+		if l == nil || !isLeader(l) || l.Labels[LabelRevision] != pod.Labels[LabelRevision] || pod.CreationTimestamp.Before(&l.CreationTimestamp) {
 			return nil, "", false
 		}
 	}

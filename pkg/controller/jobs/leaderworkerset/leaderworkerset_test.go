@@ -176,6 +176,7 @@ func adapterWith(t *testing.T, sets []*leaderWorkerSet, pods ...*v1.Pod) *Adapte
 // of a LeaderWorkerSet that gets no groups are not filed.
 func TestGroupOfPod(t *testing.T) {
 	leader := pod("0", 0, "uid-l0", "r2")
+	leader.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC))
 	a := adapterWith(t, []*leaderWorkerSet{set(3)}, leader)
 	g0 := GroupName("serve", "0", "uid-l0")
 	waiting := func(p *v1.Pod) filing.Filing {
@@ -183,14 +184,19 @@ func TestGroupOfPod(t *testing.T) {
 	}
 	oldWorker := pod("0", 1, "uid-old", "r1")
 	orphan := pod("1", 1, "uid-w", "r2")
+	newWorker := pod("0", 2, "uid-w2", "r2")
+	newWorker.CreationTimestamp = metav1.NewTime(leader.CreationTimestamp.Add(time.Second))
+	leftover := pod("0", 1, "uid-leftover", "r2")
+	leftover.CreationTimestamp = metav1.NewTime(leader.CreationTimestamp.Add(-time.Second))
 	for _, tc := range []struct {
 		name string
 		pod  *v1.Pod
 		want filing.Filing
 	}{
 		{"leader", leader, filing.Filing{Name: g0, Created: true, Labelled: true}},
-		{"worker", pod("0", 2, "uid-w2", "r2"), filing.Filing{Name: g0, Created: true, Labelled: true}},
+		{"worker", newWorker, filing.Filing{Name: g0, Created: true, Labelled: true}},
 		{"worker of the old revision", oldWorker, waiting(oldWorker)},
+		{"worker made before its leader (a recreated group's leftover)", leftover, waiting(leftover)},
 		{"worker whose leader is not seen", orphan, waiting(orphan)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,6 +216,7 @@ func TestGroupOfPod(t *testing.T) {
 	sub := adapterWith(t, []*leaderWorkerSet{withSubgroups(set(4), 2, "")}, leader)
 	w3 := pod("0", 3, "uid-w3", "r2")
 	w3.Labels[LabelSubGroupIndex] = "1"
+	w3.CreationTimestamp = newWorker.CreationTimestamp
 	if got, _ := sub.GroupOfPod(w3, ours); got.Name != g0+"-sg1" {
 		t.Errorf("subgroup member filed under %q, want %s-sg1", got.Name, g0)
 	}
