@@ -2,6 +2,7 @@ package jobframework
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -129,4 +130,14 @@ func (k *OptionalKind) Served() (served, synced bool) {
 		return false, false
 	}
 	return true, k.inf.Informer().HasSynced()
+}
+
+// SpecOrAnnotationsChanged reports whether an update of an object of an optional kind may
+// change how its pods are filed: a new generation (its spec) or other annotations. The
+// status writes of its controller (replicas' readiness...) change neither, and Notifiers
+// skip them rather than file every pod again at each.
+func SpecOrAnnotationsChanged(old, obj any) bool {
+	o, ok1 := old.(*unstructured.Unstructured)
+	n, ok2 := obj.(*unstructured.Unstructured)
+	return !ok1 || !ok2 || o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetAnnotations(), n.GetAnnotations())
 }

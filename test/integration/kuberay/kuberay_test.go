@@ -23,12 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockstep-sched/lockstep/internal/kuberaycontroller"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -492,59 +488,18 @@ func (w *podWatch) movedPods() []string {
 }
 
 // watchPods starts following the pods of the test's namespace (none yet) from now until the
-// test ends. Events come in the order the apiserver wrote them, so the state at an event
-// includes every earlier write to any of the pods.
+// test ends, in the apiserver's order of writes (testenv.FollowPods); a bound pod that moves
+// fails the test.
 func (e *rayEnv) watchPods() *podWatch {
 	e.t.Helper()
-	pods := e.Client.CoreV1().Pods(e.ns)
-	list, err := pods.List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if len(list.Items) != 0 {
-		e.t.Fatalf("namespace %s has pods already", e.ns)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			return pods.Watch(ctx, options)
-		},
-	})
-	if err != nil {
-		cancel()
-		e.t.Fatal(err)
-	}
 	w := &podWatch{state: map[string]podSeen{}, deleted: map[string]podSeen{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range rw.ResultChan() {
-			p, ok := ev.Object.(*v1.Pod)
-			if !ok {
-				if ev.Type == watch.Error {
-					e.t.Errorf("pod watch: %v", describe(ev.Object))
-				}
-				continue
-			}
-			w.see(p, ev.Type == watch.Deleted)
-		}
-	}()
+	e.FollowPods(e.t, e.ns, w.see)
 	e.t.Cleanup(func() {
-		rw.Stop()
-		cancel()
-		<-done
 		for _, m := range w.movedPods() {
 			e.t.Errorf("pod watch: %s", m)
 		}
 	})
 	return w
-}
-
-func describe(o runtime.Object) string {
-	if s, ok := o.(*metav1.Status); ok {
-		return strings.TrimSpace(s.Message)
-	}
-	return fmt.Sprintf("%T", o)
 }
 
 // checkBoundWhole checks from the pod watch that RayCluster cluster's gang bound whole: when

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,10 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
@@ -293,50 +288,10 @@ func (w *podWatch) see(p *v1.Pod, deleted bool) {
 }
 
 // watchPods starts following the pods of the test's namespace (none yet) from now until
-// the test ends. Events come in the order the apiserver wrote them, so the state at an
-// event includes every earlier write to any of the pods.
+// the test ends, in the apiserver's order of writes (testenv.FollowPods).
 func (e *kueueEnv) watchPods() *podWatch {
 	e.t.Helper()
-	pods := e.Client.CoreV1().Pods(e.ns)
-	list, err := pods.List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if len(list.Items) != 0 {
-		e.t.Fatalf("namespace %s has pods already", e.ns)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			return pods.Watch(ctx, options)
-		},
-	})
-	if err != nil {
-		cancel()
-		e.t.Fatal(err)
-	}
 	w := &podWatch{created: map[string][]string{}, state: map[string]podState{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range rw.ResultChan() {
-			p, ok := ev.Object.(*v1.Pod)
-			if !ok {
-				if ev.Type == watch.Error {
-					e.t.Errorf("pod watch: %v", describe(ev.Object))
-				}
-				continue
-			}
-			w.see(p, ev.Type == watch.Deleted)
-		}
-	}()
-	e.t.Cleanup(func() { rw.Stop(); cancel(); <-done })
+	e.FollowPods(e.t, e.ns, w.see)
 	return w
-}
-
-func describe(o runtime.Object) string {
-	if s, ok := o.(*metav1.Status); ok {
-		return strings.TrimSpace(s.Message)
-	}
-	return fmt.Sprintf("%T", o)
 }

@@ -10,11 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -202,20 +199,7 @@ func (w *podWatch) movedPods() []string {
 func (e *lwsEnv) watchPods() *podWatch {
 	e.t.Helper()
 	w := &podWatch{state: map[string]podSeen{}, stsOwner: map[types.UID]types.UID{}}
-	pods := e.Client.CoreV1().Pods(e.ns)
-	list, err := pods.List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if len(list.Items) != 0 {
-		e.t.Fatalf("namespace %s has pods already", e.ns)
-	}
-	e.follow(list.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) },
-		func(ev watch.Event) {
-			if p, ok := ev.Object.(*v1.Pod); ok {
-				w.seePod(p, ev.Type == watch.Deleted)
-			}
-		})
+	e.FollowPods(e.t, e.ns, w.seePod)
 	sets := e.Client.AppsV1().StatefulSets(e.ns)
 	stsList, err := sets.List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -224,7 +208,7 @@ func (e *lwsEnv) watchPods() *podWatch {
 	for i := range stsList.Items {
 		w.seeStatefulSet(&stsList.Items[i])
 	}
-	e.follow(stsList.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return sets.Watch(ctx, o) },
+	testenv.Follow(e.t, stsList.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return sets.Watch(ctx, o) },
 		func(ev watch.Event) {
 			if s, ok := ev.Object.(*appsv1.StatefulSet); ok {
 				w.seeStatefulSet(s)
@@ -236,36 +220,6 @@ func (e *lwsEnv) watchPods() *podWatch {
 		}
 	})
 	return w
-}
-
-// follow watches from resourceVersion until the test ends, handing every event to see.
-func (e *lwsEnv) follow(resourceVersion string, watchFunc func(context.Context, metav1.ListOptions) (watch.Interface, error), see func(watch.Event)) {
-	e.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, &cache.ListWatch{WatchFuncWithContext: watchFunc})
-	if err != nil {
-		cancel()
-		e.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range rw.ResultChan() {
-			if ev.Type == watch.Error {
-				e.t.Errorf("watch: %v", describeStatus(ev.Object))
-				continue
-			}
-			see(ev)
-		}
-	}()
-	e.t.Cleanup(func() { rw.Stop(); cancel(); <-done })
-}
-
-func describeStatus(o runtime.Object) string {
-	if s, ok := o.(*metav1.Status); ok {
-		return strings.TrimSpace(s.Message)
-	}
-	return fmt.Sprintf("%T", o)
 }
 
 // checkBoundWhole checks from the watch that every incarnation of LWS lws's replica groups

@@ -38,37 +38,7 @@ type Kubelets struct {
 // StartKubelets removes terminating pods of namespace ns until the test ends.
 func (e *Env) StartKubelets(t *testing.T, ns string) *Kubelets {
 	t.Helper()
-	k := &Kubelets{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		seen := map[string]bool{}
-		_ = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			list, err := e.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for i := range list.Items {
-				p := &list.Items[i]
-				if p.DeletionTimestamp == nil || seen[string(p.UID)] {
-					continue
-				}
-				err := e.Client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
-					Preconditions: &metav1.Preconditions{UID: &p.UID}})
-				if err != nil && !apierrors.IsNotFound(err) {
-					continue
-				}
-				seen[string(p.UID)] = true
-				k.mu.Lock()
-				k.removed = append(k.removed, p.DeepCopy())
-				k.mu.Unlock()
-			}
-			return false, nil
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return k
+	return e.startKubelets(t, ns, false)
 }
 
 // StartKubeletsFailingDeletedPods is StartKubelets as a real kubelet ends a pod that is being
@@ -83,6 +53,11 @@ func (e *Env) StartKubelets(t *testing.T, ns string) *Kubelets {
 // replaced. Removed reports each pod as it was when its deletion began.
 func (e *Env) StartKubeletsFailingDeletedPods(t *testing.T, ns string) *Kubelets {
 	t.Helper()
+	return e.startKubelets(t, ns, true)
+}
+
+// startKubelets removes the terminating pods of ns, first reporting them Failed if fail.
+func (e *Env) startKubelets(t *testing.T, ns string, fail bool) *Kubelets {
 	k := &Kubelets{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -99,7 +74,7 @@ func (e *Env) StartKubeletsFailingDeletedPods(t *testing.T, ns string) *Kubelets
 				if p.DeletionTimestamp == nil || seen[string(p.UID)] {
 					continue
 				}
-				if p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+				if fail && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
 					_, err := e.Client.CoreV1().Pods(ns).UpdateStatus(ctx, killed(p), metav1.UpdateOptions{})
 					if err != nil && !apierrors.IsNotFound(err) {
 						continue // a conflict: the next round reads the pod again

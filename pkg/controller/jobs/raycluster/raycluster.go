@@ -100,8 +100,12 @@ func (a *Adapter) Notify(notify func(namespace, name string, ran int)) {
 		}
 	}
 	a.rayClusters.AddHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    tell,
-		UpdateFunc: func(_, obj any) { tell(obj) },
+		AddFunc: tell,
+		UpdateFunc: func(old, obj any) {
+			if jobframework.SpecOrAnnotationsChanged(old, obj) {
+				tell(obj)
+			}
+		},
 		DeleteFunc: tell,
 	})
 }
