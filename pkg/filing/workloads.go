@@ -33,6 +33,16 @@ type Workloads interface {
 	Labelled(pod *v1.Pod) (string, bool)
 }
 
+// FollowerShapes is implemented by Workloads that know the pods a group's workload makes
+// after its leaders (a LeaderWorkerSet's workers), so that they are planned before they
+// exist (a PodGroup's gang.leaders).
+type FollowerShapes interface {
+	// FollowerOf returns a pod shaped as the followers of a leader's group will be (their
+	// spec: requests, node selection, tolerations), nil if unknown (the leader's shape is
+	// used).
+	FollowerOf(leader *v1.Pod) *v1.Pod
+}
+
 // Filing is where Workloads files a pod.
 type Filing struct {
 	// Name is the PodGroup (in the pod's namespace), "" for none.

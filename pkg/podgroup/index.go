@@ -91,16 +91,54 @@ func (g *Group) ParentKey() (Key, bool) {
 	return CompositePodGroupKey(g.key.Namespace, *p), true
 }
 
-// Minimum is minCount for a PodGroup, minGroupCount for a CompositePodGroup; 1 for basic.
+// Minimum is minCount for a PodGroup, minGroupCount for a CompositePodGroup; 1 for basic. A
+// PodGroup whose leaders bind first asks for its leaders alone until it is first scheduled
+// (Followers), then for minCount: its followers then bind together, the bound leaders
+// counting.
 func (g *Group) Minimum() int {
 	switch {
 	case g.pg != nil && g.pg.Spec.SchedulingPolicy.Gang != nil:
-		return int(g.pg.Spec.SchedulingPolicy.Gang.MinCount)
+		return int(g.pg.Spec.SchedulingPolicy.Gang.MinCount) - g.Followers()
 	case g.cpg != nil && g.cpg.Spec.SchedulingPolicy.Gang != nil:
 		return int(g.cpg.Spec.SchedulingPolicy.Gang.MinGroupCount)
 	}
 	return 1
 }
+
+// Followers is how many members of a PodGroup whose leaders bind first (gang.leaders) are
+// planned with the leaders before they exist, and bind after them: minCount − leaders until
+// the group is first scheduled, then 0.
+func (g *Group) Followers() int {
+	l := g.Leaders()
+	if l == 0 || g.scheduled {
+		return 0
+	}
+	return int(g.pg.Spec.SchedulingPolicy.Gang.MinCount) - l
+}
+
+// Leaders is a PodGroup's gang.leaders when its leaders bind first (below minCount), else 0.
+func (g *Group) Leaders() int {
+	if g.pg == nil || g.pg.Spec.SchedulingPolicy.Gang == nil {
+		return 0
+	}
+	gang := g.pg.Spec.SchedulingPolicy.Gang
+	if gang.Leaders <= 0 || gang.Leaders >= gang.MinCount {
+		return 0
+	}
+	return int(gang.Leaders)
+}
+
+// FollowersTimeout is how long the room planned for a PodGroup's followers is held after its
+// leaders bound.
+func (g *Group) FollowersTimeout() time.Duration {
+	if g.pg != nil && g.pg.Spec.SchedulingPolicy.Gang != nil && g.pg.Spec.SchedulingPolicy.Gang.FollowersTimeoutSeconds != nil {
+		return time.Duration(*g.pg.Spec.SchedulingPolicy.Gang.FollowersTimeoutSeconds) * time.Second
+	}
+	return DefaultFollowersTimeout
+}
+
+// DefaultFollowersTimeout is how long followers' room is held when the PodGroup does not say.
+const DefaultFollowersTimeout = 10 * time.Minute
 
 // IsGang reports whether the group has the gang policy.
 func (g *Group) IsGang() bool {

@@ -114,6 +114,11 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 		case k.Kind == KindPodGroup && !known.subtree(k):
 			c.Message = fmt.Sprintf("waiting for pods: minCount is %d", g.Minimum())
 			c.Note = fmt.Sprintf("waiting for pods: %d of %d pods exist", m.members.Known(k), g.Minimum())
+			if g.EverScheduled() && g.Leaders() > 0 {
+				// Its leaders bound; their workload makes the rest now, into room held for them.
+				c.Message = fmt.Sprintf("leaders placed, room held for the others; waiting for pods: minCount is %d", g.Minimum())
+				c.Note = fmt.Sprintf("leaders placed, room held for the others; waiting for pods: %d of %d pods exist", m.members.Known(k), g.Minimum())
+			}
 			if out.Released != "" {
 				// Its evicted members are missing: say why.
 				c.Message += "; " + out.Released

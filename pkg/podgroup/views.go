@@ -1,12 +1,16 @@
 package podgroup
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // GroupView is a read-only snapshot of one group of a tree, for placement planning.
@@ -19,7 +23,9 @@ type GroupView struct {
 	Scheduled bool
 	Parent    *GroupView
 	Children  []*GroupView
-	// Pending are the members of a PodGroup that are neither bound nor reserved.
+	// Pending are the members of a PodGroup that are neither bound nor reserved, and, for a
+	// PodGroup whose leaders bind first, its followers that do not exist yet (IsFollower):
+	// pods shaped as its workload will make them, planned with the leaders, never members.
 	Pending []*v1.Pod
 	// PlacedNodes are the nodes of members that are bound or reserved.
 	PlacedNodes []string
@@ -28,6 +34,9 @@ type GroupView struct {
 	// zero while it does not.
 	Priority     int32
 	WaitingSince time.Time
+	// FollowersTimeout, for a PodGroup with followers among Pending, is how long their room
+	// is held once its leaders bound.
+	FollowersTimeout time.Duration
 }
 
 // Walk calls fn for v and every group below it, parents first.
@@ -110,7 +119,9 @@ func (m *Model) viewLocked(k Key, parent *GroupView) *GroupView {
 	for _, c := range m.index.Children(k) {
 		v.Children = append(v.Children, m.viewLocked(c, v))
 	}
+	var leader *v1.Pod
 	for _, mem := range m.members.InGroup(k) {
+		leader = mem.Pod
 		switch a := m.permits.attempts.Of(mem.Pod.UID); {
 		case mem.Bound():
 			v.PlacedNodes = append(v.PlacedNodes, mem.Pod.Spec.NodeName)
@@ -120,7 +131,45 @@ func (m *Model) viewLocked(k Key, parent *GroupView) *GroupView {
 			v.Pending = append(v.Pending, mem.Pod)
 		}
 	}
+	if n := g.Followers(); n > 0 && leader != nil {
+		v.Min += n
+		v.Pending = append(v.Pending, m.followersLocked(k, leader, n)...)
+		v.FollowersTimeout = g.FollowersTimeout()
+	}
 	return v
+}
+
+// followerUIDPrefix starts the UID of every follower (IsFollower): no pod's UID does.
+const followerUIDPrefix = "lockstep-follower:"
+
+// IsFollower reports whether a pod of a view is a follower planned before it exists, not a
+// member: it is never scheduled, nominated or bound.
+func IsFollower(p *v1.Pod) bool { return strings.HasPrefix(string(p.UID), followerUIDPrefix) }
+
+// IsFollowerUID is IsFollower by UID.
+func IsFollowerUID(uid types.UID) bool { return strings.HasPrefix(string(uid), followerUIDPrefix) }
+
+// followersLocked returns n followers of PodGroup k, shaped as its workload will make them
+// (filing.FollowerShapes), else as its leader.
+func (m *Model) followersLocked(k Key, leader *v1.Pod, n int) []*v1.Pod {
+	var shape *v1.Pod
+	if f, ok := m.book.Workloads().(filing.FollowerShapes); ok {
+		shape = f.FollowerOf(leader)
+	}
+	if shape == nil {
+		shape = leader
+	}
+	out := make([]*v1.Pod, n)
+	for i := range out {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: k.Namespace, Name: fmt.Sprintf("%s-follower-%d", k.Name, i),
+			UID:    types.UID(fmt.Sprintf("%s%s/%s/%d", followerUIDPrefix, k.Namespace, k.Name, i)),
+			Labels: shape.Labels, Annotations: shape.Annotations,
+		}, Spec: *shape.Spec.DeepCopy()}
+		p.Spec.NodeName = ""
+		out[i] = p
+	}
+	return out
 }
 
 // Pending reports whether a pod is a member that is neither bound nor reserved: capacity a

@@ -61,6 +61,12 @@ func (w *PodGroupWrapper) Gang(minCount int32) *PodGroupWrapper {
 	return w
 }
 
+// Leaders lets leaders members of the gang bind before the others exist (gang.leaders).
+func (w *PodGroupWrapper) Leaders(leaders int32) *PodGroupWrapper {
+	w.Spec.SchedulingPolicy.Gang.Leaders = leaders
+	return w
+}
+
 // Basic sets the basic policy.
 func (w *PodGroupWrapper) Basic() *PodGroupWrapper {
 	w.Spec.SchedulingPolicy = v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}

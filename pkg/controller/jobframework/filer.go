@@ -21,7 +21,10 @@ type Filer struct {
 	Created bool
 }
 
-var _ filing.Workloads = Filer{}
+var (
+	_ filing.Workloads      = Filer{}
+	_ filing.FollowerShapes = Filer{}
+)
 
 // GroupOfJob implements filing.Workloads.
 func (f Filer) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) (string, bool) {
@@ -73,4 +76,16 @@ func (f Filer) HasSynced() bool {
 		}
 	}
 	return true
+}
+
+// FollowerOf implements filing.FollowerShapes: the shape the first adapter that knows gives.
+func (f Filer) FollowerOf(leader *v1.Pod) *v1.Pod {
+	for _, a := range f.Adapters {
+		if s, ok := a.(filing.FollowerShapes); ok {
+			if p := s.FollowerOf(leader); p != nil {
+				return p
+			}
+		}
+	}
+	return nil
 }

@@ -136,7 +136,9 @@ type Group struct {
 	// Template names the Workload template the group is made from.
 	Template string
 	// Min is the gang's minCount (PodGroup) or minGroupCount (CompositePodGroup).
-	Min      int32
+	Min int32
+	// Leaders is a PodGroup's gang.leaders: members that bind before the others exist.
+	Leaders  int32
 	Topology []v1alpha1.TopologyConstraint
 	// PriorityClassName is the priority of the group (for preemption).
 	PriorityClassName string

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -35,6 +36,11 @@ type Plan struct {
 	Freed   string
 	// Holds are the domains the plan's exclusive groups take (exclusive.go).
 	Holds []hold
+	// Priority is the tree's. FollowersTimeout is how long, once the tree's leaders are
+	// allowed, the room the plan gives the followers of a PodGroup whose leaders bind first
+	// (podgroup.IsFollower) is held for them (Reservations.holdForFollowers).
+	Priority         int32
+	FollowersTimeout time.Duration
 }
 
 // PlannedPod is one member's place in a plan.
@@ -54,8 +60,13 @@ type Plans struct {
 	// of the tree do without them for a while, so that a refused plan is never made twice.
 	refusals map[podgroup.Key][]refusal
 	now      func() time.Time
-	// reservations are the domains held for starving trees (reservations.go).
+	// reservations are the domains held for starving trees (reservations.go), and the room
+	// held for followers.
 	reservations *Reservations
+	// followerRoom is, per tree whose attempt just ended, the room its plan gave followers:
+	// held once the tree is heard scheduled (its leaders were allowed), forgotten when its
+	// next attempt ends.
+	followerRoom map[podgroup.Key]*Reservation
 }
 
 // refusal is a node Filter refused a planned member, and why.
@@ -72,7 +83,7 @@ var _ podgroup.RoundObserver = &Plans{}
 // NewPlans returns an empty store.
 func NewPlans() *Plans {
 	return &Plans{byRoot: map[podgroup.Key]*Plan{}, refusals: map[podgroup.Key][]refusal{}, now: time.Now,
-		reservations: newReservations(time.Now)}
+		reservations: newReservations(time.Now), followerRoom: map[podgroup.Key]*Reservation{}}
 }
 
 // Get returns the live plan of root, or nil.
@@ -114,14 +125,58 @@ func (p *Plans) Drop(root podgroup.Key) bool {
 func (p *Plans) AttemptEnded(root podgroup.Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if plan := p.byRoot[root]; plan != nil && len(plan.Victims) > 0 {
+	plan := p.byRoot[root]
+	delete(p.followerRoom, root)
+	if r := followerRoom(plan, p.now()); r != nil {
+		p.followerRoom[root] = r
+	}
+	if plan != nil && len(plan.Victims) > 0 {
 		return
 	}
 	delete(p.byRoot, root)
 }
 
-// TreeScheduled releases what was held for a tree that was scheduled: its reservation.
-func (p *Plans) TreeScheduled(root podgroup.Key) { p.reservations.TreeScheduled(root) }
+// TreeScheduled releases what was held for a tree that was scheduled: its reservation, and
+// the room held for its followers (they are placed). If the attempt that scheduled it placed
+// leaders whose followers do not exist yet, their planned room is held for them now.
+func (p *Plans) TreeScheduled(root podgroup.Key) {
+	p.mu.Lock()
+	r := p.followerRoom[root]
+	delete(p.followerRoom, root)
+	p.mu.Unlock()
+	p.reservations.TreeScheduled(root)
+	if r != nil {
+		p.reservations.holdForFollowers(r)
+	}
+}
+
+// followerRoom is the room plan gives followers (podgroup.IsFollower), to be held for them
+// once the tree's leaders are allowed; nil if it gives none.
+func followerRoom(plan *Plan, now time.Time) *Reservation {
+	if plan == nil {
+		return nil
+	}
+	need := map[string]Resources{}
+	n := 0
+	for uid, pp := range plan.Pods {
+		if !podgroup.IsFollowerUID(uid) {
+			continue
+		}
+		r := need[pp.Node]
+		r.Add(pp.Request)
+		need[pp.Node] = r
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	timeout := plan.FollowersTimeout
+	if timeout <= 0 {
+		timeout = podgroup.DefaultFollowersTimeout
+	}
+	return &Reservation{Root: plan.Root, Priority: plan.Priority, Level: -1, Domain: fmt.Sprintf("held for its %d followers", n),
+		Need: need, Pods: fmt.Sprintf("%d followers", n), Since: now, Deadline: now.Add(timeout), Expires: now.Add(timeout)}
+}
 
 // TreeGone releases what was held for a group that is gone.
 func (p *Plans) TreeGone(root podgroup.Key) {
@@ -148,7 +203,7 @@ func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) (map
 			continue
 		}
 		for uid, pp := range plan.Pods {
-			if !pending(uid) {
+			if !pending(uid) && !podgroup.IsFollowerUID(uid) {
 				continue
 			}
 			r := out[pp.Node]

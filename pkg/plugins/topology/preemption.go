@@ -119,8 +119,8 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	tree.Walk(func(g *podgroup.GroupView) {
 		for _, m := range g.Pending {
 			pp, ok := plan.Pods[m.UID]
-			if !ok {
-				continue
+			if !ok || podgroup.IsFollower(m) {
+				continue // followers do not exist yet: their room is held once the leaders bind
 			}
 			info := &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: pp.Node}
 			if m.UID == pod.UID {
@@ -221,7 +221,9 @@ func (x *preemptor) Pods() map[string]*v1.Pod {
 	out := map[string]*v1.Pod{}
 	x.pods.Walk(func(g *podgroup.GroupView) {
 		for _, p := range g.Pending {
-			out[p.Name] = p
+			if !podgroup.IsFollower(p) {
+				out[p.Name] = p
+			}
 		}
 	})
 	return out

@@ -283,6 +283,7 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 		}
 		observe("placed", "")
 		plan.Expires = start.Add(pl.planTTL)
+		plan.Priority, plan.FollowersTimeout = tree.Priority, followersTimeout(tree)
 		logger.V(4).Info("Planned gang", "root", tree.Key, "pods", len(plan.Pods), "dryRun", scope != nil)
 		return plan, ""
 	}
@@ -301,12 +302,14 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 	}
 	observe("placed", "")
 	plan := &Plan{
-		Root:    tree.Key,
-		Pods:    map[types.UID]PlannedPod{},
-		Domains: map[podgroup.Key]sets.Set[string]{},
-		Refused: map[podgroup.Key]string{},
-		Chosen:  map[podgroup.Key]string{},
-		Expires: start.Add(pl.planTTL),
+		Root:             tree.Key,
+		Pods:             map[types.UID]PlannedPod{},
+		Domains:          map[podgroup.Key]sets.Set[string]{},
+		Refused:          map[podgroup.Key]string{},
+		Chosen:           map[podgroup.Key]string{},
+		Expires:          start.Add(pl.planTTL),
+		Priority:         tree.Priority,
+		FollowersTimeout: followersTimeout(tree),
 	}
 	for uid, n := range out.assign {
 		plan.Pods[uid] = PlannedPod{Node: n.name, Request: out.requests[uid]}
@@ -433,4 +436,12 @@ func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key,
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no node is in the domains the group's placed members chose")
 	}
 	return &fwk.PreFilterResult{NodeNames: allowed}, nil
+}
+
+// followersTimeout is how long the room a plan of tree gives followers is held once its
+// leaders bound: the longest of its groups'.
+func followersTimeout(tree *podgroup.GroupView) time.Duration {
+	var d time.Duration
+	tree.Walk(func(g *podgroup.GroupView) { d = max(d, g.FollowersTimeout) })
+	return d
 }

@@ -118,9 +118,13 @@ const fitRecheck = 30 * time.Second
 // Reservations are the live reservations of every tree, for every profile's plugin, and the
 // starving trees waiting for one.
 type Reservations struct {
-	mu      sync.Mutex
-	byRoot  map[podgroup.Key]*Reservation
-	waiters map[podgroup.Key]waiter
+	mu     sync.Mutex
+	byRoot map[podgroup.Key]*Reservation
+	// followers are the rooms held for the followers of trees whose leaders bound
+	// (Plans.TreeScheduled): held against other pods as reservations are, but apart from the
+	// line of starving trees; they end when the tree is scheduled or gone, or at Deadline.
+	followers map[podgroup.Key]*Reservation
+	waiters   map[podgroup.Key]waiter
 	// requeued are the trees whose reservation timed out, and when: they wait their turn
 	// again from then.
 	requeued map[podgroup.Key]time.Time
@@ -135,8 +139,8 @@ const waiterTTL = 2 * time.Minute
 const reservationTTL = 2 * time.Minute
 
 func newReservations(now func() time.Time) *Reservations {
-	return &Reservations{byRoot: map[podgroup.Key]*Reservation{}, waiters: map[podgroup.Key]waiter{},
-		requeued: map[podgroup.Key]time.Time{}, now: now}
+	return &Reservations{byRoot: map[podgroup.Key]*Reservation{}, followers: map[podgroup.Key]*Reservation{},
+		waiters: map[podgroup.Key]waiter{}, requeued: map[podgroup.Key]time.Time{}, now: now}
 }
 
 // Get returns the live reservation of root, nil if it has none.
@@ -164,17 +168,47 @@ func (rs *Reservations) liveLocked(root podgroup.Key) *Reservation {
 	return r
 }
 
-// All returns the live reservations.
+// All returns the live reservations, the rooms held for followers included.
 func (rs *Reservations) All() []*Reservation {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	out := make([]*Reservation, 0, len(rs.byRoot))
+	out := make([]*Reservation, 0, len(rs.byRoot)+len(rs.followers))
 	for root := range rs.byRoot {
 		if r := rs.liveLocked(root); r != nil {
 			out = append(out, r)
 		}
 	}
+	for root := range rs.followers {
+		if r := rs.liveFollowersLocked(root); r != nil {
+			out = append(out, r)
+		}
+	}
 	return out
+}
+
+// holdForFollowers holds r, the room a tree's plan gave the followers of its leaders, which
+// were allowed: until the tree is scheduled (the followers bound) or gone, or r's Deadline.
+func (rs *Reservations) holdForFollowers(r *Reservation) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.followers[r.Root] = r
+}
+
+// Followers returns the room held for root's followers, nil if none.
+func (rs *Reservations) Followers(root podgroup.Key) *Reservation {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.liveFollowersLocked(root)
+}
+
+// liveFollowersLocked returns the room held for root's followers unless its time is up.
+func (rs *Reservations) liveFollowersLocked(root podgroup.Key) *Reservation {
+	r := rs.followers[root]
+	if r != nil && rs.now().After(r.Deadline) {
+		delete(rs.followers, root)
+		return nil
+	}
+	return r
 }
 
 // Holding returns the live reservations that hold capacity against a tree (or pod) of
@@ -182,7 +216,7 @@ func (rs *Reservations) All() []*Reservation {
 func (rs *Reservations) Holding(priority int32, except podgroup.Key) []*Reservation {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if len(rs.byRoot) == 0 {
+	if len(rs.byRoot) == 0 && len(rs.followers) == 0 {
 		return nil
 	}
 	var out []*Reservation
@@ -191,6 +225,14 @@ func (rs *Reservations) Holding(priority int32, except podgroup.Key) []*Reservat
 			continue
 		}
 		if r := rs.liveLocked(root); r != nil && r.Priority >= priority {
+			out = append(out, r)
+		}
+	}
+	for root := range rs.followers {
+		if root == except {
+			continue
+		}
+		if r := rs.liveFollowersLocked(root); r != nil && r.Priority >= priority {
 			out = append(out, r)
 		}
 	}
@@ -589,6 +631,7 @@ func (rs *Reservations) forget(root podgroup.Key, why string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.releaseLocked(root, why)
+	delete(rs.followers, root)
 	delete(rs.waiters, root)
 	delete(rs.requeued, root)
 }

@@ -262,45 +262,122 @@ func TestLWSScaleUpAndDown(t *testing.T) {
 	}
 }
 
-// LeaderWorkerSets whose workers LWS makes only after their leader is ready (startupPolicy
-// LeaderReady) or scheduled (the exclusive-topology annotation) are not ganged: each gets a
-// Warning event LeaderFirstNotGanged, no lockstep group is made, and their pods bind one by
-// one — no deadlock. With LeaderReady, the leaders bind and no worker exists while they are
-// not ready; once they run ready, their workers appear and bind. With exclusive topology, the
-// replica's pods all bind, in one rack (LWS's own affinities).
-func TestLWSLeaderReadyIsNotDeadlocked(t *testing.T) {
-	// Four racks of one 4-cpu host: LWS's exclusive-topology anti-affinity keeps excl out of
-	// racks holding any pod with LWS's group-key label (serve's too), and serve out of excl's.
-	e := startAll(t, "leader-ready", lt.TopologyNodes(1, 1, 4, 1, "4")...)
+// startupPolicy LeaderReady: LWS makes a replica's workers only once its leader is ready, so
+// the replica's PodGroup lets the leader bind first (leaders 1): the leader binds only where
+// its whole replica fits — planned with its workers, which do not exist yet — and their room
+// is held for them until they come. Two replicas of 3 pods (1 cpu) on a 3-cpu and a 2-cpu
+// node: room for exactly one replica. One leader binds; the other does not (its replica
+// would not fit beside the first one's held room), nor does it ever while the first runs.
+// Before the first leader is ready (no worker exists yet), three plain pods of lockstep's
+// profile come: two bind into the room nobody holds, the third waits, refused the held room.
+// Once the leader runs ready, LWS makes its workers and they bind into that room: the replica
+// is whole. Pod by pod, both leaders would bind at once and a plain pod would take a worker's
+// room.
+func TestLWSLeaderReadyBindsTheLeaderWhereTheReplicaFits(t *testing.T) {
+	e := startAll(t, "leader-ready", lt.MakeNode("node-a", "3").Obj(), lt.MakeNode("node-b", "2").Obj())
 	serve := newLWS(e.ns, "serve", 2, 3)
 	setNested(serve, "LeaderReady", "spec", "startupPolicy")
-	serveObj := e.create(serve)
-	excl := newLWS(e.ns, "excl", 1, 3)
-	excl.SetAnnotations(map[string]string{exclusiveTopologyAnnotation: lt.RackKey})
-	exclObj := e.create(excl)
+	created := e.create(serve)
 
-	e.waitWarning(serveObj, "LeaderFirstNotGanged", "startupPolicy LeaderReady")
-	e.waitWarning(exclObj, "LeaderFirstNotGanged", exclusiveTopologyAnnotation)
-	e.WaitBound(t, e.ns, "serve-0", "serve-1")
-	testenv.Consistently(t, 3*time.Second, "no workers of serve while its leaders are not ready", func() (bool, string) {
+	var first, second int
+	testenv.Eventually(t, 90*time.Second, "one leader of serve bound", func() (bool, string) {
 		pods := e.lwsPods("serve")
-		return len(pods) == 2, describePods(pods)
+		if bound(pods) != 1 {
+			return false, describePods(pods)
+		}
+		for g := 0; g < 2; g++ {
+			if l := e.leaderOrNil("serve", g); l != nil && l.Spec.NodeName != "" {
+				first, second = g, 1-g
+			}
+		}
+		return true, describePods(pods)
 	})
-	e.waitReplicasBound("excl", 1, 3)
-	e.oneDomain(e.replica("excl", 0), lt.RackKey)
+	leader := e.leader("serve", first)
+	group := lwsadapter.GroupName("serve", fmt.Sprint(first), leader.UID)
+	testenv.Eventually(t, 60*time.Second, "PodGroup "+group+", a gang of 3 whose leader binds first", func() (bool, string) {
+		pg := e.lwsGroups(created)[group]
+		if pg == nil {
+			return false, "none"
+		}
+		gang := pg.Spec.SchedulingPolicy.Gang
+		return gang != nil && gang.MinCount == 3 && gang.Leaders == 1, fmt.Sprintf("%+v", gang)
+	})
+	e.WaitCondition(t, "PodGroup", e.ns, group, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "leaders placed, room held for the others")
 
+	// Plain pods of lockstep's profile: two take the room nobody holds, the third is refused
+	// the room held for the first replica's workers.
+	var plain []*v1.Pod
+	for i := range 3 {
+		plain = append(plain, lt.MakePod().Namespace(e.ns).Name(fmt.Sprintf("plain-%d", i)).SchedulerName(lt.SchedulerName).
+			Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj())
+	}
+	e.CreatePods(t, plain...)
+	testenv.Eventually(t, 60*time.Second, "two plain pods bound, the third refused the held room", func() (bool, string) {
+		pods := e.livePods("!" + testenv.LWSNameLabel)
+		waiting := ""
+		for _, p := range pods {
+			for _, c := range p.Status.Conditions {
+				if p.Spec.NodeName == "" && c.Type == v1.PodScheduled && strings.Contains(c.Message, "reserved for gang "+group) {
+					waiting = p.Name
+				}
+			}
+		}
+		return bound(pods) == 2 && waiting != "", fmt.Sprintf("%v; waiting %q", placement(pods), waiting)
+	})
+	testenv.Consistently(t, 5*time.Second, "the second leader unbound, no worker yet", func() (bool, string) {
+		pods := e.lwsPods("serve")
+		return len(pods) == 2 && e.leader("serve", second).Spec.NodeName == "", describePods(pods)
+	})
+
+	// The first leader runs ready: its workers come and bind into the held room.
 	e.RunPods(t, e.ns, nil)
-	e.waitReplicasBound("serve", 2, 3)
-	pgs, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	testenv.Eventually(t, 90*time.Second, "the first replica whole", func() (bool, string) {
+		pods := e.replica("serve", first)
+		return len(pods) == 3 && bound(pods) == 3, describePods(pods)
+	})
+	e.WaitCondition(t, "PodGroup", e.ns, group, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "3 pods placed together")
+	// From the watch: one replica bound (its leader first, by design), all 3 of its pods.
+	groups := e.watch.groups("serve")
+	for _, g := range groups {
+		if g.binds != 3 || g.maxBound != 3 {
+			t.Errorf("replica %s: %d binds, %d bound at once; want its 3 pods", g.group, g.binds, g.maxBound)
+		}
 	}
-	cpgs, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(e.ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if len(groups) != 1 {
+		t.Errorf("the watch saw %d replicas bind, want 1: %s", len(groups), describeGroups(groups))
 	}
-	if len(pgs.Items) != 0 || len(cpgs.Items) != 0 {
-		t.Errorf("lockstep groups for LeaderWorkerSets it does not gang: %d PodGroups, %d CompositePodGroups", len(pgs.Items), len(cpgs.Items))
+	testenv.Consistently(t, 10*time.Second, "the second replica waits whole", func() (bool, string) {
+		pods := e.replica("serve", second)
+		return bound(pods) == 0, describePods(pods)
+	})
+	if n := bound(e.livePods("!" + testenv.LWSNameLabel)); n != 2 {
+		t.Errorf("%d plain pods bound, want the 2 that fit outside the held room", n)
+	}
+}
+
+// LWS's exclusive-topology annotation: LWS makes a replica's workers only once its leader is
+// scheduled, and pins them to the leader's rack. The replica's PodGroup asks for a rack of its
+// own (Required, exclusive) and lets the leader bind first, planned with its workers: two
+// replicas of 3 pods (1 cpu) on two racks of two 2-cpu hosts bind whole, each in a rack of its
+// own — the leader never in a rack its workers would not fit.
+func TestLWSExclusiveTopologyLeaderFirst(t *testing.T) {
+	e := startAll(t, "exclusive", lt.TopologyNodes(1, 1, 2, 2, "2")...)
+	excl := newLWS(e.ns, "excl", 2, 3)
+	excl.SetAnnotations(map[string]string{exclusiveTopologyAnnotation: lt.RackKey})
+	created := e.create(excl)
+	e.waitReplicasBound("excl", 2, 3)
+	racks := map[string]bool{}
+	for g := 0; g < 2; g++ {
+		racks[e.oneDomain(e.replica("excl", g), lt.RackKey)] = true
+	}
+	if len(racks) != 2 {
+		t.Errorf("the two replicas share a rack: %v", racks)
+	}
+	for name, pg := range e.waitGroups(created, 3, "excl-0", "excl-1") {
+		c := pg.Spec.SchedulingConstraints
+		if pg.Spec.SchedulingPolicy.Gang.Leaders != 1 || c == nil || len(c.Topology) != 1 || c.Topology[0].Key != lt.RackKey || !c.Topology[0].Exclusive {
+			t.Errorf("PodGroup %s: %+v, want a gang of 3 whose leader binds first, in a rack of its own", name, pg.Spec)
+		}
 	}
 }
 
@@ -509,16 +586,25 @@ func (e *lwsEnv) livePods(selector string) []*v1.Pod {
 	return out
 }
 
-// leader returns the live leader pod of replica g of LeaderWorkerSet name.
-func (e *lwsEnv) leader(name string, g int) *v1.Pod {
+// leaderOrNil returns the live leader pod of replica g of LeaderWorkerSet name, nil if none.
+func (e *lwsEnv) leaderOrNil(name string, g int) *v1.Pod {
 	e.t.Helper()
 	for _, p := range e.replica(name, g) {
 		if p.Labels[testenv.LWSWorkerIndexLabel] == "0" {
 			return p
 		}
 	}
-	e.t.Fatalf("no leader of replica %d of %s", g, name)
 	return nil
+}
+
+// leader returns the live leader pod of replica g of LeaderWorkerSet name.
+func (e *lwsEnv) leader(name string, g int) *v1.Pod {
+	e.t.Helper()
+	l := e.leaderOrNil(name, g)
+	if l == nil {
+		e.t.Fatalf("no leader of replica %d of %s", g, name)
+	}
+	return l
 }
 
 // waitReplicasBound waits until LeaderWorkerSet name has replicas groups of size live pods,
@@ -629,29 +715,6 @@ func (e *lwsEnv) setUnschedulable(on bool, nodes ...string) {
 			e.t.Fatal(err)
 		}
 	}
-}
-
-// waitWarning waits for a Warning event on the LeaderWorkerSet itself with reason and a note
-// containing substr.
-func (e *lwsEnv) waitWarning(lws *unstructured.Unstructured, reason, substr string) {
-	e.t.Helper()
-	testenv.Eventually(e.t, 60*time.Second, fmt.Sprintf("Warning %s on LeaderWorkerSet %s containing %q", reason, lws.GetName(), substr), func() (bool, string) {
-		list, err := e.Client.EventsV1().Events(e.ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, ev := range list.Items {
-			if ev.Regarding.Kind != "LeaderWorkerSet" || ev.Regarding.UID != lws.GetUID() {
-				continue
-			}
-			seen = append(seen, ev.Type+" "+ev.Reason+": "+ev.Note)
-			if ev.Type == v1.EventTypeWarning && ev.Reason == reason && strings.Contains(ev.Note, substr) {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprint(seen)
-	})
 }
 
 // filler is a pod of another scheduler taking cpu on node (bound by its nodeName).

@@ -173,10 +173,30 @@ type PodGroupSchedulingPolicy struct {
 type BasicSchedulingPolicy struct{}
 
 // GangSchedulingPolicy selects all-or-nothing scheduling.
+// +kubebuilder:validation:XValidation:rule="!has(self.leaders) || self.leaders < self.minCount",message="leaders must be below minCount"
 type GangSchedulingPolicy struct {
 	// minCount is the number of pods that must be placed together. Mutable.
 	// +kubebuilder:validation:Minimum=1
 	MinCount int32 `json:"minCount"`
+
+	// leaders (ext), below minCount: how many members bind before the others exist, because
+	// the group's workload makes the others only once the leaders run (a LeaderWorkerSet
+	// replica with startupPolicy LeaderReady, or LWS's exclusive-topology). Until the group is
+	// first scheduled, the whole gang is planned — the members not made yet in the shape the
+	// workload will make them — the leaders bind, and the room planned for the others is held
+	// for them (no pod of equal or lower priority may take it) until they are placed or
+	// followersTimeoutSeconds passes; they then bind together. 0 (default): all minCount
+	// bind together.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Leaders int32 `json:"leaders,omitempty"`
+
+	// followersTimeoutSeconds (ext), with leaders: how long the room planned for the other
+	// members is held after the leaders bound (default 600: long enough for a leader to load
+	// a model and report ready).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	FollowersTimeoutSeconds *int32 `json:"followersTimeoutSeconds,omitempty"`
 }
 
 // WorkloadReference points at the Workload template a group was stamped from.

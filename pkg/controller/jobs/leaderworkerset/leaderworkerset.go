@@ -22,9 +22,11 @@
 // order, so a worker whose leader is not seen waits (filing.Filing.Unseen).
 //
 // LeaderWorkerSets whose workers are made only once their leader is ready (startupPolicy
-// LeaderReady) or scheduled (the exclusive-topology annotation) cannot be gangs of the whole
-// replica: its workers never exist while the leader waits for them. lockstep does not gang
-// them yet (a Warning event says so) and they schedule pod by pod, as without lockstep.
+// LeaderReady) or scheduled (the exclusive-topology annotation) cannot wait for the whole
+// replica to exist: their replica's PodGroup lets the leader bind first (gang.leaders 1). The
+// whole replica is planned — its workers, which do not exist yet, in the shape of the
+// LeaderWorkerSet's worker template (FollowerOf) — the leader binds, and the workers' room is
+// held until they come and bind together.
 //
 // The CRD may be installed after lockstep starts: LeaderWorkerSets are watched from the
 // moment it is served.
@@ -36,6 +38,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,6 +62,7 @@ type Adapter struct {
 }
 
 var (
+	_ filing.FollowerShapes   = &Adapter{}
 	_ jobframework.PodAdapter = &Adapter{}
 	_ jobframework.Notifier   = &Adapter{}
 	_ jobframework.Synced     = &Adapter{}
@@ -110,8 +114,12 @@ func (a *Adapter) HasSynced() bool {
 // leader appears (they waited for it).
 func (a *Adapter) Notify(notify func(namespace, name string, ran int)) {
 	a.sets.AddHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { a.notifySet(obj, notify) },
-		UpdateFunc: func(_, obj any) { a.notifySet(obj, notify) },
+		AddFunc: func(obj any) { a.notifySet(obj, notify) },
+		UpdateFunc: func(old, obj any) {
+			if jobframework.SpecOrAnnotationsChanged(old, obj) {
+				a.notifySet(obj, notify)
+			}
+		},
 		DeleteFunc: func(obj any) { a.notifySet(obj, notify) },
 	})
 	if a.podInformer == nil {
@@ -306,11 +314,6 @@ func (a *Adapter) Groups(obj jobframework.Object, _ []*v1alpha1.PodGroup, schedu
 	if filing.NamesGroup(leaderTemplate(lws).Labels) || filing.NamesGroup(lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels) {
 		return jobframework.NoGroups(), nil
 	}
-	if why := leaderFirst(lws); why != "" {
-		out := jobframework.NoGroups()
-		out.Warnings = []jobframework.Warning{{Reason: "LeaderFirstNotGanged", Message: why}}
-		return out, nil
-	}
 	var leaders []*v1.Pod
 	if a.pods != nil {
 		pods, err := a.pods.Pods(lws.Namespace).List(labels.SelectorFromSet(labels.Set{LabelName: lws.Name, LabelWorkerIndex: "0"}))
@@ -324,4 +327,18 @@ func (a *Adapter) Groups(obj jobframework.Object, _ []*v1alpha1.PodGroup, schedu
 		}
 	}
 	return treeOf(lws, leaders)
+}
+
+// FollowerOf implements filing.FollowerShapes: a LeaderWorkerSet leader's workers are made
+// from the worker template.
+func (a *Adapter) FollowerOf(leader *v1.Pod) *v1.Pod {
+	if !isLeader(leader) {
+		return nil
+	}
+	lws, err := a.set(leader)
+	if err != nil || lws == nil {
+		return nil
+	}
+	t := lws.Spec.LeaderWorkerTemplate.WorkerTemplate
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: t.Labels, Annotations: t.Annotations}, Spec: t.Spec}
 }

@@ -86,8 +86,9 @@ func TestSubgroups(t *testing.T) {
 }
 
 // Each live leader is a replica's gang of size pods (or a tree of its subgroups, each in a
-// domain of its own); LeaderWorkerSets whose workers wait for their leader get none yet, and
-// say why; those of another scheduler are left alone.
+// domain of its own); in LeaderWorkerSets whose workers wait for their leader the leader binds
+// first (leaders 1), exclusive-topology a Required exclusive domain; those of another
+// scheduler are left alone.
 func TestTreeOf(t *testing.T) {
 	leaders := []*v1.Pod{pod("1", 0, "uid-l1", "r1"), pod("0", 0, "uid-l0", "r1")}
 	g0, g1 := GroupName("serve", "0", "uid-l0"), GroupName("serve", "1", "uid-l1")
@@ -113,20 +114,22 @@ func TestTreeOf(t *testing.T) {
 		t.Errorf("subgroups: composites %+v\npodgroups %+v\nwant %+v\n%+v", got.Composites, got.PodGroups, wantComposites, wantPodGroups)
 	}
 
-	a := New()
-	for name, lws := range map[string]*leaderWorkerSet{
-		"LeaderReady": func() *leaderWorkerSet { l := set(4); l.Spec.StartupPolicy = LeaderReady; return l }(),
-		"exclusive-topology": func() *leaderWorkerSet {
-			l := set(4)
-			l.Annotations = map[string]string{AnnotationExclusiveTopology: lt.RackKey}
-			return l
-		}(),
-	} {
-		out, _ := a.Groups(toUnstructured(t, lws), nil, ours)
-		if out == nil || !out.None || len(out.Warnings) != 1 || out.Warnings[0].Reason != "LeaderFirstNotGanged" {
-			t.Errorf("%s: Groups = %+v, want none and a warning", name, out)
-		}
+	// Workers made only once the leader is ready or scheduled: the leader binds first.
+	ready := set(4)
+	ready.Spec.StartupPolicy = LeaderReady
+	got, _ = treeOf(ready, leaders[1:])
+	if want := []jobframework.Group{{Name: g0, Template: templateGroup, Min: 4, Leaders: 1}}; !cmp.Equal(got.PodGroups, want) ||
+		got.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.Leaders != 1 {
+		t.Errorf("LeaderReady: %+v, want %+v", got.PodGroups, want)
 	}
+	exclusive := set(4)
+	exclusive.Annotations = map[string]string{AnnotationExclusiveTopology: lt.RackKey}
+	got, _ = treeOf(exclusive, leaders[1:])
+	rackExclusive := []v1alpha1.TopologyConstraint{{Key: lt.RackKey, Mode: v1alpha1.TopologyRequired, Exclusive: true}}
+	if want := []jobframework.Group{{Name: g0, Template: templateGroup, Min: 4, Leaders: 1, Topology: rackExclusive}}; !cmp.Equal(got.PodGroups, want) {
+		t.Errorf("exclusive-topology: %+v, want %+v", got.PodGroups, want)
+	}
+	a := New()
 	other := set(4)
 	other.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.SchedulerName = "default-scheduler"
 	if out, _ := a.Groups(toUnstructured(t, other), nil, ours); out != nil {
@@ -223,8 +226,16 @@ func TestGroupOfPod(t *testing.T) {
 
 	ready := set(3)
 	ready.Spec.StartupPolicy = LeaderReady
-	if _, ok := adapterWith(t, []*leaderWorkerSet{ready}, leader).GroupOfPod(leader, ours); ok {
-		t.Error("a LeaderReady LeaderWorkerSet's leader is filed under a group")
+	ready.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers = []v1.Container{{Name: "worker", Image: "vllm"}}
+	readyAdapter := adapterWith(t, []*leaderWorkerSet{ready}, leader)
+	if got, ok := readyAdapter.GroupOfPod(leader, ours); !ok || got.Name != g0 {
+		t.Errorf("a LeaderReady LeaderWorkerSet's leader filed under %+v, %v; want its replica's group %s", got, ok, g0)
+	}
+	if f := readyAdapter.FollowerOf(leader); f == nil || len(f.Spec.Containers) != 1 || f.Spec.Containers[0].Image != "vllm" {
+		t.Errorf("FollowerOf = %+v, want the worker template's pod", f)
+	}
+	if f := readyAdapter.FollowerOf(newWorker); f != nil {
+		t.Errorf("FollowerOf a worker = %+v, want nil", f)
 	}
 	notLWS := lt.MakePod().Namespace("ns").Name("plain").Obj()
 	if _, ok := a.GroupOfPod(notLWS, ours); ok {

@@ -17,7 +17,11 @@ import (
 // The groups of one replica (one live leader):
 //
 //	without subgroups:  PodGroup <lws>-<index>-<hash of the leader's UID>, minCount = size,
-//	                    lockstep's topology annotations on the LeaderWorkerSet
+//	                    lockstep's topology annotations on the LeaderWorkerSet (else LWS's
+//	                    exclusive-topology, as a Required exclusive domain); with
+//	                    startupPolicy LeaderReady or exclusive-topology, leaders 1: the
+//	                    leader binds once the whole replica is planned, the workers' room is
+//	                    held for them
 //
 //	with subGroupSize and the subgroup-exclusive-topology annotation:
 //	  CompositePodGroup <lws>-<index>-<hash>  (minGroupCount = its subgroups; lockstep's topology)
@@ -48,39 +52,28 @@ func size(lws *leaderWorkerSet) int32 {
 	return max(ptr.Deref(lws.Spec.LeaderWorkerTemplate.Size, 1), 1)
 }
 
-// leaderFirst says why the replicas of lws cannot be gangs of all their pods: LWS makes the
-// workers only once the leader is ready (LeaderReady) or scheduled (exclusive topology); ""
-// when they can.
-func leaderFirst(lws *leaderWorkerSet) string {
-	if size(lws) == 1 {
-		return ""
-	}
-	switch {
-	case lws.Spec.StartupPolicy == LeaderReady:
-		return "startupPolicy LeaderReady: LWS creates each replica's workers only once its leader is ready, so lockstep cannot yet " +
-			"place a replica as one gang; its pods are scheduled one by one"
-	case lws.Annotations[AnnotationExclusiveTopology] != "":
-		return fmt.Sprintf("annotation %s: LWS creates each replica's workers only once its leader is scheduled, so lockstep cannot yet "+
-			"place a replica as one gang; its pods are scheduled one by one (lockstep's annotation %s=%s places each replica whole in one domain)",
-			AnnotationExclusiveTopology, v1alpha1.JobTopologyRequiredAnnotation, lws.Annotations[AnnotationExclusiveTopology])
-	}
-	return ""
+// leaderFirst reports whether LWS makes a replica's workers only once its leader is ready
+// (startupPolicy LeaderReady) or scheduled (the exclusive-topology annotation): the replica's
+// PodGroup then lets its leader bind first (gang.leaders 1), its workers planned with it and
+// their room held until they come.
+func leaderFirst(lws *leaderWorkerSet) bool {
+	return size(lws) > 1 && (lws.Spec.StartupPolicy == LeaderReady || lws.Annotations[AnnotationExclusiveTopology] != "")
 }
 
 // gangs reports whether the pods of lws are filed under its groups: its leaders use a
 // profile of lockstep, and Groups makes groups for it.
 func gangs(lws *leaderWorkerSet, schedulerNames sets.Set[string]) bool {
 	return schedulerNames.Has(leaderTemplate(lws).Spec.SchedulerName) &&
-		!filing.NamesGroup(leaderTemplate(lws).Labels) && !filing.NamesGroup(lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels) &&
-		leaderFirst(lws) == ""
+		!filing.NamesGroup(leaderTemplate(lws).Labels) && !filing.NamesGroup(lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels)
 }
 
 // subgroups returns the sizes of the subgroups LWS makes of a replica and whether the leader
-// is in none, nil when the replica is one flat group (no subGroupSize, or no
-// subgroup-exclusive-topology to place them by).
+// is in none, nil when the replica is one flat group (no subGroupSize, no
+// subgroup-exclusive-topology to place them by, or a replica whose leader starts first: its
+// subgroups are placed by LWS's own pod affinities as its workers come).
 func subgroups(lws *leaderWorkerSet) (sizes []int32, leaderExcluded bool) {
 	p := lws.Spec.LeaderWorkerTemplate.SubGroupPolicy
-	if p == nil || ptr.Deref(p.SubGroupSize, 0) <= 0 || lws.Annotations[AnnotationSubGroupExclusiveTopology] == "" {
+	if p == nil || ptr.Deref(p.SubGroupSize, 0) <= 0 || lws.Annotations[AnnotationSubGroupExclusiveTopology] == "" || leaderFirst(lws) {
 		return nil, false
 	}
 	n, s := *p.SubGroupSize, size(lws)
@@ -124,6 +117,20 @@ func memberGroup(base string, lws *leaderWorkerSet, pod *v1.Pod) string {
 // treeOf returns the groups of every live leader's replica.
 func treeOf(lws *leaderWorkerSet, leaders []*v1.Pod) (*jobframework.Groups, []string) {
 	topology, problems := filing.TopologyFromAnnotations(lws.Annotations)
+	if key := lws.Annotations[AnnotationExclusiveTopology]; key != "" && len(topology) == 0 {
+		// LWS's one replica per domain: a Required, exclusive domain of that level.
+		c, bad := filing.TopologyFromAnnotations(map[string]string{v1alpha1.JobTopologyRequiredAnnotation: key})
+		if len(bad) > 0 {
+			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a label key; ignored", AnnotationExclusiveTopology, key))
+		} else {
+			c[0].Exclusive = true
+			topology = c
+		}
+	}
+	var first int32
+	if leaderFirst(lws) {
+		first = 1
+	}
 	priority := leaderTemplate(lws).Spec.PriorityClassName
 	s := size(lws)
 	out := &jobframework.Groups{Workload: filing.JobGroupName(lws.Name, lws.UID)}
@@ -143,7 +150,7 @@ func treeOf(lws *leaderWorkerSet, leaders []*v1.Pod) (*jobframework.Groups, []st
 	constraints := (jobframework.Group{Topology: topology}).Constraints()
 	if sizes == nil {
 		out.Spec.PodGroupTemplates = []v1alpha1.PodGroupTemplate{{Name: templateGroup,
-			SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: s}},
+			SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: s, Leaders: first}},
 			SchedulingConstraints: constraints, PriorityClassName: priority}}
 	} else {
 		children := int32(len(sizes))
@@ -167,7 +174,7 @@ func treeOf(lws *leaderWorkerSet, leaders []*v1.Pod) (*jobframework.Groups, []st
 	for _, leader := range leaders {
 		base := GroupName(lws.Name, leader.Labels[LabelGroupIndex], leader.UID)
 		if sizes == nil {
-			out.PodGroups = append(out.PodGroups, jobframework.Group{Name: base, Template: templateGroup, Min: s, Topology: topology, PriorityClassName: priority})
+			out.PodGroups = append(out.PodGroups, jobframework.Group{Name: base, Template: templateGroup, Min: s, Leaders: first, Topology: topology, PriorityClassName: priority})
 			continue
 		}
 		root := jobframework.Group{Name: base, Template: templateGroup, Min: int32(len(sizes)), Topology: topology, PriorityClassName: priority}
