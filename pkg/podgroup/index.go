@@ -317,7 +317,10 @@ func (ix *Index) Upsert(obj any) []Key {
 		ix.exclusive.Delete(k)
 	}
 	if !g.scheduled && !g.disrupted && scheduledAsWritten(conditions, g.Generation()) {
-		g.scheduled, g.scheduledMin = true, g.Minimum()
+		// Written True once all its minimum was placed: a group whose leaders bind first too
+		// (their round alone never reads as scheduled).
+		g.scheduled = true
+		g.scheduledMin = g.Minimum()
 	}
 	return append(affected, ix.TopOf(k))
 }

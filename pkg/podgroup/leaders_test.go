@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -93,4 +94,18 @@ func reserveOn(m *Model, p *v1.Pod, node string) *v1.Pod {
 	a := assumed(p, node)
 	m.Permits().Reserve(klog.Background(), a, node)
 	return a
+}
+
+// A restarted scheduler that finds a leaders-first group's condition True (written once all
+// its members were placed) takes it as scheduled with all of minCount: its replacements are
+// not held to the gang again.
+func TestLeadersFirstGroupRestoredScheduled(t *testing.T) {
+	m, _, _ := testModel(t)
+	pg := lt.MakePodGroup().Namespace("ns").Name("replica").Gang(4).Leaders(1).Generation(1).
+		Condition(metav1.ConditionTrue, "Scheduled").Obj()
+	m.OnGroup(nil, pg)
+	g := m.index.Get(PodGroupKey("ns", "replica"))
+	if !g.Scheduled() || g.Minimum() != 4 || g.Followers() != 0 {
+		t.Errorf("restored: scheduled %v, minimum %d, followers %d; want scheduled with 4, no followers", g.Scheduled(), g.Minimum(), g.Followers())
+	}
 }
