@@ -411,14 +411,13 @@ type bindSnapshot struct {
 }
 
 // podWatch follows the pods of a namespace in the apiserver's order of writes: each bind
-// with the state of every other pod at that moment, every deletion, and any pod whose node
-// changed once set (never allowed).
+// with the state of every other pod at that moment, and every deletion (a bound pod that
+// moves fails the test in testenv.FollowPods).
 type podWatch struct {
-	mu       sync.Mutex
-	state    map[string]podSeen
-	binds    []bindSnapshot
-	deleted  map[string]podSeen
-	problems []string
+	mu      sync.Mutex
+	state   map[string]podSeen
+	binds   []bindSnapshot
+	deleted map[string]podSeen
 }
 
 func (w *podWatch) see(p *v1.Pod, deleted bool) {
@@ -438,8 +437,6 @@ func (w *podWatch) see(p *v1.Pod, deleted bool) {
 	s := podSeen{uid: p.UID, cluster: p.Labels[kuberaycontroller.ClusterLabel], nodeType: p.Labels[kuberaycontroller.NodeTypeLabel], node: p.Spec.NodeName}
 	w.state[p.Name] = s
 	switch {
-	case seen && prev.node != "" && prev.node != s.node:
-		w.problems = append(w.problems, fmt.Sprintf("pod %s moved from node %q to %q", p.Name, prev.node, s.node))
 	case s.node != "" && (!seen || prev.node == ""):
 		snap := bindSnapshot{pod: p.Name, node: s.node, pods: map[string]podSeen{}}
 		for k, v := range w.state {
@@ -480,25 +477,13 @@ func (w *podWatch) deletedPods() map[string]podSeen {
 	return out
 }
 
-// movedPods returns what the watch saw that must never happen: a bound pod's node changed.
-func (w *podWatch) movedPods() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.problems...)
-}
-
 // watchPods starts following the pods of the test's namespace (none yet) from now until the
-// test ends, in the apiserver's order of writes (testenv.FollowPods); a bound pod that moves
-// fails the test.
+// test ends, in the apiserver's order of writes (testenv.FollowPods, which fails the test if a
+// bound pod moves).
 func (e *rayEnv) watchPods() *podWatch {
 	e.t.Helper()
 	w := &podWatch{state: map[string]podSeen{}, deleted: map[string]podSeen{}}
 	e.FollowPods(e.t, e.ns, w.see)
-	e.t.Cleanup(func() {
-		for _, m := range w.movedPods() {
-			e.t.Errorf("pod watch: %s", m)
-		}
-	})
 	return w
 }
 

@@ -67,7 +67,6 @@ type podWatch struct {
 	state    map[string]podSeen
 	binds    []bindSnapshot
 	stsOwner map[types.UID]types.UID // StatefulSet UID → its controller's UID (a leader pod for a worker StatefulSet)
-	problems []string
 }
 
 func (w *podWatch) seePod(p *v1.Pod, deleted bool) {
@@ -91,8 +90,6 @@ func (w *podWatch) seePod(p *v1.Pod, deleted bool) {
 	}
 	w.state[p.Name] = s
 	switch {
-	case seen && prev.node != "" && prev.node != s.node:
-		w.problems = append(w.problems, fmt.Sprintf("pod %s moved from node %q to %q", p.Name, prev.node, s.node))
 	case s.node != "" && (!seen || prev.node == ""):
 		snap := bindSnapshot{pod: p.Name, uid: p.UID, node: s.node, pods: map[string]podSeen{}}
 		for k, v := range w.state {
@@ -187,13 +184,6 @@ func (w *podWatch) live() map[string]podSeen {
 	return out
 }
 
-// movedPods returns what must never happen: a bound pod's node changed.
-func (w *podWatch) movedPods() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.problems...)
-}
-
 // watchPods starts following the pods and StatefulSets of the test's namespace (no pods yet)
 // until the test ends.
 func (e *lwsEnv) watchPods() *podWatch {
@@ -214,11 +204,6 @@ func (e *lwsEnv) watchPods() *podWatch {
 				w.seeStatefulSet(s)
 			}
 		})
-	e.t.Cleanup(func() {
-		for _, m := range w.movedPods() {
-			e.t.Errorf("pod watch: %s", m)
-		}
-	})
 	return w
 }
 

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -42,7 +43,8 @@ func Follow(t *testing.T, resourceVersion string, watchFunc func(context.Context
 
 // FollowPods calls see with every write to a pod of namespace ns (deleted: the pod is gone)
 // from now until the test ends, in the apiserver's order: the state seen at a bind includes
-// every earlier write to any pod. ns must have no pods yet, so that none is missed.
+// every earlier write to any pod. ns must have no pods yet, so that none is missed. A bound
+// pod whose node changes fails the test: that must never happen.
 func (e *Env) FollowPods(t *testing.T, ns string, see func(p *v1.Pod, deleted bool)) {
 	t.Helper()
 	pods := e.Client.CoreV1().Pods(ns)
@@ -53,11 +55,22 @@ func (e *Env) FollowPods(t *testing.T, ns string, see func(p *v1.Pod, deleted bo
 	if len(list.Items) != 0 {
 		t.Fatalf("namespace %s has pods already", ns)
 	}
+	nodes := map[types.UID]string{} // the node of each pod seen, "" while unbound
 	Follow(t, list.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) },
 		func(ev watch.Event) {
-			if p, ok := ev.Object.(*v1.Pod); ok {
-				see(p, ev.Type == watch.Deleted)
+			p, ok := ev.Object.(*v1.Pod)
+			if !ok {
+				return
 			}
+			if prev := nodes[p.UID]; prev != "" && prev != p.Spec.NodeName {
+				t.Errorf("pod watch: pod %s moved from node %q to %q", p.Name, prev, p.Spec.NodeName)
+			}
+			if ev.Type == watch.Deleted {
+				delete(nodes, p.UID)
+			} else {
+				nodes[p.UID] = p.Spec.NodeName
+			}
+			see(p, ev.Type == watch.Deleted)
 		})
 }
 
