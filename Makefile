@@ -36,7 +36,7 @@ IMAGE ?= ghcr.io/lockstep-sched/lockstep-scheduler
 PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_TAR ?= $(CURDIR)/_output/lockstep-scheduler-$(VERSION).oci.tar
 
-.PHONY: all build image test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
+.PHONY: all build image print-platforms test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
 	demo demo-down demo-test demo-binaries bench bench-perf
 
 all: build
@@ -59,6 +59,10 @@ image:
 	  -revision $(GIT_COMMIT) -created $(BUILD_DATE) \
 	  $(foreach p,$(PLATFORMS),-binary $(p)=$(CURDIR)/_output/image/$(subst /,_,$(p))/lockstep-scheduler)
 	@echo "==> $(IMAGE):$(VERSION) in $(abspath $(IMAGE_TAR))"
+
+# print-platforms: the platforms make image builds (test/image reads them)
+print-platforms:
+	@echo $(PLATFORMS)
 
 ## demo: a local cluster on 127.0.0.1 (control plane from k8s.io/kubernetes, KWOK nodes,
 ## lockstep) running the examples of manifests/examples; it keeps running
@@ -84,20 +88,20 @@ demo-binaries: build etcd helm
 	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
 	@echo "==> building the Kueue controller manager from tools/kueue (its own module; minutes on a cold Go cache)"
 	cd tools/kueue && $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
-	@echo "==> building the LeaderWorkerSet controller (tools/lws) and the KubeRay operator (tools/kuberay), each its own module"
-	cd tools/lws && $(GO) build -o $(BIN)/lws-controller sigs.k8s.io/lws/cmd
-	cd tools/kuberay && $(GO) build -o $(BIN)/kuberay-operator github.com/ray-project/kuberay/ray-operator
+	@echo "==> building the LeaderWorkerSet controller and the KubeRay operator from tools/lws-kuberay (their own module)"
+	cd tools/lws-kuberay && $(GO) build -o $(BIN)/lws-controller sigs.k8s.io/lws/cmd
+	cd tools/lws-kuberay && $(GO) build -o $(BIN)/kuberay-operator github.com/ray-project/kuberay/ray-operator
 
 ## controllers: the upstream JobSet, Kubeflow Trainer, Kueue, LeaderWorkerSet and KubeRay
 ## controllers the integration tests run, built before the tests start so that their
 ## compilation does not compete with timed scenarios (Kueue, LWS and KubeRay each from a module
-## of its own, tools/kueue, tools/lws, tools/kuberay: their Kubernetes versions differ)
+## of its own, tools/kueue and tools/lws-kuberay: their Kubernetes versions differ)
 controllers:
 	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
 	cd tools/controllers && $(GO) build -o $(BIN)/trainer-controller-manager github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
 	cd tools/kueue && $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
-	cd tools/lws && $(GO) build -o $(BIN)/lws-controller sigs.k8s.io/lws/cmd
-	cd tools/kuberay && $(GO) build -o $(BIN)/kuberay-operator github.com/ray-project/kuberay/ray-operator
+	cd tools/lws-kuberay && $(GO) build -o $(BIN)/lws-controller sigs.k8s.io/lws/cmd
+	cd tools/lws-kuberay && $(GO) build -o $(BIN)/kuberay-operator github.com/ray-project/kuberay/ray-operator
 
 ## etcd: the etcd the integration tests run (version pinned in go.mod)
 etcd: $(BIN)/etcd

@@ -1,5 +1,5 @@
 // Package kuberaycontroller prepares the upstream KubeRay operator
-// (github.com/ray-project/kuberay/ray-operator, built from the separate tools/kuberay module)
+// (github.com/ray-project/kuberay/ray-operator, built from the separate tools/lws-kuberay module)
 // to run next to lockstep as the integration tests run it: it turns RayClusters into a head
 // pod and worker pods (and Services), RayJobs into a RayCluster and a submitter batch/v1 Job,
 // and, with the scheduler-plugins batch scheduler, gang-labelled RayClusters into

@@ -1,5 +1,5 @@
 // Package lwscontroller prepares the upstream LeaderWorkerSet controller manager
-// (sigs.k8s.io/lws/cmd, built from the separate tools/lws module) to run next to lockstep with
+// (sigs.k8s.io/lws/cmd, built from the separate tools/lws-kuberay module) to run next to lockstep with
 // its admission webhooks live: the apiserver calls them by URL on loopback, so that the pods
 // of a LeaderWorkerSet get their labels (group index, worker index, group key, subgroups),
 // exclusive-topology affinities and LWS_* environment variables as in a real cluster, and

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,11 +31,6 @@ import (
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
 
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
 // The demo comes up, every example gang ends bound all-or-nothing in its domain, the
 // too-big gang waits with a condition that explains why, the JobSet gets its tree and binds
 // whole in one rack, Kueue admits the queued Jobs its quota holds and lockstep binds each
@@ -44,7 +38,7 @@ func repoRoot() string {
 // whole in one rack, the manifests install with kubectl apply -k, and the demo goes down
 // leaving no process behind.
 func TestDemo(t *testing.T) {
-	root := repoRoot()
+	root := testenv.RepoRoot()
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok", "jobset-controller", "kueue-controller-manager", "lws-controller", "kuberay-operator", "lockstep-scheduler", "kubectl-lockstep"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
 			t.Fatalf("bin/%s missing: run make demo-binaries (make demo-test does)", b)
@@ -231,7 +225,7 @@ func checkMetrics(ctx context.Context, t *testing.T, c *cluster.Cluster, token s
 	}
 	var queried []string
 	for _, f := range []string{"alerts.yaml", "grafana-dashboard.json"} {
-		data, err := os.ReadFile(filepath.Join(repoRoot(), "manifests", "monitoring", f))
+		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "manifests", "monitoring", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +242,7 @@ func checkMetrics(ctx context.Context, t *testing.T, c *cluster.Cluster, token s
 	}
 	// The metrics reference names exactly the lockstep_ metrics the scheduler serves, with
 	// their types.
-	ref, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "reference", "metrics.md"))
+	ref, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "reference", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,16 +64,100 @@ type versionInfo struct {
 
 const repository = "example.test/lockstep/lockstep-scheduler"
 
+// TestImage builds the image of this machine's platform as `make image` does (the
+// scheduler's static binary), checks it, and runs the binary taken out of it.
 func TestImage(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if runtime.GOOS != "linux" {
+		t.Fatalf("no image for this machine (%s/%s) to run", runtime.GOOS, runtime.GOARCH)
+	}
+	host := "linux/" + runtime.GOARCH
 	tarPath := filepath.Join(t.TempDir(), "image.tar")
-	run(t, root, "make", "image", "build", "IMAGE="+repository, "IMAGE_TAR="+tarPath)
+	run(t, root, "make", "image", "build", "IMAGE="+repository, "IMAGE_TAR="+tarPath, "PLATFORMS="+host)
 	wantVersion := strings.TrimSpace(run(t, root, "hack/version.sh"))
 	wantCommit := strings.TrimSpace(run(t, root, "git", "rev-parse", "HEAD"))
 
+	binaries := readImage(t, tarPath, wantVersion, wantCommit)
+	if got := slices.Sorted(maps.Keys(binaries)); !slices.Equal(got, []string{host}) {
+		t.Fatalf("platforms %q, want %s", got, host)
+	}
+
+	// The binary taken out of the image runs, and says the version its labels and tag say.
+	bin := filepath.Join(t.TempDir(), "lockstep-scheduler")
+	if err := os.WriteFile(bin, binaries[host], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, root, bin, "--version"); !strings.HasPrefix(out, "lockstep-scheduler "+wantVersion+" (commit "+wantCommit[:12]) ||
+		!strings.Contains(out, "kube-scheduler framework v1.") {
+		t.Errorf("--version printed %q, want lockstep-scheduler %s (commit %s...), kube-scheduler framework v1...", out, wantVersion, wantCommit[:12])
+	}
+	for _, cmd := range [][]string{{bin, "--version=raw"}, {filepath.Join(root, "bin", "kubectl-lockstep"), "version", "-o", "json"}} {
+		var got versionInfo
+		decode(t, []byte(run(t, root, cmd[0], cmd[1:]...)), &got)
+		if got != (versionInfo{Version: wantVersion, GitCommit: wantCommit}) {
+			t.Errorf("%q printed %+v, want version %s, commit %s", cmd, got, wantVersion, wantCommit)
+		}
+	}
+}
+
+// TestImageIndexHoldsEachPlatform runs the image builder (tools/image, what `make image`
+// runs after its builds) on a static binary per platform of `make image`'s default
+// PLATFORMS: the index holds one image per platform, each with that platform's binary
+// alone. A small program stands in for the scheduler, whose build for each platform is
+// `make image`'s and is not repeated here (the host's is TestImage's).
+func TestImageIndexHoldsEachPlatform(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	platforms := strings.Fields(strings.TrimSpace(run(t, root, "make", "--no-print-directory", "-s", "print-platforms")))
+	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
+		t.Fatalf("make image builds %q, want linux/amd64 and linux/arm64", platforms)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", ".", "-out", filepath.Join(dir, "image.tar"), "-tag", repository + ":v9.9.9", "-version", "v9.9.9",
+		"-revision", "0123456789abcdef0123456789abcdef01234567", "-created", "2026-01-02T03:04:05Z"}
+	want := map[string][]byte{}
+	for _, p := range platforms {
+		out := filepath.Join(dir, strings.ReplaceAll(p, "/", "_"))
+		cmd := exec.Command("go", "build", "-o", out, src)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p[:strings.Index(p, "/")], "GOARCH="+p[strings.Index(p, "/")+1:])
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building the stand-in for %s: %v\n%s", p, err, b)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[p] = data
+		args = append(args, "-binary", p+"="+out)
+	}
+	run(t, filepath.Join(root, "tools", "image"), "go", args...)
+
+	got := readImage(t, filepath.Join(dir, "image.tar"), "v9.9.9", "0123456789abcdef0123456789abcdef01234567")
+	if names := slices.Sorted(maps.Keys(got)); !slices.Equal(names, platforms) {
+		t.Fatalf("platforms %q, want %q", names, platforms)
+	}
+	for _, p := range platforms {
+		if !bytes.Equal(got[p], want[p]) {
+			t.Errorf("%s: the image's binary is not the one given for %s", p, p)
+		}
+	}
+}
+
+// readImage reads an OCI archive make image wrote, checks its layout, tag, and each
+// platform's config, labels, single layer and static binary, and returns each platform's
+// binary.
+func readImage(t *testing.T, tarPath, wantVersion, wantCommit string) map[string][]byte {
+	t.Helper()
 	files := readTar(t, tarPath)
 	blob := func(d descriptor) []byte {
 		t.Helper()
@@ -100,14 +184,15 @@ func TestImage(t *testing.T) {
 
 	var idx index
 	decode(t, blob(top.Manifests[0]), &idx)
-	var platforms []string
-	var hostLayer []byte
+	binaries := map[string][]byte{}
 	for _, d := range idx.Manifests {
 		if d.Platform == nil {
 			t.Fatalf("manifest %s has no platform", d.Digest)
 		}
 		platform := d.Platform.OS + "/" + d.Platform.Architecture
-		platforms = append(platforms, platform)
+		if _, dup := binaries[platform]; dup {
+			t.Errorf("two images for %s", platform)
+		}
 		var m manifest
 		decode(t, blob(d), &m)
 		var c config
@@ -142,33 +227,9 @@ func TestImage(t *testing.T) {
 		if layer["lockstep-scheduler"].mode&0o111 == 0 {
 			t.Errorf("%s: the binary is not executable (mode %o)", platform, layer["lockstep-scheduler"].mode)
 		}
-		if platform == "linux/"+runtime.GOARCH {
-			hostLayer = layer["lockstep-scheduler"].data
-		}
+		binaries[platform] = layer["lockstep-scheduler"].data
 	}
-	if slices.Sort(platforms); !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
-		t.Errorf("platforms %q, want linux/amd64 and linux/arm64", platforms)
-	}
-	if runtime.GOOS != "linux" || hostLayer == nil {
-		t.Fatalf("no image for this machine (%s/%s) to run", runtime.GOOS, runtime.GOARCH)
-	}
-
-	// The binary taken out of the image runs, and says the version its labels and tag say.
-	bin := filepath.Join(t.TempDir(), "lockstep-scheduler")
-	if err := os.WriteFile(bin, hostLayer, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out := run(t, root, bin, "--version"); !strings.HasPrefix(out, "lockstep-scheduler "+wantVersion+" (commit "+wantCommit[:12]) ||
-		!strings.Contains(out, "kube-scheduler framework v1.") {
-		t.Errorf("--version printed %q, want lockstep-scheduler %s (commit %s...), kube-scheduler framework v1...", out, wantVersion, wantCommit[:12])
-	}
-	for _, cmd := range [][]string{{bin, "--version=raw"}, {filepath.Join(root, "bin", "kubectl-lockstep"), "version", "-o", "json"}} {
-		var got versionInfo
-		decode(t, []byte(run(t, root, cmd[0], cmd[1:]...)), &got)
-		if got != (versionInfo{Version: wantVersion, GitCommit: wantCommit}) {
-			t.Errorf("%q printed %+v, want version %s, commit %s", cmd, got, wantVersion, wantCommit)
-		}
-	}
+	return binaries
 }
 
 func run(t *testing.T, dir, name string, args ...string) string {

@@ -17,8 +17,8 @@ import (
 	"github.com/lockstep-sched/lockstep/internal/lwscontroller"
 )
 
-// The demo runs the upstream LeaderWorkerSet controller (sigs.k8s.io/lws, tools/lws) and KubeRay
-// operator (github.com/ray-project/kuberay/ray-operator, tools/kuberay), which make
+// The demo runs the upstream LeaderWorkerSet controller (sigs.k8s.io/lws) and KubeRay
+// operator (github.com/ray-project/kuberay/ray-operator), both from tools/lws-kuberay, which make
 // demo-binaries builds into bin/, so that examples can serve a model across hosts and run a
 // Ray cluster, each replica or cluster placed as one gang (manifests/examples/10-*, 11-*).
 // They run as test/integration/testenv runs them: LWS with its webhooks registered by URL on
@@ -34,7 +34,7 @@ const (
 // installLWS installs the LeaderWorkerSet CRD and LWS's webhook configurations and returns the
 // certificates its webhook server must serve, with the paths the webhooks call.
 func (c *Cluster) installLWS(ctx context.Context, client kubernetes.Interface) (*lwscontroller.Certs, []string, error) {
-	dir, err := c.moduleDir(ctx, "lws", "sigs.k8s.io/lws")
+	dir, err := c.moduleDir(ctx, "lws-kuberay", "sigs.k8s.io/lws")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,7 +99,7 @@ func (c *Cluster) startLWS(ctx context.Context, certs *lwscontroller.Certs, path
 
 // installKubeRay installs the RayCluster, RayJob and RayService CRDs.
 func (c *Cluster) installKubeRay(ctx context.Context) error {
-	dir, err := c.moduleDir(ctx, "kuberay", "github.com/ray-project/kuberay/ray-operator")
+	dir, err := c.moduleDir(ctx, "lws-kuberay", "github.com/ray-project/kuberay/ray-operator")
 	if err != nil {
 		return err
 	}

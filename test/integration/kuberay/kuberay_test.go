@@ -1,4 +1,4 @@
-// Package kuberay runs the real KubeRay operator (v1.4.0, built from tools/kuberay) next to the
+// Package kuberay runs the real KubeRay operator (v1.4.0, built from tools/lws-kuberay) next to the
 // upstream Job controller and garbage collector, lockstep's workload controller and the
 // lockstep scheduler, and checks how lockstep places what the operator makes of RayClusters
 // and RayJobs whose pod templates ask for lockstep-scheduler: a RayCluster's head and the

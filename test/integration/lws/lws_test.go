@@ -1,4 +1,4 @@
-// Package lws runs the real LeaderWorkerSet controller manager (v0.7.0, built from tools/lws)
+// Package lws runs the real LeaderWorkerSet controller manager (v0.7.0, built from tools/lws-kuberay)
 // with its admission webhooks live, next to the upstream StatefulSet controller, the garbage
 // collector, lockstep's workload controller and the lockstep scheduler. It pins down what LWS
 // makes (StatefulSets, pods, their labels, annotations and owners) and when, and checks that

@@ -10,7 +10,7 @@ import (
 )
 
 // The upstream KubeRay operator (github.com/ray-project/kuberay/ray-operator, the version
-// pinned in tools/kuberay/go.mod) runs as its own process like the JobSet and Trainer
+// pinned in tools/lws-kuberay/go.mod) runs as its own process like the JobSet and Trainer
 // controllers: it turns RayClusters into head and worker pods, RayJobs into a RayCluster and,
 // once that is Ready, a submitter batch/v1 Job, and, with the scheduler-plugins batch
 // scheduler, gang RayClusters into scheduler-plugins PodGroups. No webhook is registered (see
@@ -25,7 +25,7 @@ var (
 	RayServiceGVR = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayservices"}
 )
 
-var kubeRayBuild = toolBuild{module: "kuberay"}
+var kubeRayBuild = toolBuild{module: "lws-kuberay"}
 
 // kubeRayOperator builds bin/kuberay-operator once per test process and returns it with the
 // directories of the github.com/ray-project/kuberay/ray-operator module (its CRDs) and of the
@@ -48,7 +48,7 @@ func KubeRayBatchScheduler(name string) KubeRayOption {
 }
 
 // StartKubeRayOperator installs the RayCluster, RayJob and RayService CRDs from the module
-// tools/kuberay pins and runs the upstream KubeRay operator against this test's apiserver, as
+// tools/lws-kuberay pins and runs the upstream KubeRay operator against this test's apiserver, as
 // its superuser, until the test ends; it returns once the operator's readiness probe answers
 // (its caches may still be syncing: wait for what it makes). It runs without leader election,
 // metrics or webhooks. With the scheduler-plugins batch scheduler, the scheduler-plugins

@@ -21,7 +21,7 @@ import (
 )
 
 // The upstream LeaderWorkerSet controller manager (sigs.k8s.io/lws, the version pinned in
-// tools/lws/go.mod, a module of its own: LWS's Kubernetes and controller-runtime versions
+// tools/lws-kuberay/go.mod, a module of its own: LWS's Kubernetes and controller-runtime versions
 // differ from the other controllers') runs as its own process, with its admission webhooks
 // registered with the apiserver by URL on loopback (see internal/lwscontroller): its pod
 // webhook labels the pods of the StatefulSets it makes, without which it makes no workers.
@@ -42,7 +42,7 @@ const (
 // installed the CRD.
 var LeaderWorkerSetGVR = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 
-var lwsBuild = toolBuild{module: "lws"}
+var lwsBuild = toolBuild{module: "lws-kuberay"}
 
 // lwsController builds bin/lws-controller once per test process and returns it with the
 // directory of the sigs.k8s.io/lws module, where its CRD and webhook manifests are.
