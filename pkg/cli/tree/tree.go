@@ -92,7 +92,8 @@ type Member struct {
 	Name  string `json:"name"`
 	Phase string `json:"phase"`
 	Node  string `json:"node,omitempty"`
-	// Path is the pod's node's label value at each topology level, broadest first.
+	// Path is the pod's node's label value at each topology level it is labelled with,
+	// broadest first.
 	Path []string `json:"path,omitempty"`
 	// Via says how the pod joined: "label" or "job".
 	Via string `json:"via"`
@@ -286,14 +287,13 @@ func condition(conds []metav1.Condition) *Condition {
 	return &Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
 }
 
+// path is a node's label values of levels it has, broadest first.
 func path(n *v1.Node, levels []string) []string {
 	var out []string
-	for _, l := range levels {
-		v, ok := n.Labels[l]
-		if !ok {
-			break
+	for _, v := range v1alpha1.NodeTopologyPath(n, levels) {
+		if v != "" {
+			out = append(out, v)
 		}
-		out = append(out, v)
 	}
 	return out
 }

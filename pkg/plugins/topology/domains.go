@@ -21,11 +21,12 @@ type node struct {
 	idx  int
 	name string
 	obj  *v1.Node
-	// path holds the node's label value at each level, broadest first; it is cut at the
-	// first missing label, so a node without a rack label belongs to no rack (nor host
-	// below it), as upstream drops unlabeled nodes from constrained placements.
+	// path holds the node's label value at each level, broadest first
+	// (v1alpha1.NodeTopologyPath): "" at a level whose label it lacks, where it is in no
+	// domain (a node without a rack label is in no rack, as upstream drops unlabeled nodes
+	// from constrained placements), while still in the domains of the levels it has.
 	path []string
-	// keys holds the key of the node's domain at each level of path.
+	// keys holds the key of the node's domain at each level of path, "" where it is in none.
 	keys []string
 }
 
@@ -49,7 +50,7 @@ func (n *node) domainOf(level int) (string, bool) {
 	if level < 0 {
 		return "", true
 	}
-	if len(n.keys) <= level {
+	if len(n.keys) <= level || n.keys[level] == "" {
 		return "", false
 	}
 	return n.keys[level], true
@@ -125,7 +126,9 @@ func (t *topology) sameAs(infos []fwk.NodeInfo) bool {
 		t.version++
 		t.versions[""] = t.version
 		for _, k := range t.nodes[i].keys {
-			t.versions[k] = t.version
+			if k != "" {
+				t.versions[k] = t.version
+			}
 		}
 	}
 	return true
@@ -159,8 +162,11 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 		nd := &node{idx: i}
 		if n != nil {
 			nd.name, nd.obj, nd.path = n.Name, n, pathOf(n, levels)
-			for l := range nd.path {
-				nd.keys = append(nd.keys, strings.Join(nd.path[:l+1], "/"))
+			nd.keys = make([]string, len(nd.path))
+			for l, v := range nd.path {
+				if v != "" {
+					nd.keys[l] = strings.Join(nd.path[:l+1], "/")
+				}
 			}
 		}
 		t.nodes = append(t.nodes, nd)
@@ -177,6 +183,9 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 	}
 	for _, n := range t.nodes {
 		for l, k := range n.keys {
+			if k == "" {
+				continue
+			}
 			t.members[k] = append(t.members[k], n)
 			d := domains[k]
 			if d == nil {
@@ -184,7 +193,9 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 				domains[k] = d
 				add("", d)
 				for pl := 0; pl < l; pl++ {
-					add(n.keys[pl], d)
+					if n.keys[pl] != "" {
+						add(n.keys[pl], d)
+					}
 				}
 			}
 			d.nodes = append(d.nodes, n)
@@ -199,15 +210,7 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 }
 
 func pathOf(n *v1.Node, levels []string) []string {
-	path := make([]string, 0, len(levels))
-	for _, l := range levels {
-		v, ok := n.Labels[l]
-		if !ok || v == "" {
-			break
-		}
-		path = append(path, v)
-	}
-	return path
+	return v1alpha1.NodeTopologyPath(n, levels)
 }
 
 func equalPaths(a, b []string) bool {

@@ -57,6 +57,50 @@ func TestClusterFreeCapacityFollowsNodeChanges(t *testing.T) {
 	}
 }
 
+// A node lacking a level's label is in no domain of that level and still in the domains of
+// the levels it has: with the default levels, nodes labelled with a zone and a hostname only
+// are each a host of their zone, in no block and no rack.
+func TestDomainsOfNodesMissingLevels(t *testing.T) {
+	nodes := []testNode{
+		{zone: "z0", name: "n0", cpu: 8},             // zone and host
+		{zone: "z0", rack: "r0", name: "n1", cpu: 8}, // no block
+		{zone: "z0", block: "b0", rack: "r1", name: "n2", cpu: 8},
+		{name: "n3", cpu: 8}, // host only
+	}
+	top := buildTopology(levels, nodeInfos(nodes))
+	keys := func(level int) []string {
+		var out []string
+		for _, d := range top.sub[""][level] {
+			out = append(out, d.key)
+		}
+		return out
+	}
+	for level, want := range map[int][]string{
+		0: {"z0"},
+		1: {"z0/b0"},
+		2: {"z0//r0", "z0/b0/r1"},
+		3: {"///n3", "z0///n0", "z0//r0/n1", "z0/b0/r1/n2"},
+	} {
+		if got := keys(level); !slices.Equal(got, want) {
+			t.Errorf("domains of level %d: %q, want %q", level, got, want)
+		}
+	}
+	var hostsOfZone []string
+	for _, d := range top.sub["z0"][3] {
+		hostsOfZone = append(hostsOfZone, d.nodes[0].name)
+	}
+	if want := []string{"n0", "n1", "n2"}; !slices.Equal(hostsOfZone, want) {
+		t.Errorf("hosts of zone z0: %q, want %q", hostsOfZone, want)
+	}
+	for i, want := range []map[int]bool{{0: true, 3: true}, {0: true, 2: true, 3: true}, {0: true, 1: true, 2: true, 3: true}, {3: true}} {
+		for level := range levels {
+			if _, ok := top.nodes[i].domainOf(level); ok != want[level] {
+				t.Errorf("%s in a domain of level %d: %v, want %v", nodes[i].name, level, ok, want[level])
+			}
+		}
+	}
+}
+
 // Which nodes a pod spec may use is kept across plans; a node whose Node object changes
 // (tainted, cordoned, relabelled within its domain) is checked again.
 func TestEligibilityFollowsNodeObjects(t *testing.T) {

@@ -52,10 +52,6 @@ func (c *cluster) describeFailure(f failure) string {
 		return fmt.Sprintf("%s: %s", who, f.pin)
 	case f.pin != "":
 		return fmt.Sprintf("%s: %s, which has no room for %s; it could take %d%s", who, f.pin, what, f.best, sliced)
-	case f.cands == 0 && f.level > 0:
-		// A node is in a domain of a level only with the labels of every level above it.
-		return fmt.Sprintf("%s: no node carries the %s label %s together with the labels of the levels above it (%s)",
-			who, lvl, c.levels[f.level], strings.Join(c.levels[:f.level], ", "))
 	case f.cands == 0:
 		return fmt.Sprintf("%s: no node carries the %s label %s", who, lvl, c.levels[f.level])
 	case f.ineligible == f.cands:

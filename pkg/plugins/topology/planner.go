@@ -491,7 +491,10 @@ func (p *planner) packOrder(nodes []*node, need Resources) []*node {
 	for _, n := range nodes {
 		s := slots(n)
 		for l := 0; l < len(n.path) && l < depth; l++ {
-			k, _ := n.domainOf(l)
+			k, ok := n.domainOf(l)
+			if !ok {
+				continue
+			}
 			v := sums[k]
 			sums[k] = [2]int64{v[0] + s, v[1] + p.freeAt(n.idx).MilliCPU}
 		}
@@ -502,7 +505,10 @@ func (p *planner) packOrder(nodes []*node, need Resources) []*node {
 		for l := 0; l < depth-1; l++ {
 			ka, oka := a.domainOf(l)
 			kb, okb := b.domainOf(l)
-			if !oka || !okb || l >= len(a.path) || l >= len(b.path) {
+			if !oka && !okb && l < len(a.path) && l < len(b.path) {
+				continue // neither has this level's label: their domains below decide
+			}
+			if !oka || !okb {
 				break
 			}
 			if ka == kb {

@@ -133,11 +133,24 @@ func TestPlanner(t *testing.T) {
 			fail:  "PodGroup train: no rack has room for 3 pods × 4 cpu; the roomiest rack could take 2",
 		},
 		{
-			name:  "host required on nodes without rack labels: the explanation names the missing levels",
-			nodes: []testNode{{zone: "z0", name: "n0", cpu: 8}, {zone: "z0", name: "n1", cpu: 8}},
+			// The default levels on nodes labelled only with a zone and a hostname: each host
+			// is a domain of the host level, in its zone.
+			name:  "host required on nodes without block or rack labels: one host",
+			nodes: []testNode{{zone: "z0", name: "n0", cpu: 8, used: 2}, {zone: "z0", name: "n1", cpu: 8}},
 			tree:  func() *podgroup.GroupView { return gang("pair", 2, 4, "host") },
-			fail: "PodGroup pair: no node carries the node label " + hostKey + " together with the labels of the levels above it (" +
-				zoneKey + ", " + blockKey + ", " + rackKey + ")",
+			want:  map[string]map[int]string{"pair": {0: "z0", 3: "z0///n1"}},
+		},
+		{
+			name:  "zone required, hosts preferred, on nodes without block or rack labels",
+			nodes: []testNode{{zone: "z0", name: "n0", cpu: 4}, {zone: "z1", name: "n1", cpu: 8}, {zone: "z1", name: "n2", cpu: 8}},
+			tree:  func() *podgroup.GroupView { return gang("trio", 3, 4, "zone", "~host") },
+			want:  map[string]map[int]string{"trio": {0: "z1"}},
+		},
+		{
+			name:  "rack required on nodes without rack labels: the explanation names the label",
+			nodes: []testNode{{zone: "z0", name: "n0", cpu: 8}, {zone: "z0", name: "n1", cpu: 8}},
+			tree:  func() *podgroup.GroupView { return gang("pair", 2, 4, "rack") },
+			fail:  "PodGroup pair: no node carries the rack label " + rackKey,
 		},
 		{
 			name:  "not enough capacity anywhere",

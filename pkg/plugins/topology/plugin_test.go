@@ -251,6 +251,31 @@ func TestScoreDrawsUnplannedMembersToTheirSiblings(t *testing.T) {
 	}
 }
 
+// On nodes labelled only with a zone and a hostname (no block, no rack), a member is drawn
+// to its sibling's host, then to its zone: levels neither node has are passed over.
+func TestScoreOnNodesWithoutBlockOrRack(t *testing.T) {
+	pods := lt.Members("ns", "web", 2, nil)
+	pods[0].Spec.NodeName = "a0"
+	group := lt.MakePodGroup().Namespace("ns").Name("web").Topology(lt.Preferred(hostKey)).Obj()
+	var nodes []*v1.Node
+	for _, n := range []struct{ name, zone string }{{"a0", "za"}, {"a1", "za"}, {"b0", "zb"}} {
+		nodes = append(nodes, lt.MakeNode(n.name, "4").Label(zoneKey, n.zone).Label(hostKey, n.name).Obj())
+	}
+	nodes = append(nodes, lt.MakeNode("r0", "4").Label(zoneKey, "za").Label(rackKey, "r0").Label(hostKey, "r0").Obj())
+	env := newTestEnv(t, []runtime.Object{group}, pods, nodes)
+	state := framework.NewCycleState()
+	infos := env.NodeInfos(t)
+	if s := env.plugin.PreScore(env.Ctx, state, pods[1], infos); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	want := map[string]int64{"a0": 100, "a1": 25, "r0": 25, "b0": 0}
+	for _, ni := range infos {
+		if got, _ := env.plugin.Score(env.Ctx, state, pods[1], ni); got != want[ni.Node().Name] {
+			t.Errorf("Score(%s) = %d, want %d", ni.Node().Name, got, want[ni.Node().Name])
+		}
+	}
+}
+
 func TestNewValidatesArgs(t *testing.T) {
 	tests := []struct {
 		name string

@@ -40,7 +40,9 @@ func (p *planner) freeAt(i int) Resources {
 func (p *planner) markDirty(n *node, d int) {
 	p.dirty[""] += d
 	for _, k := range n.keys {
-		p.dirty[k] += d
+		if k != "" {
+			p.dirty[k] += d
+		}
 	}
 }
 

@@ -56,12 +56,12 @@ func (pl *Topology) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, ni
 	path := pl.path(ni.Node())
 	best := 0
 	for _, anchor := range data.(*anchors).paths {
-		d := 0
-		for d < len(path) && d < len(anchor) && path[d] == anchor[d] {
-			d++
-		}
-		if d > best {
-			best = d
+		// The deepest level whose domain the node shares with the anchor; a level neither
+		// is labelled with is passed over, one only one of them has ends the match.
+		for d := 0; d < len(path) && d < len(anchor) && path[d] == anchor[d]; d++ {
+			if path[d] != "" && d+1 > best {
+				best = d + 1
+			}
 		}
 	}
 	return int64(best) * fwk.MaxNodeScore / int64(len(pl.levels)), nil
@@ -70,15 +70,5 @@ func (pl *Topology) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, ni
 // ScoreExtensions returns nil: scores are already in [0, 100].
 func (pl *Topology) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
-// path returns a node's label values, broadest first, cut at the first missing one.
-func (pl *Topology) path(n *v1.Node) []string {
-	out := make([]string, 0, len(pl.levels))
-	for _, l := range pl.levels {
-		v, ok := n.Labels[l]
-		if !ok || v == "" {
-			break
-		}
-		out = append(out, v)
-	}
-	return out
-}
+// path returns a node's label value at each level, broadest first (pathOf).
+func (pl *Topology) path(n *v1.Node) []string { return pathOf(n, pl.levels) }

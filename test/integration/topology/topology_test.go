@@ -188,3 +188,44 @@ func TestUnknownTopologyKeyIsInvalid(t *testing.T) {
 	env.WaitBound(t, ns, names(2, "ok")...)
 	env.AssertUnbound(t, ns, names(2, "g")...)
 }
+
+// With the shipped levels (zone, block, rack, hostname) on nodes labelled only with a zone
+// and a hostname, as most clusters' are: a host-required gang binds whole on one host and a
+// zone-required one in one zone, while a rack-required gang waits, told that no node carries
+// the rack label. Domains are read from the nodes' labels in the API.
+func TestNodesWithoutBlockOrRackLabels(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "unracked")
+	env.CreateNodes(t,
+		lt.InTopology(lt.MakeNode("a0", "4"), "za", "", "").Obj(),
+		lt.InTopology(lt.MakeNode("a1", "8"), "za", "", "").Obj(),
+		lt.InTopology(lt.MakeNode("b0", "8"), "zb", "", "").Obj(),
+		lt.InTopology(lt.MakeNode("b1", "4"), "zb", "", "").Obj())
+	env.StartScheduler(t, fastArgs)
+
+	env.CreatePodGroups(t,
+		lt.MakePodGroup().Namespace(ns).Name("host").Gang(2).Topology(lt.Required(lt.HostKey)).Obj(),
+		lt.MakePodGroup().Namespace(ns).Name("zone").Gang(3).Topology(lt.Required(lt.ZoneKey)).Obj(),
+		lt.MakePodGroup().Namespace(ns).Name("rack").Gang(2).Topology(lt.Required(lt.RackKey)).Obj())
+	env.CreatePods(t, append(append(lt.Members(ns, "host", 2, lt.CPU("4")), lt.Members(ns, "zone", 3, lt.CPU("2"))...),
+		lt.Members(ns, "rack", 2, lt.CPU("1"))...)...)
+
+	env.WaitCondition(t, "PodGroup", ns, "rack", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable,
+		"no node carries the rack label "+lt.RackKey)
+	placed := env.WaitBound(t, ns, append(names(2, "host"), names(3, "zone")...)...)
+	hosts := map[string]bool{}
+	for _, p := range names(2, "host") {
+		hosts[env.NodeDomain(t, placed[p], lt.HostKey)] = true
+	}
+	if len(hosts) != 1 {
+		t.Errorf("host-required gang on hosts %v; placement %v", hosts, placed)
+	}
+	zones := map[string]bool{}
+	for _, p := range names(3, "zone") {
+		zones[env.NodeDomain(t, placed[p], lt.ZoneKey)] = true
+	}
+	if len(zones) != 1 {
+		t.Errorf("zone-required gang in zones %v; placement %v", zones, placed)
+	}
+	env.AssertUnbound(t, ns, names(2, "rack")...)
+}
