@@ -169,7 +169,7 @@ func (x *explainer) explain(g, root *tree.Group, ancestors []*tree.Group) Explan
 		}
 	}
 	if len(pending) > 0 && x.in.Running != nil && need > 0 && triable(g) {
-		e.Room = roomFor(pending, need, level, pinned, x.in.Nodes, x.in.Running)
+		e.Room = roomFor(pending, need, x.in.Levels, level, pinned, x.in.Nodes, x.in.Running)
 	}
 	e.Next = x.next(g, e, pending)
 	return e
@@ -194,22 +194,22 @@ func keyOf(g *tree.Group) podgroup.Key {
 // level is the node label key of the domain the group's pods must share (the group's own
 // Required constraint, else its nearest ancestor's; "" for none), and the domain its bound
 // pods already occupy at that level, if any.
-func (x *explainer) level(g *tree.Group, ancestors []*tree.Group) (string, string) {
+func (x *explainer) level(g *tree.Group, ancestors []*tree.Group) (string, []string) {
 	level := required(g)
 	for i := len(ancestors) - 1; level == "" && i >= 0; i-- {
 		level = required(ancestors[i])
 	}
 	if level == "" {
-		return "", ""
+		return "", nil
 	}
 	for _, m := range g.Members {
 		if n := x.nodes[m.Node]; n != nil {
-			if v, ok := n.Labels[level]; ok {
-				return level, v
+			if path := domainPath(n, x.in.Levels, level); path != nil {
+				return level, path
 			}
 		}
 	}
-	return level, ""
+	return level, nil
 }
 
 // required is the key of a group's Required topology constraint ("" for none).

@@ -2,6 +2,8 @@ package explain
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,6 +167,37 @@ func TestExplain(t *testing.T) {
 				t.Errorf("next (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Racks of the same name in two zones are two racks, as the scheduler counts them, each
+// named with its zone; nodes without a block label are still in their zone's racks.
+func TestRoomCountsDomainsByPath(t *testing.T) {
+	in := Inputs{Now: now, Inputs: tree.Inputs{Levels: configv1.DefaultTopologyLevels}, Running: []v1.Pod{}}
+	for _, n := range []*v1.Node{
+		lt.InTopology(lt.MakeNode("a-n0", "8"), "za", "", "r0").Obj(),
+		lt.InTopology(lt.MakeNode("a-n1", "8"), "za", "", "r0").Obj(),
+		lt.InTopology(lt.MakeNode("b-n0", "8"), "zb", "", "r0").Obj(),
+		lt.InTopology(lt.MakeNode("c-n0", "8"), "zb", "", "r1").Obj(),
+	} {
+		in.Nodes = append(in.Nodes, *n)
+	}
+	addGroup(&in, lt.MakePodGroup().Namespace("demo").Name("g").Gang(3).Topology(lt.Required(lt.RackKey)).Obj(), pendingPods("g", 3, "8")...)
+	es := Explain(in, []tree.Ref{{Name: "g"}})
+	if len(es) != 1 || es[0].Room == nil {
+		t.Fatalf("explanations %+v, want one with room", es)
+	}
+	var got []string
+	for _, d := range es[0].Room.Domains {
+		got = append(got, fmt.Sprintf("%s/%s:%d", d.In, d.Name, d.Fits))
+	}
+	if want := []string{"za/r0:2", "zb/r0:1", "/r1:1"}; !slices.Equal(got, want) {
+		t.Errorf("domains %q, want %q", got, want)
+	}
+	var out strings.Builder
+	Render(&out, es, now)
+	if !strings.Contains(out.String(), "rack r0 (in za): 2 nodes") {
+		t.Errorf("rendered:\n%s\nwant rack r0 (in za) named with its zone", out.String())
 	}
 }
 

@@ -47,7 +47,7 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 	lvl := levelName(r.Level)
 	where := "the cluster"
 	if best != nil && r.Level != "" {
-		where = fmt.Sprintf("%s %s", lvl, best.Name)
+		where = fmt.Sprintf("%s %s", lvl, best.title())
 	}
 	switch {
 	case best == nil && r.Level != "":
@@ -74,7 +74,7 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 		out = append(out, fmt.Sprintf("Or a minCount of %d: what the roomiest %s takes.", bound+best.Fits, lvl))
 	}
 	if r.Level != "" && !r.Pinned {
-		anywhere := roomFor(pending, r.Need, "", "", x.in.Nodes, x.in.Running)
+		anywhere := roomFor(pending, r.Need, x.in.Levels, "", nil, x.in.Nodes, x.in.Running)
 		if b := anywhere.Roomiest(); b != nil && b.Fits >= r.Need {
 			out = append(out, fmt.Sprintf("Or a Preferred (not Required) %s constraint: the cluster as a whole has room for all %d.", lvl, r.Need))
 		}

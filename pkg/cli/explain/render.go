@@ -70,7 +70,7 @@ func renderRoom(w io.Writer, r *Room) {
 		if d.Lower > 0 {
 			lower = fmt.Sprintf("; %s of lower priority there", count(d.Lower, "pod"))
 		}
-		where := lvl + " " + d.Name
+		where := lvl + " " + d.title()
 		if r.Level == "" {
 			where = "the cluster"
 		}

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,6 +12,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 )
 
 // Room is how many of a group's pending pods each domain of the level its pods must share
@@ -34,7 +37,10 @@ type Room struct {
 
 // Domain is one domain's room.
 type Domain struct {
+	// Name is the domain's label value; In, the values of the levels above it, broadest
+	// first, where another domain has the same name (racks named alike in two zones).
 	Name  string          `json:"name"`
+	In    string          `json:"in,omitempty"`
 	Nodes int             `json:"nodes"`
 	Free  v1.ResourceList `json:"free"`
 	// Fits is how many of the pending pods its nodes could take at once.
@@ -42,6 +48,15 @@ type Domain struct {
 	// Lower counts the pods bound there whose priority is below the group's: what ending
 	// (or preempting) them could free.
 	Lower int `json:"lower"`
+}
+
+// title is how messages call the domain: its name, and where it is when another domain has
+// the same name.
+func (d *Domain) title() string {
+	if d.In != "" {
+		return d.Name + " (in " + d.In + ")"
+	}
+	return d.Name
 }
 
 // Roomiest is the domain that takes the most pods, nil if there is none.
@@ -54,9 +69,11 @@ func (r *Room) Roomiest() *Domain {
 
 // roomFor computes the room of the pending pods of a group whose pods must share one domain
 // of level (every node when level is ""), need of them together, on nodes holding running.
-// pinned, when set, is the only domain allowed (the group's pods already bound are there).
-func roomFor(pending []*v1.Pod, need int, level, pinned string, nodes []v1.Node, running []v1.Pod) *Room {
-	r := &Room{Level: level, Pods: len(pending), Need: need, Request: largestRequest(pending), Pinned: pinned != ""}
+// A domain is the nodes that share their path of levels down to level, as the scheduler's
+// (two racks of one name in two zones are two racks). pinned, when set, is the path of the
+// only domain allowed (the group's pods already bound are there).
+func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned []string, nodes []v1.Node, running []v1.Pod) *Room {
+	r := &Room{Level: level, Pods: len(pending), Need: need, Request: largestRequest(pending), Pinned: len(pinned) > 0}
 	priority := int32(0)
 	for _, p := range pending {
 		priority = max(priority, corev1helpers.PodPriority(p))
@@ -79,28 +96,43 @@ func roomFor(pending []*v1.Pod, need int, level, pinned string, nodes []v1.Node,
 		}
 	}
 	byDomain := map[string][]*v1.Node{}
+	paths := map[string][]string{}
 	unlabelled := 0
 	for i := range nodes {
 		n := &nodes[i]
-		d := "cluster"
+		path := []string{"cluster"}
 		if level != "" {
-			v, ok := n.Labels[level]
-			if !ok {
+			path = domainPath(n, levels, level)
+			if path == nil {
 				unlabelled++
 				continue
 			}
-			d = v
 		}
-		if pinned != "" && d != pinned {
+		if len(pinned) > 0 && !slices.Equal(path, pinned) {
 			continue
 		}
-		byDomain[d] = append(byDomain[d], n)
+		k := strings.Join(path, "/")
+		byDomain[k], paths[k] = append(byDomain[k], n), path
 	}
 	if unlabelled > 0 {
 		r.Excluded = fmt.Sprintf("%d nodes without the label %s", unlabelled, level)
 	}
-	for name, ns := range byDomain {
-		d := Domain{Name: name, Nodes: len(ns), Free: v1.ResourceList{}}
+	named := map[string]int{}
+	for _, path := range paths {
+		named[path[len(path)-1]]++
+	}
+	for k, ns := range byDomain {
+		path := paths[k]
+		d := Domain{Name: path[len(path)-1], Nodes: len(ns), Free: v1.ResourceList{}}
+		if named[d.Name] > 1 {
+			var above []string
+			for _, v := range path[:len(path)-1] {
+				if v != "" {
+					above = append(above, v)
+				}
+			}
+			d.In = strings.Join(above, "/")
+		}
 		left := map[string]v1.ResourceList{}
 		for _, n := range ns {
 			left[n.Name] = free[n.Name].DeepCopy()
@@ -115,9 +147,30 @@ func roomFor(pending []*v1.Pod, need int, level, pinned string, nodes []v1.Node,
 		if a.Fits != b.Fits {
 			return a.Fits > b.Fits
 		}
-		return a.Name < b.Name
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.In < b.In
 	})
 	return r
+}
+
+// domainPath is a node's topology path (v1alpha1.NodeTopologyPath) down to level, nil if the
+// node has no value there. A level that is not one of levels is a domain of its own, named
+// by the node's value alone.
+func domainPath(n *v1.Node, levels []string, level string) []string {
+	i := slices.Index(levels, level)
+	if i < 0 {
+		if v := n.Labels[level]; v != "" {
+			return []string{v}
+		}
+		return nil
+	}
+	path := v1alpha1.NodeTopologyPath(n, levels)
+	if i >= len(path) || path[i] == "" {
+		return nil
+	}
+	return path[:i+1]
 }
 
 // fits places pods, largest first, on the first node with room that takes them, and counts
