@@ -4,6 +4,10 @@ SHELL := /usr/bin/env bash -o errexit -o nounset -o pipefail
 GO ?= go
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
+# Everything make builds and tests is built static, as the image's binary is: the tests run
+# what ships, and make test compiles Kubernetes' packages once for the tests, the binaries and
+# the image (which adds only -trimpath, IMAGE_BUILDFLAGS, for release builds).
+export CGO_ENABLED ?= 0
 # Integration tests start a kube-apiserver per scenario; give them room on small machines.
 TEST_TIMEOUT ?= 30m
 GOTESTFLAGS ?=
@@ -34,6 +38,8 @@ KUBE_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8
 # The image: its repository, platforms and the OCI archive make image writes.
 IMAGE ?= ghcr.io/lockstep-sched/lockstep-scheduler
 PLATFORMS ?= linux/amd64 linux/arm64
+# -trimpath: the image's binary holds no path of the machine that built it.
+IMAGE_BUILDFLAGS ?= -trimpath
 IMAGE_TAR ?= $(CURDIR)/_output/lockstep-scheduler-$(VERSION).oci.tar
 
 .PHONY: all build image print-platforms test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
@@ -52,7 +58,7 @@ build:
 image:
 	@for p in $(PLATFORMS); do \
 	  echo "==> lockstep-scheduler for $$p"; \
-	  CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+	  CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} $(GO) build $(IMAGE_BUILDFLAGS) -ldflags "-s -w $(LDFLAGS)" \
 	    -o $(CURDIR)/_output/image/$${p/\//_}/lockstep-scheduler ./cmd/scheduler; \
 	done
 	cd tools/image && $(GO) run . -out $(abspath $(IMAGE_TAR)) -tag $(IMAGE):$(VERSION) -version $(VERSION) \
