@@ -317,8 +317,9 @@ func (ix *Index) Upsert(obj any) []Key {
 		ix.exclusive.Delete(k)
 	}
 	if !g.scheduled && !g.disrupted && scheduledAsWritten(conditions, g.Generation()) {
-		// Written True once all its minimum was placed: a group whose leaders bind first too
-		// (their round alone never reads as scheduled).
+		// Written True once all its minimum was placed, a group whose leaders bind first too
+		// (their round alone never reads as scheduled): scheduled is set before Minimum is
+		// read, so that such a group's is all of minCount, not its leaders.
 		g.scheduled = true
 		g.scheduledMin = g.Minimum()
 	}

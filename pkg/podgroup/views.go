@@ -144,7 +144,7 @@ const followerUIDPrefix = "lockstep-follower:"
 
 // IsFollower reports whether a pod of a view is a follower planned before it exists, not a
 // member: it is never scheduled, nominated or bound.
-func IsFollower(p *v1.Pod) bool { return strings.HasPrefix(string(p.UID), followerUIDPrefix) }
+func IsFollower(p *v1.Pod) bool { return IsFollowerUID(p.UID) }
 
 // IsFollowerUID is IsFollower by UID.
 func IsFollowerUID(uid types.UID) bool { return strings.HasPrefix(string(uid), followerUIDPrefix) }
