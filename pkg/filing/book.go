@@ -21,10 +21,12 @@ import (
 //   - its controller is a batch/v1 Job whose pods belong to a PodGroup by their owner (a Job
 //     that gets a gang, or a Job a JobSet runs; Workloads says which): they need no change
 //     to their pod template. While the Job is not seen yet its pods are taken to belong to
-//     it. When the workload controller creates that PodGroup, the pods wait for it, until
-//     the Job is older than its profile's jobGroupTimeout: then they belong to no group
-//     (they are scheduled without a gang, and the Job gets an event) until the PodGroup
-//     appears. When nobody creates it (the controller is off), they wait for nothing.
+//     it. When the workload controller creates that PodGroup, the pods wait for it, each for
+//     its profile's jobGroupTimeout from the later of its own creation and the Job's last
+//     (re)start (GroupWaitStart: however long Kueue kept the Job suspended): then they belong
+//     to no group (they are scheduled without a gang, and the Job gets an event) until the
+//     PodGroup appears. When nobody creates it (the controller is off), they wait for
+//     nothing.
 // Workloads decides between the last two when a pod has both (the launcher Job of an MPI
 // job is its PodGroup's member; a JobSet's staged tree outranks the flat PodGroup Kubeflow
 // Trainer makes for it).
@@ -218,8 +220,37 @@ func (b *Book) File(pod *v1.Pod, profiles Profiles, now time.Time, exists func(n
 	if !f.Created {
 		return "", false
 	}
-	if !f.Labelled && job != nil && now.Sub(job.CreationTimestamp.Time) > timeout {
+	if !f.Labelled && job != nil && now.Sub(GroupWaitStart(pod, job)) > timeout {
 		return "", false
 	}
 	return f.Name, true
+}
+
+// GroupWaitStart is when a Job's pod started waiting for the Job's PodGroup: the later of
+// the pod's creation and the Job's last (re)start. Never the Job's creation alone: a Job
+// Kueue kept suspended for longer than jobGroupTimeoutSeconds (an ordinary queue time) is a
+// gang once admitted like any other, its pods waiting for the PodGroup its controller makes.
+func GroupWaitStart(pod *v1.Pod, job *batchv1.Job) time.Time {
+	t := pod.CreationTimestamp.Time
+	if job != nil && job.Status.StartTime != nil && job.Status.StartTime.After(t) {
+		t = job.Status.StartTime.Time
+	}
+	return t
+}
+
+// Suspended reports whether a Job is suspended (spec.suspend: Kueue queues it, or suspends
+// it to preempt it): none of its pods may bind.
+func Suspended(job *batchv1.Job) bool {
+	return job != nil && job.Spec.Suspend != nil && *job.Spec.Suspend
+}
+
+// KueueGated reports whether a pod waits for Kueue to place it (Kueue's topology scheduling
+// gate): Kueue is still setting its node selector.
+func KueueGated(pod *v1.Pod) bool {
+	for _, g := range pod.Spec.SchedulingGates {
+		if g.Name == KueueTopologySchedulingGate {
+			return true
+		}
+	}
+	return false
 }

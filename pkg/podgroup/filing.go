@@ -66,6 +66,46 @@ func (m *Model) OnJob(obj any) {
 	})
 }
 
+// OnJobUpdate is OnJob for a Job that changed. A Job suspended (Kueue suspends a running Job
+// to preempt it) loses its members waiting at Permit at once: none of its pods binds, and
+// its tree is released if it can no longer be ready. A Job resumed has its pending pods
+// tried again (they were held while it was suspended).
+func (m *Model) OnJobUpdate(oldObj, obj any) {
+	old, ok1 := oldObj.(*batchv1.Job)
+	job, ok2 := obj.(*batchv1.Job)
+	if !ok1 || !ok2 || filing.Suspended(old) == filing.Suspended(job) {
+		m.OnJob(obj)
+		return
+	}
+	m.OnJob(obj)
+	m.update(m.logger, func(eff *effects) {
+		unit := filing.JobUnit(job.UID)
+		if !filing.Suspended(job) {
+			for _, pod := range m.book.PodsOf(unit) {
+				if pod.Spec.NodeName == "" && !terminated(pod) {
+					eff.activate = append(eff.activate, pod)
+				}
+			}
+			m.logger.V(4).Info("Job resumed: its pods are scheduled", "job", klog.KObj(job))
+			return
+		}
+		why := fmt.Sprintf("Job %s was suspended", job.Name)
+		for _, pod := range m.book.PodsOf(unit) {
+			a := m.permits.attempts.Of(pod.UID)
+			if a == nil || a.State != Waiting {
+				continue
+			}
+			m.permits.attempts.Remove(pod.UID)
+			eff.rejectPod(a.Pod, why)
+			m.permits.releaseHopelessLocked(eff, m.logger, a.Root, why)
+			if m.permits.attempts.Ended(a.Root) {
+				eff.ended = append(eff.ended, a.Root)
+			}
+			m.logger.V(4).Info("Waiting member released: its Job was suspended", "pod", klog.KObj(pod), "group", a.Group, "root", a.Root)
+		}
+	})
+}
+
 // OnLabelled files again the pods whose labels name the group object namespace/name of
 // another scheduler's API (it appeared, changed or is gone), and records how many of its
 // pods completed (ran, from the object's status): they count for the gang of the PodGroup
@@ -126,9 +166,11 @@ func (m *Model) awaitGroupLocked(pod *v1.Pod) {
 	}
 	job, ok := m.book.Job(pod)
 	if !ok || !m.book.Arm(filing.JobUnit(job.UID)) {
-		return // filed again when the Job is seen
+		return // filed again when the Job is seen, or its timer is armed
 	}
-	wait := job.CreationTimestamp.Add(timeout).Sub(m.clock.Now()) + time.Second
+	// One timer per Job, at the end of the wait of the pod that armed it (the pods of a Job
+	// arrive in the order they were made); pods that still wait then arm it again.
+	wait := filing.GroupWaitStart(pod, job).Add(timeout).Sub(m.clock.Now()) + time.Second
 	m.clock.AfterFunc(wait, func() { m.jobGroupLate(job, timeout) })
 }
 
@@ -145,16 +187,32 @@ func (m *Model) jobGroupLate(job *batchv1.Job, timeout time.Duration) {
 	var name string
 	var late bool
 	m.update(m.logger, func(eff *effects) {
-		m.book.Disarm(filing.JobUnit(job.UID))
-		m.refileUnitLocked(eff, filing.JobUnit(job.UID))
+		unit := filing.JobUnit(job.UID)
+		m.book.Disarm(unit)
+		m.refileUnitLocked(eff, unit)
 		late = len(eff.activate) > 0
 		name, _ = m.book.Workloads().GroupOfJob(job, sets.KeySet(m.profiles))
+		// Pods made later than the one that armed the timer may still wait: the first of
+		// them arms it again.
+		var next *v1.Pod
+		for _, pod := range m.book.PodsOf(unit) {
+			mem := m.members.Of(pod.UID)
+			if mem == nil || m.index.Get(mem.Group).Exists() {
+				continue
+			}
+			if next == nil || pod.CreationTimestamp.Before(&next.CreationTimestamp) {
+				next = pod
+			}
+		}
+		if next != nil {
+			m.awaitGroupLocked(next)
+		}
 	})
 	if late {
 		m.logger.V(2).Info("PodGroup of Job is late; its pods are scheduled without a gang", "job", klog.KObj(job), "timeout", timeout)
 		if m.recorder != nil {
 			m.recorder.Eventf(job, nil, v1.EventTypeWarning, "PodGroupMissing", "Scheduling",
-				"no PodGroup %q appeared within %s of the Job's creation (is lockstep's workload controller running?); its pods are scheduled without gang semantics",
+				"no PodGroup %q appeared within %s of the Job's pods' creation (is lockstep's workload controller running?); its pods are scheduled without gang semantics",
 				name, timeout)
 		}
 	}

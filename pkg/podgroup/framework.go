@@ -66,18 +66,21 @@ func (f *Frameworks) Activate(logger klog.Logger, pods []*v1.Pod) {
 
 // Allow lets a waiting pod bind.
 func (f *Frameworks) Allow(pod *v1.Pod) {
-	f.onWaiting(pod, func(wp fwk.WaitingPod) { wp.Allow(f.plugin) })
+	f.onWaiting(pod, "allow", func(wp fwk.WaitingPod) { wp.Allow(f.plugin) })
 }
 
 // Reject refuses a waiting pod.
 func (f *Frameworks) Reject(pod *v1.Pod, msg string) {
-	f.onWaiting(pod, func(wp fwk.WaitingPod) { wp.Reject(f.plugin, msg) })
+	f.onWaiting(pod, "reject", func(wp fwk.WaitingPod) { wp.Reject(f.plugin, msg) })
 }
 
 // onWaiting applies fn to the pod's entry in its profile's waiting pods. The framework
 // registers a pod as waiting just after Permit returns: a decision made in between (by
-// another event) finds no entry yet, so it is retried briefly.
-func (f *Frameworks) onWaiting(pod *v1.Pod, fn func(fwk.WaitingPod)) {
+// another event) finds no entry yet, so it is retried, every 10 ms for a second, then every
+// 100 ms up to onWaitingLimit (a scheduler starved of CPU may take that long). A decision
+// that never finds its pod (the framework let it go: another plugin rejected it, or the pod
+// was deleted) is logged, never dropped silently; the framework's Unreserve tells the model.
+func (f *Frameworks) onWaiting(pod *v1.Pod, what string, fn func(fwk.WaitingPod)) {
 	h := f.handle(pod.Spec.SchedulerName)
 	if h == nil {
 		return
@@ -87,15 +90,27 @@ func (f *Frameworks) onWaiting(pod *v1.Pod, fn func(fwk.WaitingPod)) {
 		return
 	}
 	go func() {
-		for range 100 {
-			time.Sleep(10 * time.Millisecond)
+		start := time.Now()
+		for i := 0; time.Since(start) < onWaitingLimit; i++ {
+			if i < 100 {
+				time.Sleep(10 * time.Millisecond)
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
 			if wp := h.GetWaitingPod(pod.UID); wp != nil {
 				fn(wp)
 				return
 			}
 		}
+		metrics.lostDecisions.WithLabelValues(what).Inc()
+		klog.Background().Error(nil, "A gang decision found no waiting pod: the framework no longer holds it at Permit", "pod", klog.KObj(pod), "decision", what, "after", onWaitingLimit)
 	}()
 }
+
+// onWaitingLimit bounds how long a decision looks for its waiting pod: the framework's own
+// permit timeout of a waiter is permitGrace after the model's deadline, so a pod not waiting
+// by then never will.
+const onWaitingLimit = 30 * time.Second
 
 // Live reports whether a pod exists and is not being deleted, from the scheduler's pod cache
 // (updated before any event handler runs, so ahead of the model).
@@ -107,17 +122,22 @@ func (f *Frameworks) Live(pod *v1.Pod) bool {
 	return err == nil && cur.UID == pod.UID && !terminated(cur)
 }
 
-// Rejecter is asked before a waiting pod is rejected in memory (Permits.Rejecting).
+// Rejecter is asked before a waiting pod is rejected in memory (Permits.Rejecting), and
+// before the binding cycle of a pod in PreBind is cancelled (Permits.Cancelling).
 type Rejecter interface {
 	Rejecting(logger klog.Logger, pod *v1.Pod, why string) bool
+	Cancelling(uid types.UID) bool
 }
 
-// Guard returns fh, but for its waiting pods: rejecting or preempting one in memory asks
-// the group model first (Permits.Rejecting), so that a member the framework stops counts no
-// more before any other member of its tree can be allowed, and a member the model already
-// allowed is not stopped: it is allowed at once if its Allow is still on its way, and the
-// rejection fails, so that upstream's preemption executor deletes it instead, as it deletes
-// a bound victim. Preemption executors (lockstep's own, and upstream's DefaultPreemption
+// Guard returns fh, but for its waiting pods and pods in PreBind: rejecting or preempting a
+// waiting pod in memory asks the group model first (Permits.Rejecting), so that a member the
+// framework stops counts no more before any other member of its tree can be allowed, and a
+// member the model already allowed is not stopped: it is allowed at once if its Allow is
+// still on its way, and the rejection fails, so that upstream's preemption executor deletes
+// it instead, as it deletes a bound victim. Cancelling the binding cycle of a member in
+// PreBind (upstream's executor does, for a victim) asks the model too (Permits.Cancelling):
+// an allowed member counted toward its gang, so its bind goes on and the executor deletes
+// it, rather than the gang binding short in memory. Preemption executors (lockstep's own, and upstream's DefaultPreemption
 // where lockstep builds it) reject waiting pods through such a handle.
 func Guard(fh fwk.Handle, r Rejecter, permitPlugin string) fwk.Handle {
 	return guardedHandle{Handle: fh, r: r, plugin: permitPlugin}
@@ -135,6 +155,27 @@ func (g guardedHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
 		return nil
 	}
 	return guardedWaitingPod{WaitingPod: wp, g: g}
+}
+
+func (g guardedHandle) GetPodInPreBind(uid types.UID) fwk.PodInPreBind {
+	pb := g.Handle.GetPodInPreBind(uid)
+	if pb == nil {
+		return nil
+	}
+	return guardedPreBind{PodInPreBind: pb, g: g, uid: uid}
+}
+
+type guardedPreBind struct {
+	fwk.PodInPreBind
+	g   guardedHandle
+	uid types.UID
+}
+
+func (b guardedPreBind) CancelPod(reason string) bool {
+	if !b.g.r.Cancelling(b.uid) {
+		return false
+	}
+	return b.PodInPreBind.CancelPod(reason)
 }
 
 func (g guardedHandle) RejectWaitingPod(uid types.UID) bool {

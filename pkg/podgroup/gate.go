@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // Gate is the model's read-only role: whether a pod may enter the scheduling queue or cycle
@@ -47,9 +48,15 @@ const (
 	Syncing
 	// Unseen: the model's pod informer has not delivered the pod yet.
 	Unseen
+	// Suspended: the pod's Job is suspended (queued, or being preempted, by Kueue): none of
+	// its pods binds until it is resumed.
+	Suspended
+	// AwaitingKueue: Kueue has not placed every pod of the tree yet (its topology scheduling
+	// gate): the gang is tried once it has, with every member's node selector final.
+	AwaitingKueue
 )
 
-var verdictNames = [...]string{"Proceed", "NotMember", "MissingGroup", "Invalid", "WaitingForPods", "BackingOff", "Syncing", "Unseen"}
+var verdictNames = [...]string{"Proceed", "NotMember", "MissingGroup", "Invalid", "WaitingForPods", "BackingOff", "Syncing", "Unseen", "Suspended", "AwaitingKueue"}
 
 func (c VerdictCode) String() string { return verdictNames[c] }
 
@@ -107,6 +114,12 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if job, ok := m.book.Job(pod); ok && filing.Suspended(job) && m.servesLocked(pod) && !terminated(pod) {
+		// Whatever its group: a pod of a suspended Job never binds (Kueue suspends a running
+		// Job to preempt it; its pending pods must not bind alone while they are deleted).
+		// Activated when the Job is resumed (OnJobUpdate).
+		return Verdict{Code: Suspended, Message: fmt.Sprintf("Job %s is suspended (queued or preempted by Kueue?): its pods are scheduled once it is resumed", job.Name)}, SortKey{}
+	}
 	mem := m.members.Of(pod.UID)
 	if mem == nil || !m.synced() {
 		k, ok := m.fileLocked(pod)
@@ -146,6 +159,13 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 	if !known.path(k) {
 		return Verdict{Code: WaitingForPods, Group: k, Root: root,
 			Message: fmt.Sprintf("waiting for pods of PodGroup %q: %s", k.Name, known.shortfall(k, "exist"))}, SortKey{}
+	}
+	if n := m.kueueGatedLocked(root); n > 0 {
+		// Kueue's topology-aware scheduling pins each pod (node selector) before it removes
+		// the pod's gate: a gang tried before every pin is in would place members where their
+		// new selectors exclude them. Activated when the last gate goes (filePodLocked).
+		return Verdict{Code: AwaitingKueue, Group: k, Root: root,
+			Message: fmt.Sprintf("waiting for Kueue to place %d pods of gang %s (scheduling gate %s)", n, root.Name, filing.KueueTopologySchedulingGate)}, SortKey{}
 	}
 	// A tree backing off is held out of the queue too (PreEnqueue): a member popped only to be
 	// turned away would get its PodScheduled condition written with the backoff's words, then

@@ -146,6 +146,25 @@ func (g *Group) IsGang() bool {
 		(g.cpg != nil && g.cpg.Spec.SchedulingPolicy.Gang != nil)
 }
 
+// DisruptedWhole reports whether the group's running pods may only be disrupted together:
+// its disruptionMode, else all for a gang and single for a basic group (a distributed job
+// cannot run short of a rank).
+func (g *Group) DisruptedWhole() bool {
+	var mode *v1alpha1.DisruptionMode
+	switch {
+	case g.pg != nil:
+		mode = g.pg.Spec.DisruptionMode
+	case g.cpg != nil:
+		mode = g.cpg.Spec.DisruptionMode
+	default:
+		return false
+	}
+	if mode != nil {
+		return mode.All != nil
+	}
+	return g.IsGang()
+}
+
 // CreationTime of the group object; zero if not observed.
 func (g *Group) CreationTime() time.Time {
 	switch {
@@ -480,6 +499,23 @@ func (ix *Index) Path(k Key) ([]Key, bool) {
 		k = pk
 	}
 	return nil, false
+}
+
+// UnitOf returns the top of the disruption unit of PodGroup k: the highest group on its
+// path to the root whose pods may only be disrupted together (DisruptedWhole), whose
+// subtree a preemptor evicts whole or not at all. False when no group of the path is (the
+// pods are victims one by one) or the hierarchy is invalid.
+func (ix *Index) UnitOf(k Key) (Key, bool) {
+	path, ok := ix.Path(k)
+	if !ok {
+		return Key{}, false
+	}
+	for i := len(path) - 1; i >= 0; i-- {
+		if ix.entries[path[i]].DisruptedWhole() {
+			return path[i], true
+		}
+	}
+	return Key{}, false
 }
 
 // TopOf returns the highest group reachable from k by following parents, stopping at a root,

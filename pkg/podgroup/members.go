@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // Members is the one record of which pods belong to which PodGroup, keyed by pod UID. It is
@@ -19,6 +21,8 @@ type Members struct {
 	// ran counts members that completed (a Job's succeeded pods): they are gone from the
 	// scheduler's pod informer, but they ran.
 	ran map[Key]int
+	// kueueGated counts members Kueue has not placed yet (filing.KueueGated).
+	kueueGated map[Key]int
 }
 
 // Member is one pod of a PodGroup, as the informer last showed it.
@@ -33,10 +37,11 @@ func (m *Member) Bound() bool { return m.Pod.Spec.NodeName != "" }
 // NewMembers returns an empty record.
 func NewMembers() *Members {
 	return &Members{
-		byUID:   map[types.UID]*Member{},
-		byGroup: map[Key]map[types.UID]*Member{},
-		bound:   map[Key]int{},
-		ran:     map[Key]int{},
+		byUID:      map[types.UID]*Member{},
+		byGroup:    map[Key]map[types.UID]*Member{},
+		bound:      map[Key]int{},
+		ran:        map[Key]int{},
+		kueueGated: map[Key]int{},
 	}
 }
 
@@ -61,6 +66,9 @@ func (ms *Members) Put(pod *v1.Pod, k Key) *Member {
 	g[pod.UID] = m
 	if m.Bound() {
 		ms.bound[k]++
+	}
+	if filing.KueueGated(pod) {
+		ms.kueueGated[k]++
 	}
 	return prev
 }
@@ -88,6 +96,11 @@ func (ms *Members) remove(m *Member) {
 			delete(ms.bound, m.Group)
 		}
 	}
+	if filing.KueueGated(m.Pod) {
+		if ms.kueueGated[m.Group]--; ms.kueueGated[m.Group] <= 0 {
+			delete(ms.kueueGated, m.Group)
+		}
+	}
 }
 
 // InGroup returns the members of a PodGroup, ordered by pod name.
@@ -108,6 +121,9 @@ func (ms *Members) BoundOrRan(k Key) int { return ms.bound[k] + ms.ran[k] }
 
 // Pending counts a PodGroup's members without a node.
 func (ms *Members) Pending(k Key) int { return len(ms.byGroup[k]) - ms.bound[k] }
+
+// KueueGated counts a PodGroup's members that Kueue has not placed yet.
+func (ms *Members) KueueGated(k Key) int { return ms.kueueGated[k] }
 
 // SetRan records how many of a PodGroup's pods completed.
 func (ms *Members) SetRan(k Key, n int) {

@@ -2,9 +2,12 @@ package podgroup
 
 import (
 	"fmt"
+	"reflect"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // Membership comes from the scheduler's pod informer only, one record per pod UID: the
@@ -29,6 +32,7 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		prev = nil
 	}
 	wasBound := prev != nil && prev.Bound()
+	wasGated := prev != nil && filing.KueueGated(prev.Pod)
 	m.members.Put(pod, k)
 	if held, ok := m.held[pod.UID]; ok && m.synced() {
 		delete(m.held, pod.UID)
@@ -42,6 +46,18 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		if root, ok := m.index.RootOf(k); ok {
 			m.permits.pokeLocked(root, fmt.Sprintf("pod %s joined PodGroup %s", pod.Name, k.Name))
 		}
+	case wasGated && !filing.KueueGated(pod):
+		// Kueue placed a member: once it has placed the whole tree, its members are tried.
+		if root, ok := m.index.RootOf(k); ok && m.kueueGatedLocked(root) == 0 {
+			eff.activate = append(eff.activate, m.pendingLocked(root)...)
+			m.permits.pokeLocked(root, fmt.Sprintf("Kueue placed pod %s", pod.Name))
+		}
+	case pod.Spec.NodeName == "" && placementChanged(prev.Pod, pod):
+		// A waiting member's node selector or affinity changed (Kueue pins pods to the
+		// domain it chose): news that retries its tree at once.
+		if root, ok := m.index.RootOf(k); ok {
+			m.permits.pokeLocked(root, fmt.Sprintf("the node selector or affinity of pod %s changed", pod.Name))
+		}
 	case !wasBound && pod.Spec.NodeName != "":
 		m.permits.boundLocked(pod, k)
 		// The conditions of the groups above wait for the binds of the members they allowed.
@@ -54,6 +70,22 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		}
 		eff.touch(m.index.TopOf(k))
 	}
+}
+
+// placementChanged reports whether the constraints on where a pod may go changed.
+func placementChanged(old, cur *v1.Pod) bool {
+	return !reflect.DeepEqual(old.Spec.NodeSelector, cur.Spec.NodeSelector) ||
+		!reflect.DeepEqual(old.Spec.Affinity, cur.Spec.Affinity) ||
+		!reflect.DeepEqual(old.Spec.Tolerations, cur.Spec.Tolerations)
+}
+
+// kueueGatedLocked counts the members of root's tree that Kueue has not placed yet.
+func (m *Model) kueueGatedLocked(root Key) int {
+	n := 0
+	for _, k := range m.index.PodGroupsOf(root) {
+		n += m.members.KueueGated(k)
+	}
+	return n
 }
 
 // terminated reports whether a pod no longer counts: it finished or is being deleted.

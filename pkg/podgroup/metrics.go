@@ -22,6 +22,8 @@ var metrics = struct {
 	statusWrites *k8smetrics.CounterVec
 	partialBinds *k8smetrics.Counter
 	released     *k8smetrics.Counter
+	// lostDecisions counts allows and rejections that never found their waiting pod.
+	lostDecisions *k8smetrics.CounterVec
 }{
 	waitingGangs: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
 		Subsystem:      Subsystem,
@@ -67,6 +69,12 @@ var metrics = struct {
 		Help:           "Half-bound gangs (bound members, never scheduled whole) whose remaining members did not fit, released by evicting their bound members.",
 		StabilityLevel: k8smetrics.ALPHA,
 	}),
+	lostDecisions: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "gang_lost_decisions_total",
+		Help:           "Allows and rejections of gang members that found no pod waiting at Permit within 30 s (the framework had let it go), by decision: allow or reject. Each is also logged as an error.",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"decision"}),
 }
 
 var registerOnce sync.Once
@@ -74,11 +82,14 @@ var registerOnce sync.Once
 // RegisterMetrics registers lockstep's metrics with the registry the scheduler serves.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites, metrics.partialBinds, metrics.released)
+		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites, metrics.partialBinds, metrics.released, metrics.lostDecisions)
 		// Every known label value is exposed from the start (at 0), so that rates, dashboards
 		// and alerts see the series before the first event of its kind.
 		for _, result := range []string{"scheduled", "unschedulable", "timeout"} {
 			metrics.attempts.WithLabelValues(result)
+		}
+		for _, d := range []string{"allow", "reject"} {
+			metrics.lostDecisions.WithLabelValues(d)
 		}
 		for _, result := range []string{"allowed", "rejected"} {
 			metrics.permitWait.WithLabelValues(result)

@@ -209,7 +209,7 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 	m.mu.Unlock()
 	if err := add(jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.OnJob,
-		UpdateFunc: func(_, obj any) { m.OnJob(obj) },
+		UpdateFunc: m.OnJobUpdate,
 		DeleteFunc: m.OnJob,
 	}); err != nil {
 		return err

@@ -433,19 +433,22 @@ func (p *Permits) NoteReserving(root Key, msg string) {
 	p.note(root, func(o *Outcome) *string { return &o.Reserving }, msg)
 }
 
-// NotePreempted records that gang preemption evicts the running tree of root (msg names the
-// preempting gang, its priority and the domain it takes): every group of the tree says so
+// NotePreempted records that a preemptor evicts the running unit of root (msg names the
+// preemptor, its priority and where it goes): every group of the unit says so
 // (DisruptionTarget) and is a gang again, so that the pods its controller recreates are placed
-// together, not one by one into whatever room is left.
-func (p *Permits) NotePreempted(root Key, msg string) {
+// together, not one by one into whatever room is left. It reports whether this was news (the
+// unit's top did not already say msg), so that the event that goes with it is told once.
+func (p *Permits) NotePreempted(root Key, msg string) bool {
 	m := p.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	news := p.attempts.OutcomeOf(root).Preempted != msg || !m.index.Get(root).Disrupted()
 	for _, k := range m.index.Subtree(root) {
 		m.index.MarkDisrupted(k)
 		p.attempts.Outcome(k).Preempted = msg
 		m.status.Enqueue(k)
 	}
+	return news
 }
 
 func (p *Permits) note(root Key, field func(*Outcome) *string, msg string) {
@@ -528,6 +531,19 @@ func (p *Permits) Rejecting(logger klog.Logger, pod *v1.Pod, why string) bool {
 		}
 	})
 	return ok
+}
+
+// Cancelling is asked before the framework cancels, in memory, the binding cycle of a pod in
+// PreBind (upstream's preemption executor does, for a victim). A member the model allowed
+// counted toward its tree's readiness when the tree was allowed: cancelling it would leave
+// the tree bound short, so the cancel must not happen (false), and the preemptor deletes the
+// pod instead, as it would a bound one. A pod the model holds no allowed attempt for may be
+// cancelled.
+func (p *Permits) Cancelling(uid types.UID) bool {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	a := p.attempts.Of(uid)
+	return a == nil || a.State != Allowed
 }
 
 // releaseHopelessLocked releases the waiters of root whose path can no longer be ready with

@@ -59,35 +59,40 @@ func (g *Gate) Preemptor(pod *v1.Pod) (Preemptor, bool) {
 	return p, true
 }
 
-// Unit is a running gang as a preemption victim: every bound member of its tree goes, or
-// none does.
+// Unit is a running gang as a preemption victim: every running member of its disruption
+// unit (the subtree of the highest group of its path whose mode is all) goes, or none does.
 type Unit struct {
+	// Root is the top of the unit: its tree's root, or the group below it whose subtree is
+	// the unit when the groups above it may be disrupted one child at a time.
 	Root Key
 	// Priority is the tree's: the root's priorityClassName, else its highest member's.
 	Priority int32
-	// Composite: the root is a CompositePodGroup.
+	// Composite: the unit's top is a CompositePodGroup.
 	Composite bool
-	// Object is the root group's API object (events about the gang go on it).
+	// Object is the unit's top group's API object (events about the gang go on it).
 	Object runtime.Object
-	// Pods are the tree's members that hold room on a node (bound or reserved) and are not
+	// Pods are the unit's members that hold room on a node (bound or reserved) and are not
 	// terminating; a reserved member carries the node it is reserved on.
 	Pods []*v1.Pod
 }
 
-// UnitOf returns the gang a bound pod belongs to, false if the pod is not a member of a tree
-// with the gang policy (such a pod is a victim on its own).
+// UnitOf returns the running gang a bound pod belongs to, false if the pod is a victim on
+// its own (no group of its path has disruption mode all, explicitly or as a gang).
 func (g *Gate) UnitOf(pod *v1.Pod) (Unit, bool) {
 	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	root, ok := m.rootOfLocked(pod)
+	mem := m.members.Of(pod.UID)
+	if mem == nil {
+		return Unit{}, false
+	}
+	top, ok := m.index.UnitOf(mem.Group)
 	if !ok {
 		return Unit{}, false
 	}
-	u := Unit{Root: root, Composite: root.Kind == KindCompositePodGroup, Object: m.index.Get(root).Object()}
-	gang := false
-	for _, k := range m.index.Subtree(root) {
-		gang = gang || m.index.Get(k).IsGang()
+	root, _ := m.index.RootOf(mem.Group)
+	u := Unit{Root: top, Composite: top.Kind == KindCompositePodGroup, Object: m.index.Get(top).Object()}
+	for _, k := range m.index.Subtree(top) {
 		for _, mm := range m.members.InGroup(k) {
 			switch a := m.permits.attempts.Of(mm.Pod.UID); {
 			case mm.Pod.DeletionTimestamp != nil:
@@ -101,7 +106,7 @@ func (g *Gate) UnitOf(pod *v1.Pod) (Unit, bool) {
 			}
 		}
 	}
-	if !gang || len(u.Pods) == 0 {
+	if len(u.Pods) == 0 {
 		return Unit{}, false
 	}
 	u.Priority = m.priorityLocked(u.Pods[0], root)

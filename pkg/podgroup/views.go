@@ -67,6 +67,9 @@ type Summary struct {
 	Topology, Gang bool
 	// Scheduled: the pod's group was initially scheduled; the pod is a replacement.
 	Scheduled bool
+	// Unit is the top of the pod's disruption unit (Index.UnitOf), zero when a preemptor
+	// may take the pod alone.
+	Unit Key
 }
 
 // Summary returns the summary of the tree a pod belongs to, or false while it has no valid
@@ -84,6 +87,7 @@ func (g *Gate) Summary(pod *v1.Pod) (Summary, bool) {
 		return Summary{}, false
 	}
 	s := Summary{Root: root, Group: mem.Group, Scheduled: m.index.Get(mem.Group).Scheduled()}
+	s.Unit, _ = m.index.UnitOf(mem.Group)
 	for _, key := range m.index.Subtree(root) {
 		g := m.index.Get(key)
 		s.Topology = s.Topology || len(g.Topology()) > 0

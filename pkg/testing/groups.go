@@ -94,6 +94,18 @@ func (w *PodGroupWrapper) PriorityClass(name string) *PodGroupWrapper {
 	return w
 }
 
+// DisruptedOneByOne sets disruptionMode single: preemptors may take its pods one by one.
+func (w *PodGroupWrapper) DisruptedOneByOne() *PodGroupWrapper {
+	w.Spec.DisruptionMode = &v1alpha1.DisruptionMode{Single: &v1alpha1.SingleDisruptionMode{}}
+	return w
+}
+
+// DisruptedWhole sets disruptionMode all: preemptors take its pods together or not at all.
+func (w *PodGroupWrapper) DisruptedWhole() *PodGroupWrapper {
+	w.Spec.DisruptionMode = &v1alpha1.DisruptionMode{All: &v1alpha1.AllDisruptionMode{}}
+	return w
+}
+
 // ScheduleTimeout sets scheduleTimeoutSeconds.
 func (w *PodGroupWrapper) ScheduleTimeout(seconds int32) *PodGroupWrapper {
 	w.Spec.ScheduleTimeoutSeconds = ptr.To(seconds)
@@ -191,6 +203,18 @@ func (w *CompositePodGroupWrapper) Topology(c ...v1alpha1.TopologyConstraint) *C
 // PriorityClass sets priorityClassName.
 func (w *CompositePodGroupWrapper) PriorityClass(name string) *CompositePodGroupWrapper {
 	w.Spec.PriorityClassName = name
+	return w
+}
+
+// DisruptedOneByOne sets disruptionMode single: its children follow their own modes.
+func (w *CompositePodGroupWrapper) DisruptedOneByOne() *CompositePodGroupWrapper {
+	w.Spec.DisruptionMode = &v1alpha1.DisruptionMode{Single: &v1alpha1.SingleDisruptionMode{}}
+	return w
+}
+
+// DisruptedWhole sets disruptionMode all: its whole subtree is one unit to preemptors.
+func (w *CompositePodGroupWrapper) DisruptedWhole() *CompositePodGroupWrapper {
+	w.Spec.DisruptionMode = &v1alpha1.DisruptionMode{All: &v1alpha1.AllDisruptionMode{}}
 	return w
 }
 

@@ -49,13 +49,17 @@ func (pl *Topology) postFilter(ctx context.Context, state fwk.CycleState, pod *v
 			klog.FromContext(ctx).V(4).Info("Member refused on its planned node; the tree is planned again without it", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node, "why", why)
 		}
 	}
-	if !sum.Gang {
+	if !sum.Gang || sum.Scheduled {
+		// A pod in no gang, or a replacement of a gang already running (it is scheduled on
+		// its own, in its group's domains): preempted for alone, as upstream would, never
+		// taking a pod of its own tree.
 		return pl.preemptAlone(ctx, state, pod, statuses)
 	}
 	return pl.preempt(ctx, pod, sum)
 }
 
-// preemptAlone runs DefaultPreemption for a pod in no gang.
+// preemptAlone runs DefaultPreemption, made to take running gangs whole, for a pod in no gang
+// or a replacement member of a running gang (podpreemption.go).
 func (pl *Topology) preemptAlone(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if pl.defaultPreemption == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)

@@ -152,8 +152,7 @@ func (pl *Topology) tellVictims(p podgroup.Preemptor, c *preemptionChoice) {
 			continue
 		}
 		why := fmt.Sprintf("evicting its %d running pods: preempted by gang %s (priority %d), which takes %s", len(u.Pods()), p.Root, p.Priority, c.domain)
-		pl.notes.NotePreempted(u.rootKey, why)
-		if rec != nil && u.root != nil {
+		if pl.notes.NotePreempted(u.rootKey, why) && rec != nil && u.root != nil {
 			rec.Eventf(u.root, p.Object, v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted", "%s", why)
 		}
 	}

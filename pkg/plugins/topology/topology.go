@@ -20,13 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
@@ -69,9 +67,10 @@ type Notes interface {
 	// NoteReserving records (or clears, "") that a domain is held for a tree, for its
 	// condition.
 	NoteReserving(root podgroup.Key, msg string)
-	// NotePreempted records that gang preemption evicts a running tree, for its groups'
-	// DisruptionTarget condition; the tree is a gang again.
-	NotePreempted(root podgroup.Key, msg string)
+	// NotePreempted records that a preemptor evicts a running gang (the unit whose top is
+	// root), for its groups' DisruptionTarget condition; the gang is a gang again. It
+	// reports whether this was news.
+	NotePreempted(root podgroup.Key, msg string) bool
 }
 
 // Topology is the LockstepTopology plugin.
@@ -99,10 +98,11 @@ type Topology struct {
 	podLister corelisters.PodLister
 	pdbLister policylisters.PodDisruptionBudgetLister
 	executor  *preemption.Executor
-	// defaultPreemption is upstream's DefaultPreemption for pods in no gang, built on the
-	// same guarded handle: a pod it preempts while it waits at Permit (a gang member) stops
-	// counting before its tree can be allowed (podgroup.Guard).
-	defaultPreemption *defaultpreemption.DefaultPreemption
+	// defaultPreemption is upstream's DefaultPreemption for pods in no gang and replacements
+	// of running gangs, made to take running gangs whole (podpreemption.go), built on the
+	// same guarded handle: a pod it preempts while it waits at Permit or binds (a gang
+	// member) stops counting before its tree can be allowed (podgroup.Guard).
+	defaultPreemption *podPreemption
 }
 
 var (
@@ -165,11 +165,11 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 			evictor = shared.Guard(handle)
 		}
 		pl.executor = preemption.NewExecutor(evictor, feature.Features{})
-		dp, err := defaultpreemption.New(ctx, defaultPreemptionArgs(), evictor, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+		pp, err := newPodPreemption(ctx, evictor, trees, notes)
 		if err != nil {
 			return nil, err
 		}
-		pl.defaultPreemption = dp
+		pl.defaultPreemption = pp
 	}
 	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
 	return pl, nil

@@ -34,8 +34,8 @@ import (
 // preemptionTimeLimit bounds the dry runs of one decision once a domain was found.
 const preemptionTimeLimit = 2 * time.Second
 
-// victimUnit is what is evicted together: a running gang (every bound member of its tree)
-// or one pod, as upstream's preemption.Victim, with the nodes it is on.
+// victimUnit is what is evicted together: a running gang (every bound member of its
+// disruption unit, podgroup.Unit) or one pod, as upstream's preemption.Victim, with the nodes it is on.
 type victimUnit struct {
 	preemption.Victim
 	key  string // the gang's root, or the pod
@@ -214,8 +214,10 @@ func exclusiveTree(topo *topology, tree *podgroup.GroupView) bool {
 func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor, f freeing) (map[string][]*victimUnit, map[string][]*v1.Pod) {
 	units := map[string][]*victimUnit{}
 	leaving := map[string][]*v1.Pod{}
-	// gangs holds each running tree's unit, nil for a tree that is no victim: a tree is
-	// looked at once, however many members it has.
+	// gangs holds each running disruption unit (a gang, or a subtree whose top has
+	// disruption mode all), nil for one that is no victim: a unit is looked at once, however
+	// many members it has. Members of trees whose groups may be disrupted one by one are
+	// victims on their own.
 	gangs := map[podgroup.Key]*victimUnit{}
 	for _, ni := range infos {
 		if ni.Node() == nil {
@@ -238,15 +240,15 @@ func (pl *Topology) victimUnits(infos []fwk.NodeInfo, p podgroup.Preemptor, f fr
 				continue
 			}
 			var u *victimUnit
-			if member && sum.Gang {
-				cached, done := gangs[sum.Root]
+			if member && sum.Unit != (podgroup.Key{}) {
+				cached, done := gangs[sum.Unit]
 				if !done {
 					if f.takes(corev1helpers.PodPriority(pod), p.Priority) {
 						if gang, ok := pl.trees.UnitOf(pod); ok && f.takes(gang.Priority, p.Priority) {
-							cached = newGangVictim(sum.Root.String(), gang, infos)
+							cached = newGangVictim(sum.Unit.String(), gang, infos)
 						}
 					}
-					gangs[sum.Root] = cached
+					gangs[sum.Unit] = cached
 				}
 				if u = cached; u == nil {
 					continue

@@ -51,6 +51,9 @@ type Env struct {
 	Components *podgroup.Components
 	Activated  *Activator
 	Recorder   *events.FakeRecorder
+	// Client is the fake clientset behind the informers (preemption patches and deletes
+	// victims through it).
+	Client *kubefake.Clientset
 }
 
 // Activator records the pods plugins ask the queue to activate.
@@ -135,7 +138,7 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 	}
 	kubeClient := kubefake.NewClientset(kubeObjs...)
 	informerFactory := informers.NewSharedInformerFactory(kubeClient, 0)
-	env := &Env{Ctx: ctx, Activated: &Activator{}, Recorder: events.NewFakeRecorder(100)}
+	env := &Env{Ctx: ctx, Activated: &Activator{}, Recorder: events.NewFakeRecorder(100), Client: kubeClient}
 	lockstepClient := fake.NewSimpleClientset(groups...)
 	registry := frameworkruntime.Registry{defaultbinder.Name: defaultbinder.New}
 	profile := &schedconfig.KubeSchedulerProfile{
@@ -203,13 +206,19 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 		registry[queuesort.Name] = queuesort.New
 		profile.Plugins.QueueSort.Enabled = []schedconfig.Plugin{{Name: queuesort.Name}}
 	}
+	// The scheduler's snapshot, as the scheduler gives it to the framework twice (preemption
+	// reads the mutable one).
+	snapshot := cache.NewSnapshot(bound, nodes)
 	frameworkOpts = append(frameworkOpts,
 		frameworkruntime.WithInformerFactory(informerFactory),
+		frameworkruntime.WithClientSet(kubeClient),
 		frameworkruntime.WithPodNominator(env.Queue),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
 		frameworkruntime.WithPodActivator(env.Activated),
 		frameworkruntime.WithEventRecorder(env.Recorder),
-		frameworkruntime.WithSnapshotSharedLister(cache.NewSnapshot(bound, nodes)),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithMutableSnapshotLister(snapshot),
 	)
 	fh, err := frameworkruntime.NewFramework(ctx, registry, profile, frameworkOpts...)
 	if err != nil {

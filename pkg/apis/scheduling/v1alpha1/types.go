@@ -152,7 +152,36 @@ type PodGroupSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ReserveAfterSeconds *int32 `json:"reserveAfterSeconds,omitempty"`
+
+	// disruptionMode (upstream's): how the group's running pods may be disrupted by a
+	// preemptor. all: only together — a preemptor that needs one of them evicts every running
+	// pod of the group (and of its subtree) or none; single: one by one. Unset: all for a
+	// gang, single for a basic group (a distributed job cannot run short of a rank). On a
+	// tree, the highest group of a pod's path whose mode is all makes its subtree one unit.
+	// Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="disruptionMode is immutable"
+	DisruptionMode *DisruptionMode `json:"disruptionMode,omitempty"`
 }
+
+// DisruptionMode is a union (upstream's scheduling.k8s.io DisruptionMode): exactly one of
+// single or all.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.single) != has(self.all)",message="exactly one of single or all must be set"
+type DisruptionMode struct {
+	// single: the group's pods may be disrupted one by one.
+	// +optional
+	Single *SingleDisruptionMode `json:"single,omitempty"`
+	// all: the group's pods may only be disrupted together.
+	// +optional
+	All *AllDisruptionMode `json:"all,omitempty"`
+}
+
+// SingleDisruptionMode lets a group's pods be disrupted independently.
+type SingleDisruptionMode struct{}
+
+// AllDisruptionMode lets a group's pods be disrupted only together.
+type AllDisruptionMode struct{}
 
 // PodGroupSchedulingPolicy is a union: exactly one of basic or gang. The variant is
 // immutable; gang.minCount may change.
@@ -359,6 +388,13 @@ type CompositePodGroupSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ReserveAfterSeconds *int32 `json:"reserveAfterSeconds,omitempty"`
+
+	// disruptionMode (upstream's): all makes the whole subtree one unit to preemptors (every
+	// running pod of it is evicted, or none); single leaves its children to their own modes.
+	// Unset: all for a gang, single for a basic group. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="disruptionMode is immutable"
+	DisruptionMode *DisruptionMode `json:"disruptionMode,omitempty"`
 }
 
 // CompositePodGroupSchedulingPolicy is a union: exactly one of basic or gang. The variant

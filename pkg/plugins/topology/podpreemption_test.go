@@ -1,0 +1,218 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
+)
+
+// preemptFor runs LockstepTopology's PostFilter for a pod that fits nowhere (PreFilter of the
+// profile run first, as the scheduler does) and returns the pods its preemption deleted.
+func preemptFor(t *testing.T, env *testEnv, pod *v1.Pod, all []*v1.Pod) (*fwk.PostFilterResult, []string) {
+	t.Helper()
+	state := framework.NewCycleState()
+	pre, s, _ := env.Framework.RunPreFilterPlugins(env.Ctx, state, pod)
+	if !s.IsSuccess() {
+		t.Fatalf("PreFilter: %v", s)
+	}
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+	if pre != nil && !pre.AllNodes() {
+		// As the scheduler does: nodes PreFilter left out cannot be helped by preemption.
+		for _, ni := range env.NodeInfos(t) {
+			if !pre.NodeNames.Has(ni.Node().Name) {
+				statuses.Set(ni.Node().Name, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) [LockstepTopology]"))
+			}
+		}
+	}
+	res, s := env.plugin.PostFilter(env.Ctx, state, pod, statuses)
+	t.Logf("PostFilter: %v %v", res, s)
+	// Upstream's executor evicts in the background.
+	var deleted []string
+	_ = wait.PollUntilContextTimeout(env.Ctx, 20*time.Millisecond, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		deleted = deleted[:0]
+		for _, p := range all {
+			if _, err := env.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				deleted = append(deleted, p.Name)
+			}
+		}
+		return len(deleted) > 0, nil
+	})
+	sort.Strings(deleted)
+	return res, deleted
+}
+
+// fullExcept fills every node of labeledNodes("4") with pods of priority 2000 (no preemptor
+// of the tests may take them), but for the cores the test places itself.
+func fullExcept(used map[string]int) []*v1.Pod {
+	var out []*v1.Pod
+	for _, n := range labeledNodes("4") {
+		for i := used[n.Name]; i < 4; i++ {
+			out = append(out, running(fmt.Sprintf("%s-busy%d", n.Name, i), n.Name, "1", 2000, ""))
+		}
+	}
+	return out
+}
+
+// started sets when a running pod started, after lt.Epoch.
+func started(p *v1.Pod, after time.Duration) *v1.Pod {
+	p.Status.StartTime = &metav1.Time{Time: lt.Epoch.Add(after)}
+	return p
+}
+
+func plainPod(name string, priority int32) *v1.Pod {
+	return st.MakePod().Namespace("ns").Name(name).UID(name).Priority(priority).SchedulerName(lt.SchedulerName).
+		Container("main").Req(map[v1.ResourceName]string{v1.ResourceCPU: "2"}).Obj()
+}
+
+// A pod in no gang is preempted for by upstream's DefaultPreemption, made to see lockstep's
+// gangs: a running gang is one victim, taken whole or not at all, and only when nothing that
+// breaks no gang will do.
+func TestPodPreemptionTakesRunningGangsWhole(t *testing.T) {
+	tests := []struct {
+		name    string
+		running []*v1.Pod
+		groups  []runtime.Object
+		objects []runtime.Object
+		// want are the pods deleted; disrupted, the gang marked disrupted.
+		want      []string
+		disrupted string
+	}{
+		{
+			// Upstream alone would give back the pod that started first (plain) and evict
+			// the gang's member, which started later.
+			name: "a plain victim before a gang member of the same priority",
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 2}),
+				started(running("g-0", "z0-r0-h0", "2", 10, "g"), time.Hour), started(running("plain", "z0-r0-h0", "2", 10, ""), 0),
+				started(running("g-1", "z0-r0-h1", "2", 10, "g"), time.Hour)),
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj()},
+			want:   []string{"plain"},
+		},
+		{
+			name: "a gang member only with its whole gang, wherever its members run",
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 2}),
+				running("g-0", "z0-r0-h0", "4", 10, "g"), running("g-1", "z0-r0-h1", "2", 10, "g")),
+			groups:    []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj()},
+			want:      []string{"g-0", "g-1"},
+			disrupted: "g",
+		},
+		{
+			name: "a gang that says single gives one member",
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 1}),
+				running("g-0", "z0-r0-h0", "4", 10, "g"), running("g-1", "z0-r0-h1", "1", 10, "g")),
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).DisruptedOneByOne().Obj()},
+			want:   []string{"g-0"},
+		},
+		{
+			name: "a gang whose tree's priority is not below the preemptor's is no victim",
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 2}),
+				running("g-0", "z0-r0-h0", "4", 10, "g"), running("g-1", "z0-r0-h1", "2", 10, "g")),
+			groups:  []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).PriorityClass("high").Obj()},
+			objects: []runtime.Object{&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 5000}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			preemptor := plainPod("urgent", 1000)
+			all := append([]*v1.Pod{preemptor}, tc.running...)
+			env := newTestEnvOpts(t, tc.groups, all, labeledNodes("4"), podgrouptest.Options{Filters: true, Objects: tc.objects})
+			_, deleted := preemptFor(t, env, preemptor, tc.running)
+			if fmt.Sprint(deleted) != fmt.Sprint(tc.want) {
+				t.Errorf("deleted %v, want %v", deleted, tc.want)
+			}
+			if tc.disrupted != "" {
+				k := podgroup.PodGroupKey("ns", tc.disrupted)
+				if c, ok := env.Components.Model.Gate().Disruption(k); !ok || c.Status != metav1.ConditionTrue {
+					t.Errorf("gang %s not marked disrupted: %+v %v", tc.disrupted, c, ok)
+				}
+			}
+		})
+	}
+}
+
+// A replacement member of a gang already running preempts for itself, as upstream would for
+// the pod alone, inside its gang's domain, and never takes a pod of its own gang.
+func TestReplacementPreemptsForItself(t *testing.T) {
+	scheduled := lt.MakePodGroup().Namespace("ns").Name("g").Gang(3).Topology(lt.Required(rackKey)).
+		Condition(metav1.ConditionTrue, "Scheduled").Obj()
+	replacement := func(priority int32) *v1.Pod {
+		return st.MakePod().Namespace("ns").Name("g-2").UID("g-2").Priority(priority).SchedulerName(lt.SchedulerName).
+			Label("scheduling.lockstep.dev/pod-group", "g").Container("main").Req(map[v1.ResourceName]string{v1.ResourceCPU: "2"}).Obj()
+	}
+	tests := []struct {
+		name     string
+		gangPrio int32
+		running  []*v1.Pod
+		want     []string
+	}{
+		{
+			name:     "a lower-priority pod in the gang's rack, not one outside it",
+			gangPrio: 1000,
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 2, "z1-r0-h0": 2}),
+				running("g-0", "z0-r0-h0", "2", 1000, "g"), running("low", "z0-r0-h0", "2", 10, ""),
+				running("g-1", "z0-r0-h1", "2", 1000, "g"), running("low-elsewhere", "z1-r0-h0", "2", 1, "")),
+			want: []string{"low"},
+		},
+		{
+			name:     "never its own gang",
+			gangPrio: 10,
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 4}),
+				running("g-0", "z0-r0-h0", "4", 10, "g"), running("g-1", "z0-r0-h1", "4", 10, "g")),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := replacement(1000)
+			all := append([]*v1.Pod{pod}, tc.running...)
+			env := newTestEnvOpts(t, []runtime.Object{scheduled}, all, labeledNodes("4"), podgrouptest.Options{Filters: true})
+			if sum, ok := env.Components.Model.Gate().Summary(pod); !ok || !sum.Scheduled {
+				t.Fatalf("summary %+v, want a replacement of a scheduled gang", sum)
+			}
+			_, deleted := preemptFor(t, env, pod, tc.running)
+			if fmt.Sprint(deleted) != fmt.Sprint(tc.want) {
+				t.Errorf("deleted %v, want %v", deleted, tc.want)
+			}
+		})
+	}
+}
+
+// wholeGangs adds every running member of a victim's gang, once, highest priority first.
+func TestWholeGangs(t *testing.T) {
+	pod := func(name string, prio int32) *v1.Pod {
+		return st.MakePod().Name(name).UID(name).Priority(prio).Obj()
+	}
+	a0, a1, a2, b, c := pod("a-0", 5), pod("a-1", 5), pod("a-2", 5), pod("b", 7), pod("c", 1)
+	units := map[types.UID]podgroup.Unit{
+		a0.UID: {Pods: []*v1.Pod{a0, a1, a2}}, a1.UID: {Pods: []*v1.Pod{a0, a1, a2}}, a2.UID: {Pods: []*v1.Pod{a0, a1, a2}},
+	}
+	unitOf := func(p *v1.Pod) (podgroup.Unit, bool) { u, ok := units[p.UID]; return u, ok }
+	var names []string
+	for _, p := range wholeGangs([]*v1.Pod{b, a1, c, a0}, unitOf) {
+		names = append(names, p.Name)
+	}
+	if got, want := fmt.Sprint(names), "[b a-1 a-0 a-2 c]"; got != want {
+		t.Errorf("wholeGangs = %s, want %s", got, want)
+	}
+	if n := sets.New(names...).Len(); n != len(names) {
+		t.Errorf("a pod listed twice: %v", names)
+	}
+}

@@ -1,0 +1,317 @@
+package podgroup
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-sched/lockstep/pkg/filing"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+)
+
+// A pod's disruption unit is the subtree of the highest group of its path whose mode is all:
+// explicitly, or by default for a gang; a basic group, or a gang that says single, lets its
+// pods go one by one.
+func TestDisruptionUnits(t *testing.T) {
+	tests := []struct {
+		name   string
+		groups []runtime.Object
+		group  string // the pod's PodGroup
+		want   Key    // zero: a victim alone
+	}{
+		{
+			name:   "a gang is one unit by default",
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj()},
+			group:  "g", want: PodGroupKey("ns", "g"),
+		},
+		{
+			name:   "a basic group's pods go one by one",
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Basic().Obj()},
+			group:  "g",
+		},
+		{
+			name:   "a gang that says single lets its pods go one by one",
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).DisruptedOneByOne().Obj()},
+			group:  "g",
+		},
+		{
+			name:   "a basic group that says all is one unit",
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Basic().DisruptedWhole().Obj()},
+			group:  "g", want: PodGroupKey("ns", "g"),
+		},
+		{
+			name: "a gang composite makes the whole tree one unit",
+			groups: []runtime.Object{
+				lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("job").Obj(),
+			},
+			group: "a", want: CompositePodGroupKey("ns", "job"),
+		},
+		{
+			name: "under a basic composite each child gang is its own unit",
+			groups: []runtime.Object{
+				lt.MakeCompositePodGroup().Namespace("ns").Name("job").Basic().Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("job").Obj(),
+			},
+			group: "a", want: PodGroupKey("ns", "a"),
+		},
+		{
+			name: "a gang composite that says single leaves its children to their own modes",
+			groups: []runtime.Object{
+				lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).DisruptedOneByOne().Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("job").Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("b").Basic().Parent("job").Obj(),
+			},
+			group: "a", want: PodGroupKey("ns", "a"),
+		},
+		{
+			name: "a single-mode composite over a basic child: pods alone",
+			groups: []runtime.Object{
+				lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(2).DisruptedOneByOne().Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("b").Basic().Parent("job").Obj(),
+			},
+			group: "b",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, _ := testModel(t)
+			for _, g := range tc.groups {
+				m.OnGroup(nil, g)
+			}
+			pod := lt.Member("ns", tc.group, 0).Node("n1").Obj()
+			m.OnPod(nil, pod)
+			sum, ok := m.Gate().Summary(pod)
+			if !ok {
+				t.Fatal("no summary")
+			}
+			u, isUnit := m.Gate().UnitOf(pod)
+			if sum.Unit != tc.want || isUnit != (tc.want != Key{}) || (isUnit && u.Root != tc.want) {
+				t.Errorf("Summary.Unit = %v, UnitOf = %v %v; want %v", sum.Unit, u.Root, isUnit, tc.want)
+			}
+		})
+	}
+}
+
+// A member the model allowed to bind counted toward its gang: upstream's preemption executor
+// may not cancel its binding cycle in PreBind (the gang would bind short in memory); it
+// deletes the pod instead. A member still waiting, or a pod in no gang, may be cancelled.
+func TestCancellingABindingMember(t *testing.T) {
+	m, _, _ := testModel(t)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj())
+	pods := addPods(m, "g", 2)
+	if d := reservePermit(m, pods[0]); d.Allow {
+		t.Fatal("first member allowed alone")
+	}
+	if !m.Permits().Cancelling(pods[0].UID) {
+		t.Error("a waiting member's binding cycle may be cancelled (the guard rejects it through the model first)")
+	}
+	if d := reservePermit(m, pods[1]); !d.Allow {
+		t.Fatalf("Permit = %+v, want the gang allowed", d)
+	}
+	for _, p := range pods {
+		if m.Permits().Cancelling(p.UID) {
+			t.Errorf("allowed member %s may be cancelled in PreBind: its gang would bind short", p.Name)
+		}
+	}
+	if !m.Permits().Cancelling("not-a-member") {
+		t.Error("a pod the model holds nothing for may be cancelled")
+	}
+}
+
+// jobEnv is a model that sees Jobs through a lister whose store the test fills.
+type jobEnv struct {
+	m    *Model
+	clk  *simClock
+	rec  *recorder
+	jobs func(*batchv1.Job)
+}
+
+func newJobEnv(t *testing.T) *jobEnv {
+	t.Helper()
+	m, clk, rec := testModel(t)
+	factory := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	store := factory.Batch().V1().Jobs().Informer().GetStore()
+	m.book.SetJobs(factory.Batch().V1().Jobs().Lister())
+	return &jobEnv{m: m, clk: clk, rec: rec, jobs: func(j *batchv1.Job) {
+		if err := store.Update(j); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
+// A Job Kueue kept suspended much longer than jobGroupTimeoutSeconds is a gang once admitted
+// like any other: its pods wait for its PodGroup from their own creation (and the Job's
+// start), not from the Job's creation, and are not released to bind alone.
+func TestQueueTimeDoesNotDecideTheGang(t *testing.T) {
+	e := newJobEnv(t)
+	job := lt.MakeJob().Namespace("ns").Name("train").Indexed(2).Suspend(true).Obj()
+	e.jobs(job)
+	e.m.OnJob(job)
+	// Queued for ten minutes (the timeout is two).
+	e.clk.Step(10 * time.Minute)
+	admitted := job.DeepCopy()
+	admitted.Spec.Suspend = ptrTo(false)
+	admitted.Status.StartTime = &metav1.Time{Time: e.clk.Now()}
+	e.jobs(admitted)
+	e.m.OnJobUpdate(job, admitted)
+	var pods []*v1.Pod
+	for i := range 2 {
+		p := lt.MakeJob().Namespace("ns").Name("train").Indexed(2).Obj()
+		pod := (&lt.JobWrapper{Job: *p}).Pod(i).CreationTimestamp(metav1.NewTime(e.clk.Now())).Obj()
+		pods = append(pods, pod)
+		e.m.OnPod(nil, pod)
+	}
+	group := PodGroupKey("ns", filing.JobGroupName("train", job.UID))
+	if v := e.m.Gate().Admit(klog.Background(), pods[0]); v.Code != MissingGroup || v.Group != group {
+		t.Fatalf("Admit = %+v, want MissingGroup for %s: the pods wait for the Job's PodGroup", v, group)
+	}
+	// A minute later (within the timeout from the pods' creation) they still wait.
+	e.clk.Step(time.Minute)
+	if v := e.m.Gate().Admit(klog.Background(), pods[1]); v.Code != MissingGroup {
+		t.Fatalf("Admit a minute later = %+v, want MissingGroup", v)
+	}
+	e.m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(group.Name).Gang(2).Obj())
+	for _, p := range pods {
+		if v := e.m.Gate().Admit(klog.Background(), p); v.Code != Proceed || v.Group != group {
+			t.Errorf("Admit %s with its PodGroup = %+v, want Proceed in %s", p.Name, v, group)
+		}
+	}
+	// Past the timeout from the pods' creation with no PodGroup, pods do go alone (the
+	// controller may be off): the timer is armed from their creation.
+	late := lt.MakeJob().Namespace("ns").Name("late").Indexed(2).Obj()
+	e.jobs(late)
+	lp := (&lt.JobWrapper{Job: *late}).Pod(0).CreationTimestamp(metav1.NewTime(e.clk.Now())).Obj()
+	e.m.OnPod(nil, lp)
+	if v := e.m.Gate().Admit(klog.Background(), lp); v.Code != MissingGroup {
+		t.Fatalf("Admit = %+v, want MissingGroup", v)
+	}
+	e.clk.Step(3 * time.Minute)
+	if v := e.m.Gate().Admit(klog.Background(), lp); v.Code != NotMember {
+		t.Errorf("Admit past the timeout = %+v, want NotMember", v)
+	}
+}
+
+// No pod of a suspended Job binds: its pending pods are held whatever their group, its
+// members waiting at Permit are rejected when it is suspended, and its pods are tried again
+// when it is resumed.
+func TestSuspendedJobsPodsNeverBind(t *testing.T) {
+	e := newJobEnv(t)
+	job := lt.MakeJob().Namespace("ns").Name("train").Indexed(3).Obj()
+	e.jobs(job)
+	group := filing.JobGroupName("train", job.UID)
+	e.m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(group).Gang(3).Obj())
+	w := &lt.JobWrapper{Job: *job}
+	var pods []*v1.Pod
+	for i := range 3 {
+		p := w.Pod(i).Obj()
+		pods = append(pods, p)
+		e.m.OnPod(nil, p)
+	}
+	for _, p := range pods[:2] {
+		if d := reservePermit(e.m, p); d.Allow {
+			t.Fatalf("%s allowed before its gang is complete", p.Name)
+		}
+	}
+	e.rec.take()
+	// Kueue suspends the Job (to preempt it): the waiters are rejected at once, the third
+	// pod is held.
+	suspended := job.DeepCopy()
+	suspended.Spec.Suspend = ptrTo(true)
+	e.jobs(suspended)
+	e.m.OnJobUpdate(job, suspended)
+	_, allowed, rejected := e.rec.take()
+	if len(allowed) != 0 || len(rejected) != 2 {
+		t.Errorf("after the suspension: allowed %v, rejected %v; want both waiters rejected", allowed, rejected)
+	}
+	for _, p := range pods {
+		if v := e.m.Gate().Admit(klog.Background(), p); v.Code != Suspended || !strings.Contains(v.Message, "suspended") {
+			t.Errorf("Admit %s = %+v, want Suspended", p.Name, v)
+		}
+	}
+	if a := e.m.Permits().Waiters(); len(a) != 0 {
+		t.Errorf("waiters %v left after the suspension", a)
+	}
+	// Resumed: the pods are activated and may proceed.
+	e.jobs(job)
+	e.m.OnJobUpdate(suspended, job)
+	activated, _, _ := e.rec.take()
+	if len(activated) < 3 {
+		t.Errorf("activated %v on resume, want the 3 pending pods", activated)
+	}
+	if v := e.m.Gate().Admit(klog.Background(), pods[2]); v.Code != Proceed {
+		t.Errorf("Admit after the resume = %+v, want Proceed", v)
+	}
+}
+
+// With Kueue's topology-aware scheduling, Kueue gates each pod until it has pinned it (node
+// selector): the gang is not tried while any member is still gated, and is tried at once when
+// the last gate goes; a change to a pending member's node selector retries a gang that
+// failed.
+func TestKueuePinsHoldAndRetryTheGang(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj())
+	gated := func(i int) *v1.Pod {
+		return lt.Member("ns", "g", i).SchedulingGates([]string{filing.KueueTopologySchedulingGate}).Obj()
+	}
+	p0, p1 := gated(0), gated(1)
+	m.OnPod(nil, p0)
+	m.OnPod(nil, p1)
+	// Kueue pins and ungates the first pod: the gang waits for the second.
+	pinned0 := pin(p0, "r1")
+	m.OnPod(p0, pinned0)
+	v := m.Gate().Admit(klog.Background(), pinned0)
+	if v.Code != AwaitingKueue || !strings.Contains(v.Message, "waiting for Kueue to place 1 pods") {
+		t.Fatalf("Admit = %+v, want AwaitingKueue for the gated sibling", v)
+	}
+	rec.take()
+	pinned1 := pin(p1, "r1")
+	m.OnPod(p1, pinned1)
+	activated, _, _ := rec.take()
+	if len(activated) != 2 {
+		t.Errorf("activated %v when the last gate went, want both members", activated)
+	}
+	if v := m.Gate().Admit(klog.Background(), pinned1); v.Code != Proceed {
+		t.Fatalf("Admit once Kueue placed every member = %+v, want Proceed", v)
+	}
+	// The gang fails (say, the selector and the plan disagreed) and backs off; Kueue pins a
+	// member again: news, retried without waiting the backoff out.
+	a := assumed(pinned0, "n1")
+	m.Permits().Reserve(klog.Background(), a, "n1")
+	m.Permits().Permit(klog.Background(), a, testPolicy)
+	clk.Step(2 * time.Second)
+	m.Permits().Fail(klog.Background(), pinned1, "0/2 nodes are available", testPolicy)
+	if left := m.permits.backoffLeftLocked(PodGroupKey("ns", "g")); left <= 0 {
+		t.Fatalf("the gang does not back off after its failure (%v)", left)
+	}
+	rec.take()
+	repinned := pin(pinned1, "r2")
+	m.OnPod(pinned1, repinned)
+	// News retries a failed gang no sooner than a second after its failure (the retry
+	// floor), long before its backoff ends.
+	clk.Step(1100 * time.Millisecond)
+	if activated, _, _ := rec.take(); len(activated) == 0 {
+		t.Error("a member's new node selector did not retry its failed gang")
+	}
+}
+
+// pin returns p with Kueue's gate removed and a rack node selector, as Kueue's topology-aware
+// scheduling leaves it.
+func pin(p *v1.Pod, rack string) *v1.Pod {
+	c := p.DeepCopy()
+	c.ResourceVersion += "1"
+	c.Spec.SchedulingGates = nil
+	c.Spec.NodeSelector = map[string]string{"topology.kubernetes.io/rack": rack}
+	return c
+}
+
+func ptrTo[T any](v T) *T { return &v }
