@@ -99,8 +99,8 @@ type Round struct {
 	newsAt time.Time
 
 	// releaseTimer releases the tree if it stays half bound after a failed attempt
-	// (release.go).
-	releaseTimer Timer
+	// (release.go); partialTimer decides its partial binds when they are due (partial.go).
+	releaseTimer, partialTimer Timer
 
 	// boundRecorded: the whole tree was seen bound (for the end-to-end latency metric).
 	boundRecorded bool
@@ -129,7 +129,9 @@ type Outcome struct {
 	Released string
 	// Preempted says which gang preempted the group's running pods, with its priority and
 	// the domain it takes (DisruptionTarget); cleared when the group is placed whole again.
-	Preempted string
+	// DisruptedBy is the reason of that condition: "" for a preemption
+	// (PreemptionByScheduler), ReasonGangReleased for a partial bind released (partial.go).
+	Preempted, DisruptedBy string
 }
 
 // NewAttempts returns an empty record.
@@ -321,6 +323,7 @@ func (as *Attempts) ForgetGroup(k Key) {
 		stopTimer(&r.retryTimer)
 		stopTimer(&r.deadlineTimer)
 		stopTimer(&r.releaseTimer)
+		stopTimer(&r.partialTimer)
 		delete(as.rounds, k)
 	}
 }

@@ -46,6 +46,10 @@ type Group struct {
 	// disrupted: gang preemption evicted the group's pods since it was scheduled; it is a
 	// gang again until it is placed whole, whatever its (terminal) condition says.
 	disrupted bool
+	// partialSince is when the group, allowed whole, became partially bound (a member's bind
+	// failed); zero while it is not. Written on the object (the PartiallyBound condition's
+	// lastTransitionTime) and restored from it, so that any leader ends it at the same time.
+	partialSince time.Time
 }
 
 // NewIndex returns an empty index.
@@ -75,6 +79,14 @@ func (g *Group) EverScheduled() bool { return g.scheduled }
 // Disrupted reports whether gang preemption evicted the group's pods since it was last
 // scheduled.
 func (g *Group) Disrupted() bool { return g != nil && g.disrupted }
+
+// PartialSince is when the group became partially bound, zero while it is not (partial.go).
+func (g *Group) PartialSince() time.Time {
+	if g == nil {
+		return time.Time{}
+	}
+	return g.partialSince
+}
 
 // ParentKey returns the key of the CompositePodGroup the group names as its parent.
 func (g *Group) ParentKey() (Key, bool) {
@@ -276,6 +288,36 @@ func scheduledAsWritten(conditions []metav1.Condition, generation int64) bool {
 		!meta.IsStatusConditionTrue(conditions, v1alpha1.DisruptionTarget)
 }
 
+// partiallyBoundAsWritten returns since when an object says it is partially bound (its
+// PodGroupInitiallyScheduled condition False with reason PartiallyBound, observed at the
+// current generation, not preempted since): it was allowed whole, then a bind failed.
+func partiallyBoundAsWritten(conditions []metav1.Condition, generation int64) (time.Time, bool) {
+	c := meta.FindStatusCondition(conditions, v1alpha1.PodGroupInitiallyScheduled)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonPartiallyBound ||
+		c.ObservedGeneration != generation || meta.IsStatusConditionTrue(conditions, v1alpha1.DisruptionTarget) {
+		return time.Time{}, false
+	}
+	return c.LastTransitionTime.Time, true
+}
+
+// MarkPartial records that the group became partially bound at t, unless it already was; it
+// reports whether this is news.
+func (ix *Index) MarkPartial(k Key, t time.Time) bool {
+	g := ix.entries[k]
+	if g == nil || !g.Exists() || !g.partialSince.IsZero() {
+		return false
+	}
+	g.partialSince = t
+	return true
+}
+
+// ClearPartial records that the group is no longer partially bound.
+func (ix *Index) ClearPartial(k Key) {
+	if g := ix.entries[k]; g != nil {
+		g.partialSince = time.Time{}
+	}
+}
+
 // KeyOfObject returns the key of a PodGroup or CompositePodGroup object.
 func KeyOfObject(obj any) (Key, bool) {
 	switch o := obj.(type) {
@@ -342,6 +384,15 @@ func (ix *Index) Upsert(obj any) []Key {
 		g.scheduled = true
 		g.scheduledMin = g.Minimum()
 	}
+	if since, ok := partiallyBoundAsWritten(conditions, g.Generation()); ok && !g.disrupted && g.partialSince.IsZero() {
+		// Allowed whole, then a bind failed: scheduled, and partially bound since then, as
+		// the leader that wrote it decided (partial.go).
+		if !g.scheduled {
+			g.scheduled = true
+			g.scheduledMin = g.Minimum()
+		}
+		g.partialSince = since
+	}
 	return append(affected, ix.TopOf(k))
 }
 
@@ -361,6 +412,7 @@ func (ix *Index) Delete(obj any) []Key {
 	ix.unlinkParent(g)
 	g.pg, g.cpg = nil, nil
 	g.scheduled, g.scheduledMin, g.problem, g.disrupted = false, 0, "", false
+	g.partialSince = time.Time{}
 	ix.exclusive.Delete(k)
 	affected = append(affected, k)
 	ix.dropIfUnused(k)
@@ -404,6 +456,7 @@ func (ix *Index) MarkScheduled(k Key) bool {
 func (ix *Index) MarkDisrupted(k Key) {
 	if g := ix.entries[k]; g != nil && g.Exists() {
 		g.scheduled, g.scheduledMin, g.disrupted = false, 0, true
+		g.partialSince = time.Time{}
 	}
 }
 

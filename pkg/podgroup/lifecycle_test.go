@@ -1,16 +1,19 @@
 package podgroup
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -315,3 +318,151 @@ func pin(p *v1.Pod, rack string) *v1.Pod {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// partiallyBound makes gang "a" of 3 (with mode, if set) allowed whole, two members bound and
+// the third refused at bind, on a leading model; it returns the pods.
+func partiallyBound(t *testing.T, m *Model, group *v1alpha1.PodGroup) []*v1.Pod {
+	t.Helper()
+	m.Lead()
+	m.OnGroup(nil, group)
+	pods := addPods(m, group.Name, 3)
+	for _, p := range pods {
+		reservePermit(m, p)
+	}
+	m.OnPod(pods[0], assumed(pods[0], "n1"))
+	m.OnPod(pods[1], assumed(pods[1], "n1"))
+	m.Permits().Unreserve(bg, assumed(pods[2], "n1")) // a webhook refused the binding
+	return pods
+}
+
+// A partial bind is resolved by one rule: the member that failed is retried alone for
+// partialBindTimeoutSeconds; a gang still short then is released whole (its bound members
+// evicted, a gang again, DisruptionTarget GangReleased); one that says disruptionMode single
+// keeps running short; one whole again in time is left alone.
+func TestPartialBindIsResolvedByOneRule(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	t.Run("released whole after the timeout", func(t *testing.T) {
+		m, clk, rec := testModel(t)
+		partiallyBound(t, m, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
+		c, _ := m.Gate().Condition(k)
+		if c.Reason != v1alpha1.ReasonPartiallyBound || !c.Since.Equal(clk.Now()) {
+			t.Fatalf("condition %+v, want PartiallyBound since now", c)
+		}
+		clk.Step(DefaultPartialBindTimeout - time.Second)
+		if ev := rec.takeEvicted(); len(ev) != 0 {
+			t.Fatalf("evicted %v before the timeout", ev)
+		}
+		clk.Step(2 * time.Second)
+		if ev := rec.takeEvicted(); fmt.Sprint(ev) != "[a-0 a-1]" {
+			t.Fatalf("evicted %v after the timeout, want both bound members", ev)
+		}
+		if d, ok := m.Gate().Disruption(k); !ok || d.Reason != ReasonGangReleased || !strings.Contains(d.Message, "released: partially bound for 5m0s") {
+			t.Errorf("DisruptionTarget %+v, want GangReleased", d)
+		}
+		if m.index.Get(k).Scheduled() {
+			t.Error("a released gang is still scheduled: its recreated pods would bind one by one")
+		}
+	})
+	t.Run("disruptionMode single keeps running short", func(t *testing.T) {
+		m, clk, rec := testModel(t)
+		partiallyBound(t, m, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).DisruptedOneByOne().Obj())
+		clk.Step(DefaultPartialBindTimeout + time.Second)
+		if ev := rec.takeEvicted(); len(ev) != 0 {
+			t.Fatalf("evicted %v, want none: the gang may run short", ev)
+		}
+		if c, _ := m.Gate().Condition(k); c.Reason != v1alpha1.ReasonPartiallyBound || !strings.Contains(c.Message, "running short") {
+			t.Errorf("condition %+v, want running short", c)
+		}
+		clk.Step(time.Hour)
+		if ev := rec.takeEvicted(); len(ev) != 0 {
+			t.Fatalf("evicted %v later", ev)
+		}
+	})
+	t.Run("whole again in time", func(t *testing.T) {
+		m, clk, rec := testModel(t)
+		pods := partiallyBound(t, m, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
+		clk.Step(time.Minute)
+		if d := reservePermit(m, pods[2]); !d.Allow {
+			t.Fatalf("retry: %+v, want allowed alone", d)
+		}
+		m.OnPod(pods[2], assumed(pods[2], "n1"))
+		clk.Step(DefaultPartialBindTimeout)
+		if ev := rec.takeEvicted(); len(ev) != 0 {
+			t.Fatalf("evicted %v from a gang whole again", ev)
+		}
+		if c, _ := m.Gate().Condition(k); c.Reason != v1alpha1.ReasonScheduled {
+			t.Errorf("condition %+v, want Scheduled", c)
+		}
+	})
+}
+
+// The partial bind is decided the same after a restart: a new leader reads when the gang
+// became partially bound from its condition, treats it as scheduled (not half bound: its
+// running pods are not released after one backoff), and releases it at the same moment the
+// old leader would have. A standby releases nothing.
+func TestPartialBindSurvivesARestart(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	m, clk, _ := testModel(t)
+	pods := partiallyBound(t, m, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
+	since := clk.Now()
+	c, _ := m.Gate().Condition(k)
+	// What the old leader wrote.
+	var conds []metav1.Condition
+	setCondition(&conds, v1alpha1.PodGroupInitiallyScheduled, c)
+	if got := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled).LastTransitionTime.Time; !got.Equal(since) {
+		t.Fatalf("written lastTransitionTime %v, want %v", got, since)
+	}
+	written := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Conditions(conds...).Obj()
+
+	clk.Step(2 * time.Minute) // the old leader dies; the new one starts
+	nm, _, nrec := testModel(t)
+	nm.clock = clk
+	nm.OnGroup(nil, written)
+	nm.OnPod(nil, assumed(pods[0], "n1"))
+	nm.OnPod(nil, assumed(pods[1], "n1"))
+	nm.OnPod(nil, pods[2])
+	g := nm.index.Get(k)
+	if !g.Scheduled() || !g.PartialSince().Equal(since) {
+		t.Fatalf("restored scheduled=%v partialSince=%v, want scheduled, partially bound since %v", g.Scheduled(), g.PartialSince(), since)
+	}
+	if v := nm.Gate().Admit(bg, pods[2]); v.Code != Proceed {
+		t.Fatalf("the missing member: %+v, want Proceed (retried alone)", v)
+	}
+	// A standby decides nothing, even past the deadline.
+	clk.Step(DefaultPartialBindTimeout)
+	if ev := nrec.takeEvicted(); len(ev) != 0 {
+		t.Fatalf("a standby evicted %v", ev)
+	}
+	// It leads: the decision the old leader would have made is due, and made.
+	nm.Lead()
+	clk.Step(time.Millisecond)
+	if ev := nrec.takeEvicted(); fmt.Sprint(ev) != "[a-0 a-1]" {
+		t.Fatalf("new leader evicted %v, want both bound members", ev)
+	}
+}
+
+// A new leader that takes over before the deadline releases at the old leader's deadline, not
+// a full timeout after it started.
+func TestPartialBindDeadlineIsTheOldLeaders(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	m, clk, _ := testModel(t)
+	pods := partiallyBound(t, m, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
+	c, _ := m.Gate().Condition(k)
+	var conds []metav1.Condition
+	setCondition(&conds, v1alpha1.PodGroupInitiallyScheduled, c)
+	clk.Step(4 * time.Minute)
+	nm, _, nrec := testModel(t)
+	nm.clock = clk
+	nm.Lead()
+	nm.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Conditions(conds...).Obj())
+	nm.OnPod(nil, assumed(pods[0], "n1"))
+	nm.OnPod(nil, assumed(pods[1], "n1"))
+	clk.Step(59 * time.Second)
+	if ev := nrec.takeEvicted(); len(ev) != 0 {
+		t.Fatalf("evicted %v before the old leader's deadline", ev)
+	}
+	clk.Step(2 * time.Second)
+	if ev := nrec.takeEvicted(); fmt.Sprint(ev) != "[a-0 a-1]" {
+		t.Fatalf("evicted %v at the old leader's deadline, want both bound members", ev)
+	}
+}

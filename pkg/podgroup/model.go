@@ -63,6 +63,8 @@ type Model struct {
 	// knownReady remembers, per PodGroup, whether its path was ready by the pods that exist
 	// at the last refresh: a flip to ready activates its gated members.
 	knownReady map[Key]bool
+	// leading: the scheduler leads (Lead was called); only the leader releases gangs.
+	leading bool
 
 	priorityLister schedulinglisters.PriorityClassLister
 }
@@ -73,6 +75,9 @@ type Profile struct {
 	Name string
 	// JobGroupTimeout is how long pods of a Job that gets a gang wait for its PodGroup.
 	JobGroupTimeout time.Duration
+	// PartialBindTimeout is how long a gang stays partially bound before it is released
+	// whole (partial.go).
+	PartialBindTimeout time.Duration
 	// Validators check group specs against the profile's configuration (e.g. topology
 	// levels); a group that fails one is Invalid.
 	Validators []Validator
@@ -278,11 +283,14 @@ func (m *Model) AddProfile(p Profile) {
 	m.mu.Lock()
 	prof := m.profiles[p.Name]
 	if prof == nil {
-		prof = &Profile{Name: p.Name, JobGroupTimeout: 2 * time.Minute}
+		prof = &Profile{Name: p.Name, JobGroupTimeout: 2 * time.Minute, PartialBindTimeout: DefaultPartialBindTimeout}
 		m.profiles[p.Name] = prof
 	}
 	if p.JobGroupTimeout > 0 {
 		prof.JobGroupTimeout = p.JobGroupTimeout
+	}
+	if p.PartialBindTimeout > 0 {
+		prof.PartialBindTimeout = p.PartialBindTimeout
 	}
 	prof.Validators = append(prof.Validators, p.Validators...)
 	eff := m.newEffects(m.logger)
@@ -410,6 +418,14 @@ func (m *Model) OnGroup(old, obj any) {
 			eff.reshape(top)
 		}
 		m.refileGroupUnitsLocked(eff, k)
+		if root, ok := m.index.RootOf(k); ok {
+			for _, pk := range m.index.PodGroupsOf(root) {
+				if !m.index.Get(pk).PartialSince().IsZero() {
+					m.permits.armPartialLocked(root) // partially bound, as the object says
+					break
+				}
+			}
+		}
 		if old != nil && specChanged(old, obj) {
 			if root, ok := m.index.RootOf(k); ok {
 				m.permits.pokeLocked(root, fmt.Sprintf("%s changed", k))
@@ -575,7 +591,19 @@ func (m *Model) priorityLocked(pod *v1.Pod, root Key) int32 {
 // announced now (events per pod, conditions), and held members are looked at again.
 func (m *Model) Lead() {
 	m.mu.Lock()
+	m.leading = true
 	m.noticed = sets.New[types.UID]()
+	roots := sets.New[Key]()
+	for _, k := range m.index.Keys() {
+		if !m.index.Get(k).PartialSince().IsZero() {
+			if root, ok := m.index.RootOf(k); ok {
+				roots.Insert(root)
+			}
+		}
+	}
+	for root := range roots {
+		m.permits.armPartialLocked(root) // decisions a standby's timers left
+	}
 	for _, k := range m.index.Keys() {
 		if m.index.Get(k).Exists() {
 			m.status.Enqueue(k)

@@ -332,7 +332,7 @@ func (p *Permits) markScheduledLocked(logger klog.Logger, root Key, placed *read
 // requirement is met. A root scheduled waits no more: the observer hears of it.
 func (p *Permits) scheduledLocked(k Key) {
 	o := p.attempts.Outcome(k)
-	o.Failure, o.Preempting, o.Reserving, o.Released, o.Preempted = "", "", "", "", ""
+	o.Failure, o.Preempting, o.Reserving, o.Released, o.Preempted, o.DisruptedBy = "", "", "", "", "", ""
 	if root, ok := p.m.index.RootOf(k); ok && root == k {
 		if r := p.attempts.Round(root); r != nil {
 			r.waitingSince = time.Time{}
@@ -445,7 +445,8 @@ func (p *Permits) NotePreempted(root Key, msg string) bool {
 	news := p.attempts.OutcomeOf(root).Preempted != msg || !m.index.Get(root).Disrupted()
 	for _, k := range m.index.Subtree(root) {
 		m.index.MarkDisrupted(k)
-		p.attempts.Outcome(k).Preempted = msg
+		o := p.attempts.Outcome(k)
+		o.Preempted, o.DisruptedBy = msg, ""
 		m.status.Enqueue(k)
 	}
 	return news
@@ -489,17 +490,7 @@ func (p *Permits) unreserveLocked(eff *effects, logger klog.Logger, pod *v1.Pod)
 		logger.V(4).Info("Waiting member rejected by the scheduler", "pod", klog.KObj(pod), "group", a.Group, "root", a.Root)
 		p.releaseHopelessLocked(eff, logger, a.Root, fmt.Sprintf("pod %s stopped waiting", pod.Name))
 	case Allowed:
-		g := m.index.Get(a.Group)
-		min := 0
-		if g.Exists() {
-			min = g.Minimum()
-		}
-		msg := fmt.Sprintf("partially bound: %d of %d pods bound; binding pod %s failed after the gang was allowed (it is retried alone)",
-			m.members.BoundOrRan(a.Group), min, pod.Name)
-		p.attempts.Outcome(a.Group).Partial = msg
-		m.status.Enqueue(a.Group)
-		metrics.partialBinds.Inc()
-		logger.V(2).Info("Gang partially bound", "pod", klog.KObj(pod), "group", a.Group, "root", a.Root, "why", msg)
+		p.partialLocked(logger, pod, a.Group, a.Root)
 	}
 }
 
@@ -701,11 +692,10 @@ func (p *Permits) boundLocked(pod *v1.Pod, k Key) {
 	if a := p.attempts.Remove(pod.UID); a != nil {
 		m.logger.V(5).Info("Member bound", "pod", klog.KObj(pod), "group", k, "node", pod.Spec.NodeName)
 	}
-	if g := m.index.Get(k); g.Exists() && m.members.BoundOrRan(k) >= g.Minimum() {
-		p.attempts.Outcome(k).Partial = ""
-	}
+	p.wholeAgainLocked(k)
 	if root, ok := m.index.RootOf(k); ok {
 		p.observeBoundLocked(root)
+		p.armPartialLocked(root)
 	}
 }
 

@@ -51,6 +51,9 @@ type Condition struct {
 	// the kind of message) stays; a change of them alone is written at most every
 	// detailsRefresh.
 	Details bool
+	// Since, if set, is the condition's lastTransitionTime: when the state it reports began
+	// (a partial bind), which a new leader restores from the object.
+	Since time.Time
 }
 
 // sameAs compares what a condition says; the event note is not part of it.
@@ -91,8 +94,11 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 			return Condition{}, false // True once the binds are done: a failed bind is reported instead
 		}
 		for _, pk := range m.index.PodGroupsOf(k) {
-			if p := m.permits.attempts.OutcomeOf(pk).Partial; p != "" {
-				return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPartiallyBound, Message: p, Note: p}, true
+			if p := m.permits.partialMessageLocked(pk); p != "" {
+				// Since: the condition's lastTransitionTime is when the gang became partially
+				// bound, the fact a new leader restores (partial.go).
+				return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPartiallyBound, Message: p, Note: p,
+					Since: m.index.Get(pk).PartialSince()}, true
 			}
 		}
 		var msg string
@@ -161,7 +167,7 @@ func (m *Model) disruptionLocked(k Key, g *Group) (Condition, bool) {
 	var c Condition
 	switch preempted := m.permits.attempts.OutcomeOf(k).Preempted; {
 	case preempted != "":
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonPreemptionByScheduler, preempted
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, reasonOfDisruption(m.permits.attempts.OutcomeOf(k)), preempted
 		if now, ok := m.conditionLocked(k, g); ok && now.Status == metav1.ConditionFalse {
 			c.Message += "; now " + now.Message
 			c.Details = now.Details
@@ -428,7 +434,8 @@ func (w *StatusWriter) due(written map[Key]writtenCondition, k Key, uid types.UI
 	return cur == nil || cur.Status != want.Status || cur.Reason != want.Reason || cur.Message != want.Message
 }
 
-// setCondition sets a condition of type condType to want.
+// setCondition sets a condition of type condType to want; its lastTransitionTime is want's
+// Since when set.
 func setCondition(conditions *[]metav1.Condition, condType string, want Condition) {
 	meta.SetStatusCondition(conditions, metav1.Condition{
 		Type:               condType,
@@ -437,6 +444,9 @@ func setCondition(conditions *[]metav1.Condition, condType string, want Conditio
 		Message:            want.Message,
 		ObservedGeneration: want.Generation,
 	})
+	if !want.Since.IsZero() {
+		meta.FindStatusCondition(*conditions, condType).LastTransitionTime = metav1.NewTime(want.Since)
+	}
 }
 
 // ignoreNotFound drops a deleted group: there is nothing left to write.

@@ -29,6 +29,12 @@ type LockstepGangArgs struct {
 	// released and the gang waits its turn again, so that a domain whose pods never end is
 	// not held idle forever.
 	ReservationTimeoutSeconds int64
+	// PartialBindTimeoutSeconds bounds how long a gang stays partially bound (a member it
+	// was allowed with failed to bind: a webhook refused it, its node went away) while the
+	// member is retried alone. Then a gang whose disruption unit is all is released whole
+	// (its bound members evicted, so that it is placed whole again); a gang that says
+	// disruptionMode single keeps running short.
+	PartialBindTimeoutSeconds int64
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -80,7 +80,8 @@ func New(_ context.Context, obj runtime.Object, handle fwk.Handle, groups Gate, 
 	if err := validation.ValidateLockstepGangArgs(field.NewPath(Name+"Args"), args); err != nil {
 		return nil, err
 	}
-	groups.AddProfile(podgroup.Profile{Name: handle.ProfileName(), JobGroupTimeout: time.Duration(args.JobGroupTimeoutSeconds) * time.Second})
+	groups.AddProfile(podgroup.Profile{Name: handle.ProfileName(), JobGroupTimeout: time.Duration(args.JobGroupTimeoutSeconds) * time.Second,
+		PartialBindTimeout: time.Duration(args.PartialBindTimeoutSeconds) * time.Second})
 	return &Gang{
 		handle:  handle,
 		groups:  groups,
@@ -113,6 +114,7 @@ func defaultArgs() *config.LockstepGangArgs {
 		JobGroupTimeoutSeconds:    configv1.DefaultJobGroupTimeoutSeconds,
 		ReserveAfterSeconds:       configv1.DefaultReserveAfterSeconds,
 		ReservationTimeoutSeconds: configv1.DefaultReservationTimeoutSeconds,
+		PartialBindTimeoutSeconds: configv1.DefaultPartialBindTimeoutSeconds,
 	}
 }
 

@@ -31,6 +31,8 @@ func TestNewValidatesArgs(t *testing.T) {
 			want: "LockstepGangArgs.permitTimeoutSeconds: Invalid value: 0: must be greater than 0"},
 		{name: "negative backoff", args: &config.LockstepGangArgs{PermitTimeoutSeconds: 1, BackoffSeconds: -1, JobGroupTimeoutSeconds: 1},
 			want: "LockstepGangArgs.backoffSeconds: Invalid value: -1: must not be negative"},
+		{name: "zero partial bind timeout", args: &config.LockstepGangArgs{PermitTimeoutSeconds: 1, BackoffSeconds: 1, JobGroupTimeoutSeconds: 1, ReservationTimeoutSeconds: 1},
+			want: "LockstepGangArgs.partialBindTimeoutSeconds: Invalid value: 0: must be greater than 0"},
 		{name: "args of another plugin", args: &v1.Pod{}, want: "want args of type LockstepGangArgs"},
 	}
 	for _, tc := range tests {

@@ -317,3 +317,36 @@ func pgNames(pgs []v1alpha1.PodGroup) []string {
 	}
 	return out
 }
+
+// A Job queued (suspended) for longer than jobGroupTimeoutSeconds is a gang once admitted
+// like any other: its pods wait for the PodGroup lockstep's workload controller makes, from
+// their own creation, and bind whole once it exists — none binds alone before it. (Kueue keeps
+// Jobs suspended for as long as they queue; the timeout is 3 s here, 120 s as shipped.)
+func TestJobQueuedPastTheGroupTimeoutIsAGang(t *testing.T) {
+	e := &env{Env: testenv.Start(t), t: t}
+	e.ns = e.Namespace(t, "queued")
+	e.CreateNodes(t, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
+	e.StartKubeControllers(t)
+	e.StartScheduler(t, testenv.GangArgs{"backoffSeconds": 1, "jobGroupTimeoutSeconds": 3})
+	job := e.createJob(lt.MakeJob().Namespace(e.ns).Name("queued").Indexed(4).Req(lt.CPU("1")).Suspend(true).Obj())
+	time.Sleep(5 * time.Second) // queued past the timeout
+
+	cur, err := e.Client.BatchV1().Jobs(e.ns).Get(context.Background(), job.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Suspend = ptr.To(false)
+	if _, err := e.Client.BatchV1().Jobs(e.ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Admitted: the pods exist, the PodGroup not yet (the workload controller is slow to
+	// come): they wait for it.
+	e.waitPods(job.Name, 4, 0)
+	testenv.Consistently(t, time.Second, "no pod of the admitted Job bound alone", func() (bool, string) {
+		pods := e.jobPods(job.Name)
+		return bound(pods) == 0, fmt.Sprint(pods)
+	})
+	e.StartJobController(t)
+	e.waitPods(job.Name, 4, 4)
+	e.WaitCondition(t, "PodGroup", e.ns, filing.JobGroupName(job.Name, job.UID), metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed together")
+}

@@ -24,18 +24,18 @@ func TestDecodeLockstepGangArgs(t *testing.T) {
 	}{
 		{
 			name: "explicit",
-			args: "permitTimeoutSeconds: 30\n          backoffSeconds: 2\n          reserveAfterSeconds: 0",
-			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 30, BackoffSeconds: 2, JobGroupTimeoutSeconds: 120, ReserveAfterSeconds: 0, ReservationTimeoutSeconds: 1800},
+			args: "permitTimeoutSeconds: 30\n          backoffSeconds: 2\n          reserveAfterSeconds: 0\n          partialBindTimeoutSeconds: 60",
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 30, BackoffSeconds: 2, JobGroupTimeoutSeconds: 120, ReserveAfterSeconds: 0, ReservationTimeoutSeconds: 1800, PartialBindTimeoutSeconds: 60},
 		},
 		{
 			name: "defaults",
 			args: "{}",
-			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 10, JobGroupTimeoutSeconds: 120, ReserveAfterSeconds: 300, ReservationTimeoutSeconds: 1800},
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 10, JobGroupTimeoutSeconds: 120, ReserveAfterSeconds: 300, ReservationTimeoutSeconds: 1800, PartialBindTimeoutSeconds: 300},
 		},
 		{
 			name: "partly set",
 			args: "backoffSeconds: 0",
-			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 0, JobGroupTimeoutSeconds: 120, ReserveAfterSeconds: 300, ReservationTimeoutSeconds: 1800},
+			want: &config.LockstepGangArgs{PermitTimeoutSeconds: 60, BackoffSeconds: 0, JobGroupTimeoutSeconds: 120, ReserveAfterSeconds: 300, ReservationTimeoutSeconds: 1800, PartialBindTimeoutSeconds: 300},
 		},
 	}
 	for _, tc := range tests {

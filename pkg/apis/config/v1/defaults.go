@@ -54,6 +54,9 @@ const (
 	// DefaultReservationTimeoutSeconds: half an hour of holding a domain whose pods do not
 	// end is enough; the gang's turn comes again.
 	DefaultReservationTimeoutSeconds int64 = 1800
+	// DefaultPartialBindTimeoutSeconds: five minutes of retries outlast a webhook's or an
+	// apiserver's passing refusal; a gang short longer than that holds room for nothing.
+	DefaultPartialBindTimeoutSeconds int64 = 300
 )
 
 // SetDefaults_LockstepGangArgs fills unset fields.
@@ -77,6 +80,10 @@ func SetDefaults_LockstepGangArgs(obj *LockstepGangArgs) {
 	if obj.ReservationTimeoutSeconds == nil {
 		v := DefaultReservationTimeoutSeconds
 		obj.ReservationTimeoutSeconds = &v
+	}
+	if obj.PartialBindTimeoutSeconds == nil {
+		v := DefaultPartialBindTimeoutSeconds
+		obj.PartialBindTimeoutSeconds = &v
 	}
 }
 

@@ -32,6 +32,12 @@ type LockstepGangArgs struct {
 	// waits its turn again. Default 1800.
 	// +optional
 	ReservationTimeoutSeconds *int64 `json:"reservationTimeoutSeconds,omitempty"`
+	// partialBindTimeoutSeconds bounds how long a gang stays partially bound (a member it was
+	// allowed with failed to bind) while the member is retried alone; then the gang is
+	// released whole, unless it says disruptionMode single (it keeps running short).
+	// Default 300.
+	// +optional
+	PartialBindTimeoutSeconds *int64 `json:"partialBindTimeoutSeconds,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -122,6 +122,9 @@ func autoConvert_v1_LockstepGangArgs_To_config_LockstepGangArgs(in *LockstepGang
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.ReservationTimeoutSeconds, &out.ReservationTimeoutSeconds, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.PartialBindTimeoutSeconds, &out.PartialBindTimeoutSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -144,6 +147,9 @@ func autoConvert_config_LockstepGangArgs_To_v1_LockstepGangArgs(in *config.Locks
 		return err
 	}
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.ReservationTimeoutSeconds, &out.ReservationTimeoutSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.PartialBindTimeoutSeconds, &out.PartialBindTimeoutSeconds, s); err != nil {
 		return err
 	}
 	return nil

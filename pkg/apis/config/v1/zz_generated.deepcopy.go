@@ -94,6 +94,11 @@ func (in *LockstepGangArgs) DeepCopyInto(out *LockstepGangArgs) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.PartialBindTimeoutSeconds != nil {
+		in, out := &in.PartialBindTimeoutSeconds, &out.PartialBindTimeoutSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 

@@ -28,6 +28,9 @@ func ValidateLockstepGangArgs(path *field.Path, args *config.LockstepGangArgs) e
 	if args.ReservationTimeoutSeconds <= 0 {
 		errs = append(errs, field.Invalid(path.Child("reservationTimeoutSeconds"), args.ReservationTimeoutSeconds, "must be greater than 0"))
 	}
+	if args.PartialBindTimeoutSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("partialBindTimeoutSeconds"), args.PartialBindTimeoutSeconds, "must be greater than 0"))
+	}
 	return errs.ToAggregate()
 }
 
