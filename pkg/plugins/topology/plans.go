@@ -67,6 +67,10 @@ type Plans struct {
 	// held once the tree is heard scheduled (its leaders were allowed), forgotten when its
 	// next attempt ends.
 	followerRoom map[podgroup.Key]*Reservation
+	// victimsLeft counts the victims of a preempting plan that still exist (nil: none are
+	// looked for): such a plan, and its members' nominations, outlive its expiry until they
+	// are gone, however long their graceful termination takes.
+	victimsLeft func(*Plan) int
 }
 
 // refusal is a node Filter refused a planned member, and why.
@@ -96,10 +100,28 @@ func (p *Plans) Get(root podgroup.Key) *Plan {
 func (p *Plans) liveLocked(root podgroup.Key) *Plan {
 	plan := p.byRoot[root]
 	if plan != nil && p.now().After(plan.Expires) {
+		if len(plan.Victims) > 0 && p.victimsLeft != nil && p.victimsLeft(plan) > 0 {
+			// Its victims still terminate (a checkpointing job may take ten minutes): the
+			// room they free is the tree's, not the next pod's.
+			plan.Expires = p.now().Add(victimsRecheck)
+			return plan
+		}
 		delete(p.byRoot, root)
 		return nil
 	}
 	return plan
+}
+
+// victimsRecheck is how long a preempting plan past its expiry is kept before its victims
+// are counted again.
+const victimsRecheck = 30 * time.Second
+
+// WatchVictims tells the plans how to count the victims of a preempting plan that still
+// exist: such a plan lives until they are gone.
+func (p *Plans) WatchVictims(left func(*Plan) int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.victimsLeft = left
 }
 
 // Store keeps a plan for its root, replacing any earlier one.

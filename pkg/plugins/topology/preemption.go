@@ -33,8 +33,9 @@ import (
 // evictionWorkers bounds the parallel API calls of one preemption.
 const evictionWorkers = 16
 
-// victimsGrace is the least time a preempting plan waits for its victims: their graceful
-// termination (30 s by default) may outlast planTTLSeconds.
+// victimsGrace is the least time a preempting plan is kept before its victims are counted
+// (Plans keeps it while any is left): their graceful termination (30 s by default) may
+// outlast planTTLSeconds.
 const victimsGrace = 2 * time.Minute
 
 // preempt runs for a gang member that fits nowhere. It never returns plain Unschedulable,

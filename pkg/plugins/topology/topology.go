@@ -170,6 +170,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 			return nil, err
 		}
 		pl.defaultPreemption = pp
+		plans.WatchVictims(pl.victimsLeft)
 	}
 	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
 	return pl, nil

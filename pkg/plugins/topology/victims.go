@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -28,8 +29,8 @@ import (
 // of the domain's nodes, the tree is planned on the copy, and then, most important first,
 // every victim that the plan does not need gone is given back (upstream's reprieve, with
 // the plan held fixed). A running gang is one victim: all its bound members or none. The
-// domain chosen is the cheapest by (highest victim priority, gangs broken, pods evicted,
-// PodDisruptionBudgets violated).
+// domain chosen is the cheapest by (PodDisruptionBudgets violated, highest victim priority,
+// gangs broken, pods evicted).
 
 // preemptionTimeLimit bounds the dry runs of one decision once a domain was found.
 const preemptionTimeLimit = 2 * time.Second
@@ -58,16 +59,19 @@ type preemptionCost struct {
 	lasting int
 }
 
+// less orders domains as upstream orders preemption candidates, gangs counted: fewest
+// PodDisruptionBudget violations, then the lowest highest victim priority, then fewest gangs
+// broken, then fewest pods.
 func (a preemptionCost) less(b preemptionCost) bool {
 	switch {
+	case a.pdb != b.pdb:
+		return a.pdb < b.pdb
 	case a.priority != b.priority:
 		return a.priority < b.priority
 	case a.gangs != b.gangs:
 		return a.gangs < b.gangs
-	case a.pods != b.pods:
-		return a.pods < b.pods
 	}
-	return a.pdb < b.pdb
+	return a.pods < b.pods
 }
 
 // sooner orders the domains a reservation could hold by how soon they are likely to be
@@ -341,23 +345,44 @@ func (pl *Topology) freeDomain(ctx context.Context, dry *dryRun, d *domain) *pre
 	if len(candidates) == 0 && terminating == 0 {
 		return nil
 	}
-	// A copy of every node a candidate (or a leaving pod) is on, without them; the PreFilter
-	// states of the plan forget them too.
-	sim := newSimulation(dry.infos, dry.topo)
-	removed := leavingInfos(d, dry.leaving)
-	for _, u := range candidates {
-		removed = append(removed, u.Pods()...)
+	// The tree is planned as if the lowest tier of victims were gone, then the next, ...:
+	// the plan takes room from pods of the lowest priority that can give it, never from a
+	// pod of priority 90 where pods of priority 1 would do (the reprieve below holds the
+	// plan fixed, so it cannot undo the plan's choice). In a domain an exclusive group takes,
+	// every pod goes.
+	var sim *simulation
+	var removed []fwk.PodInfo
+	var plan *Plan
+	tiers := priorityTiers(candidates)
+	if dry.exclusive {
+		tiers = tiers[len(tiers)-1:]
 	}
-	for _, pi := range removed {
-		sim.remove(logger, pi.GetPod())
-	}
-	scope := &planScope{verdicts: dry.verdicts, removed: removed, outside: func(n *node) string {
-		if inDomain.Has(n.name) {
-			return ""
+	for _, ceiling := range tiers {
+		// A copy of every node a candidate of the tier (or a leaving pod) is on, without
+		// them; the PreFilter states of the plan forget them too.
+		sim = newSimulation(dry.infos, dry.topo)
+		removed = leavingInfos(d, dry.leaving)
+		var tier []*victimUnit
+		for _, u := range candidates {
+			if u.Priority() <= ceiling {
+				tier = append(tier, u)
+				removed = append(removed, u.Pods()...)
+			}
 		}
-		return "outside the domain being freed"
-	}}
-	plan, _ := pl.planTree(ctx, dry.tree, sim.infos, scope)
+		for _, pi := range removed {
+			sim.remove(logger, pi.GetPod())
+		}
+		scope := &planScope{verdicts: dry.verdicts, removed: removed, outside: func(n *node) string {
+			if inDomain.Has(n.name) {
+				return ""
+			}
+			return "outside the domain being freed"
+		}}
+		if plan, _ = pl.planTree(ctx, dry.tree, sim.infos, scope); plan != nil {
+			candidates = tier
+			break
+		}
+	}
 	if plan == nil {
 		return nil
 	}
@@ -393,6 +418,31 @@ func (pl *Topology) freeDomain(ctx context.Context, dry *dryRun, d *domain) *pre
 	// No victims: the tree fits once the pods already terminating here are gone; the
 	// cheapest choice of all, and one that evicts nobody.
 	return c
+}
+
+// maxPriorityTiers bounds the plans one domain's dry run makes, one per tier of victims.
+const maxPriorityTiers = 6
+
+// priorityTiers returns the ceilings of the tiers a dry run frees a domain by, lowest first:
+// each distinct victim priority, at most maxPriorityTiers of them (spread over the range,
+// the highest always last), so that the last tier takes every candidate. At least one.
+func priorityTiers(units []*victimUnit) []int32 {
+	distinct := sets.New[int32]()
+	for _, u := range units {
+		distinct.Insert(u.Priority())
+	}
+	all := sets.List(distinct)
+	if len(all) == 0 {
+		return []int32{math.MaxInt32}
+	}
+	if len(all) <= maxPriorityTiers {
+		return all
+	}
+	out := make([]int32, 0, maxPriorityTiers)
+	for i := 1; i <= maxPriorityTiers; i++ {
+		out = append(out, all[i*len(all)/maxPriorityTiers-1])
+	}
+	return out
 }
 
 // pdbViolations counts, per unit, the pods whose eviction a PodDisruptionBudget does not

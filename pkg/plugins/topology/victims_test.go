@@ -302,3 +302,49 @@ func victimsOn(t *testing.T, nodes []*v1.Node, pending, running []*v1.Pod) *pree
 	}
 	return c
 }
+
+// Inside a domain the victims are the lowest-priority pods that make room: the tree is
+// planned as if the lowest tier of victims were gone first, so a pod of priority 90 is not
+// evicted where four of priority 1 would do, even though it is one pod against four.
+func TestPreemptionPrefersLowerPriorityVictimsInADomain(t *testing.T) {
+	var pods []*v1.Pod
+	for _, rack := range []string{"z0-r1", "z1-r0", "z1-r1"} {
+		pods = append(pods, runningRack(rack, 2000)...) // not evictable
+	}
+	pods = append(pods, running("ninety", "z0-r0-h0", "4", 90, ""))
+	pods = append(pods, fill("z0-r0-h1", 4, 1)...)
+	c, why := choose(t, 1, "4", nil, pods)
+	if c == nil {
+		t.Fatalf("no choice: %s", why)
+	}
+	if got := victimNamesOf(c); fmt.Sprint(got) != "[z0-r0-h1-p0 z0-r0-h1-p1 z0-r0-h1-p2 z0-r0-h1-p3]" || c.cost.priority != 1 {
+		t.Errorf("evicting %v (highest priority %d), want the four pods of priority 1", got, c.cost.priority)
+	}
+}
+
+// Across domains PodDisruptionBudgets count first, as upstream ranks candidates: a rack whose
+// victims have a higher priority but violate no budget wins over one whose victim a budget
+// protects.
+func TestPreemptionCountsBudgetsFirst(t *testing.T) {
+	var pods []*v1.Pod
+	for _, rack := range []string{"z1-r0", "z1-r1"} {
+		pods = append(pods, runningRack(rack, 2000)...)
+	}
+	// Rack z0-r0: victims of priority 5, one protected; rack z0-r1: priority 50, free.
+	pods = append(pods, running("a", "z0-r0-h0", "4", 5, ""))
+	pods = append(pods, fill("z0-r0-h1", 4, 2000)...)
+	pods = append(pods, running("b", "z0-r1-h0", "4", 50, ""))
+	pods = append(pods, fill("z0-r1-h1", 4, 2000)...)
+	pdb := &policy.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},
+		Spec:       policy.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}},
+		Status:     policy.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
+	}
+	c, why := choose(t, 1, "4", nil, pods, pdb)
+	if c == nil {
+		t.Fatalf("no choice: %s", why)
+	}
+	if got := victimNamesOf(c); fmt.Sprint(got) != "[b]" || c.domain != "rack z0-r1" {
+		t.Errorf("chose %s evicting %v, want rack z0-r1 evicting b (no budget violated)", c.domain, got)
+	}
+}

@@ -1,0 +1,40 @@
+package topology
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// A preempting plan, and with it its members' nominations, lives while any of its victims
+// still exists, however long their termination takes (a checkpointing job's ten minutes);
+// once they are gone it expires as any plan.
+func TestPreemptingPlanLivesWhileVictimsRemain(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	plans := NewPlans()
+	plans.now = func() time.Time { return now }
+	left := 1
+	plans.WatchVictims(func(*Plan) int { return left })
+	root := podgroup.PodGroupKey("ns", "hi")
+	plans.Store(&Plan{Root: root, Expires: now.Add(victimsGrace), Freed: "rack r1",
+		Victims: map[types.UID]types.NamespacedName{"v": {Namespace: "ns", Name: "v"}}})
+	for range 20 { // ten minutes
+		now = now.Add(victimsRecheck)
+		if plans.Get(root) == nil {
+			t.Fatalf("the plan expired at %s while a victim still terminates", now.Format(time.TimeOnly))
+		}
+	}
+	left = 0
+	now = now.Add(victimsRecheck + time.Second)
+	if plans.Get(root) != nil {
+		t.Error("the plan outlived its victims and its expiry")
+	}
+	plans.Store(&Plan{Root: root, Expires: now.Add(time.Minute)})
+	now = now.Add(2 * time.Minute)
+	if plans.Get(root) != nil {
+		t.Error("a plan that preempted nobody outlived its expiry")
+	}
+}
