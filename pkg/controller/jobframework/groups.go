@@ -142,7 +142,8 @@ func (r *Reconciler) ensurePodGroup(ctx context.Context, it item, a Adapter, obj
 			OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj), workloadRef(wl)}},
 		Spec: v1alpha1.PodGroupSpec{
 			WorkloadRef:            &v1alpha1.WorkloadReference{WorkloadName: wl.Name, TemplateName: g.Template},
-			SchedulingPolicy:       v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min, Leaders: g.Leaders}},
+			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min, Leaders: g.Leaders,
+				FollowersTimeoutSeconds: g.FollowersTimeoutSeconds}},
 			SchedulingConstraints:  g.Constraints(),
 			PriorityClassName:      g.PriorityClassName,
 			ScheduleTimeoutSeconds: g.ScheduleTimeoutSeconds,

@@ -137,8 +137,10 @@ type Group struct {
 	Template string
 	// Min is the gang's minCount (PodGroup) or minGroupCount (CompositePodGroup).
 	Min int32
-	// Leaders is a PodGroup's gang.leaders: members that bind before the others exist.
-	Leaders  int32
+	// Leaders is a PodGroup's gang.leaders: members that bind before the others exist;
+	// FollowersTimeoutSeconds its gang.followersTimeoutSeconds (nil: the default).
+	Leaders                 int32
+	FollowersTimeoutSeconds *int32
 	Topology []v1alpha1.TopologyConstraint
 	// PriorityClassName is the priority of the group (for preemption).
 	PriorityClassName string

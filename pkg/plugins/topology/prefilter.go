@@ -24,10 +24,13 @@ import (
 // in groups already scheduled, keep to the domains their placed siblings chose.
 //
 // Where exclusive groups hold domains, a pod no plan narrowed to its node also gets, in the
-// cycle state, the nodes closed to it, which Filter refuses (exclusive.go).
+// cycle state, the nodes closed to it, which Filter refuses (exclusive.go), and the
+// reservations that hold room against it (reservations.go). A member narrowed to one node by
+// anything else than its plan (its group's domain is one host) is checked like any pod: only
+// a plan already did without the room they hold.
 func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	res, s := pl.preFilter(ctx, state, pod, nodes)
-	if podgroup.Planning(state) || (!s.IsSuccess() && !s.IsSkip()) || (res != nil && res.NodeNames.Len() == 1) {
+	if podgroup.Planning(state) || (!s.IsSuccess() && !s.IsSkip()) || pl.narrowedByPlan(pod, res) {
 		return res, s
 	}
 	if closed := pl.closedTo(pod, nodes); len(closed) > 0 {
@@ -43,6 +46,24 @@ func (pl *Topology) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		}
 	}
 	return res, s
+}
+
+// narrowedByPlan reports whether res narrows the pod to the one node its tree's live plan
+// gives it.
+func (pl *Topology) narrowedByPlan(pod *v1.Pod, res *fwk.PreFilterResult) bool {
+	if res == nil || res.NodeNames.Len() != 1 {
+		return false
+	}
+	sum, ok := pl.trees.Summary(pod)
+	if !ok {
+		return false
+	}
+	plan := pl.plans.Get(sum.Root)
+	if plan == nil {
+		return false
+	}
+	pp, planned := plan.Pods[pod.UID]
+	return planned && res.NodeNames.Has(pp.Node)
 }
 
 func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {

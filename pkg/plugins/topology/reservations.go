@@ -353,13 +353,15 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 	logger := klog.FromContext(ctx)
 	rs := pl.plans.reservations
 	now := rs.now()
-	if p.ReserveAfter <= 0 || p.WaitingSince.IsZero() || now.Sub(p.WaitingSince) < p.ReserveAfter {
+	r := rs.Get(p.Root) // one held as long as it may is gone: the tree waits its turn again
+	// After a reservation timed out, the tree waits reserveAfter again, from then, before
+	// anything is held for it: the domain it held is not held again at its next failure.
+	if p.ReserveAfter <= 0 || p.WaitingSince.IsZero() || now.Sub(rs.waitingSince(p.Root, p.WaitingSince)) < p.ReserveAfter {
 		rs.release(p.Root, "released")
 		return ""
 	}
 	topo := pl.topology.get(pl.levels, infos)
 	level, _ := topo.constraintLevels(tree)
-	r := rs.Get(p.Root) // one held as long as it may is gone: the tree waits its turn again
 	if r != nil && (r.Priority != p.Priority || r.Level != level) {
 		rs.release(p.Root, "released")
 		r = nil
@@ -555,23 +557,42 @@ type reserved []*Reservation
 // Clone implements fwk.StateData; the list is not changed after PreFilter.
 func (r reserved) Clone() fwk.StateData { return r }
 
-// refusal says why node ni is refused to a pod needing req, "" if no reservation refuses it.
+// refusal says why node ni is refused to a pod needing req, "" if no reservation refuses it:
+// the pod must fit beside what every reservation holds there together, as a plan counts it.
 func (r reserved) refusal(ni fwk.NodeInfo, req Resources) string {
+	held, closedBy, by := heldOnNode(r, ni, nil)
+	if closedBy != nil {
+		return fmt.Sprintf("node(s) reserved for gang %s (%s)", closedBy.Root.Name, closedBy.Domain)
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	free := FreeOn(ni)
+	free.Sub(held)
+	if free.Fits(req) {
+		return ""
+	}
+	return fmt.Sprintf("node(s) reserved for gang %s (%s)", by[0].Root.Name, by[0].Domain)
+}
+
+// heldOnNode is what the reservations rs hold on node ni together (those skip leaves out do
+// not count): the sum of what each holds there, as every plan and Filter count it; closedBy
+// is one that closes the node whole (exclusive), by those that hold room on it.
+func heldOnNode(rs []*Reservation, ni fwk.NodeInfo, skip func(*Reservation) bool) (held Resources, closedBy *Reservation, by []*Reservation) {
 	name := ni.Node().Name
-	for _, res := range r {
-		if res.Closed.Has(name) {
-			return fmt.Sprintf("node(s) reserved for gang %s (%s)", res.Root.Name, res.Domain)
-		}
-		if _, ok := res.Need[name]; !ok {
+	for _, r := range rs {
+		if skip != nil && skip(r) {
 			continue
 		}
-		free := FreeOn(ni)
-		free.Sub(res.heldOn(ni))
-		if !free.Fits(req) {
-			return fmt.Sprintf("node(s) reserved for gang %s (%s)", res.Root.Name, res.Domain)
+		if r.Closed.Has(name) {
+			return Resources{}, r, nil
+		}
+		if _, ok := r.Need[name]; ok {
+			held.Add(r.heldOn(ni))
+			by = append(by, r)
 		}
 	}
-	return ""
+	return held, nil, by
 }
 
 // holdsAgainst returns the reservations that hold capacity against a pod: a member's tree
@@ -595,27 +616,24 @@ func (pl *Topology) heldFrom(tree *podgroup.GroupView, priority int32, nodes []f
 		return nil
 	}
 	var closed sets.Set[string]
+	// The tree has waited longer than a reservation's tree of its priority: it goes first.
+	yields := func(r *Reservation) bool { return r.yieldsTo(tree.Priority, tree.WaitingSince) }
 	for _, ni := range nodes {
 		n := ni.Node()
 		if n == nil {
 			continue
 		}
-		for _, r := range rs {
-			if r.yieldsTo(tree.Priority, tree.WaitingSince) {
-				continue // the tree has waited longer: it goes first
+		held, closedBy, by := heldOnNode(rs, ni, yields)
+		switch {
+		case closedBy != nil:
+			if closed == nil {
+				closed = sets.New[string]()
 			}
-			if r.Closed.Has(n.Name) {
-				if closed == nil {
-					closed = sets.New[string]()
-				}
-				closed.Insert(n.Name)
-				continue
-			}
-			if _, ok := r.Need[n.Name]; ok {
-				h := promised[n.Name]
-				h.Add(r.heldOn(ni))
-				promised[n.Name] = h
-			}
+			closed.Insert(n.Name)
+		case len(by) > 0:
+			h := promised[n.Name]
+			h.Add(held)
+			promised[n.Name] = h
 		}
 	}
 	return closed

@@ -236,3 +236,92 @@ func TestReservationTimesOutAndRequeues(t *testing.T) {
 		t.Errorf("a reserved %q again at once, ahead of b", msg)
 	}
 }
+
+// Filter counts the reservations on a node together, as a plan does: a pod that fits beside
+// each alone but not beside both is refused.
+func TestReservationsOnANodeAreSummed(t *testing.T) {
+	node := lt.MakeNode("n1", "8").Obj()
+	ni := framework.NewNodeInfo()
+	ni.SetNode(node)
+	a := &Reservation{Root: podgroup.PodGroupKey("ns", "a"), Domain: "rack r0", Need: map[string]Resources{"n1": {MilliCPU: 3000, Pods: 1}}}
+	b := &Reservation{Root: podgroup.PodGroupKey("ns", "b"), Domain: "host n1", Need: map[string]Resources{"n1": {MilliCPU: 3000, Pods: 1}}}
+	req := Resources{MilliCPU: 4000, Pods: 1}
+	for _, one := range []*Reservation{a, b} {
+		if why := (reserved{one}).refusal(ni, req); why != "" {
+			t.Fatalf("refused beside %s alone: %s", one.Root.Name, why)
+		}
+	}
+	if why := (reserved{a, b}).refusal(ni, req); why == "" {
+		t.Error("a pod took room two reservations need together (8 cpu: 3 + 3 held, 4 asked)")
+	}
+	promised := map[string]Resources{}
+	held, _, by := heldOnNode([]*Reservation{a, b}, ni, nil)
+	promised["n1"] = held
+	if len(by) != 2 || promised["n1"].MilliCPU != 6000 {
+		t.Errorf("held %v by %d reservations, want 6 cpu by 2", held, len(by))
+	}
+}
+
+// A reservation that timed out does not come back at the gang's next failure, even when no
+// other gang waits: the gang waits reserveAfter again, from the timeout, before a domain is
+// held for it again.
+func TestTimedOutReservationDoesNotComeBackAtOnce(t *testing.T) {
+	pods := append(runningRack("z0-r0", 0), runningRack("z0-r1", 0)...)
+	pods = append(pods, runningRack("z1-r0", 0)...)
+	pods = append(pods, runningRack("z1-r1", 0)...)
+	env, trees := reservationEnv(t, pods, "a")
+	now := time.Now()
+	env.plans.reservations.now = func() time.Time { return now }
+	infos := env.NodeInfos(t)
+	a := starving("a", now.Add(-20*time.Minute))
+	a.ReservationTimeout = 5 * time.Minute
+	if msg := env.plugin.reserve(env.Ctx, trees["a"], a, infos); msg == "" {
+		t.Fatal("the starving gang got no reservation")
+	}
+	for i := 0; i < 5; i++ { // it fails and asks every minute
+		now = now.Add(time.Minute)
+		env.plugin.reserve(env.Ctx, trees["a"], a, infos)
+	}
+	now = now.Add(time.Second)
+	if msg := env.plugin.reserve(env.Ctx, trees["a"], a, infos); msg != "" {
+		t.Fatalf("the timed-out reservation came back at once: %q", msg)
+	}
+	now = now.Add(a.ReserveAfter / 2)
+	if msg := env.plugin.reserve(env.Ctx, trees["a"], a, infos); msg != "" {
+		t.Fatalf("held again %s after the timeout, before reserveAfter (%s): %q", a.ReserveAfter/2, a.ReserveAfter, msg)
+	}
+	now = now.Add(a.ReserveAfter)
+	if msg := env.plugin.reserve(env.Ctx, trees["a"], a, infos); msg == "" {
+		t.Error("no reservation reserveAfter after the timeout")
+	}
+}
+
+// A member narrowed to one node by its group's domain (a replacement of a host-required gang),
+// not by a plan, still meets the reservations that hold room against it.
+func TestMemberNarrowedToOneHostMeetsReservations(t *testing.T) {
+	// Gang g is scheduled on z1-r1-h0 (host-required); its replacement needs 2 cpu there.
+	scheduled := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(hostKey)).
+		Condition("True", "Scheduled").Obj()
+	pods := []*v1.Pod{running("g-0", "z1-r1-h0", "1", 0, "g"), running("p0", "z1-r1-h0", "1", 0, "")}
+	replacement := lt.Member("ns", "g", 1).Req(lt.CPU("2")).Obj()
+	pods = append(pods, replacement)
+	env := newTestEnvOpts(t, []runtime.Object{scheduled}, pods, labeledNodes("4"), podgrouptest.Options{Filters: true})
+	infos := env.NodeInfos(t)
+	// A starving gang holds 3 cpu of z1-r1-h0 (2 of them free now, p0's once it ends).
+	env.plans.reservations.store(&Reservation{Root: podgroup.PodGroupKey("ns", "big"), Domain: "rack z1-r1", Level: 2,
+		Need: map[string]Resources{"z1-r1-h0": {MilliCPU: 3000, Pods: 1}}, Blockers: map[types.UID]string{"p0": "z1-r1-h0"},
+		Since: time.Now(), Deadline: time.Now().Add(time.Hour), Expires: time.Now().Add(time.Hour)})
+	state := framework.NewCycleState()
+	res, s := env.plugin.PreFilter(env.Ctx, state, replacement, infos)
+	if !s.IsSuccess() || res == nil || res.NodeNames.Len() != 1 || !res.NodeNames.Has("z1-r1-h0") {
+		t.Fatalf("PreFilter = %v %v, want the replacement narrowed to its gang's host", res, s)
+	}
+	for _, ni := range infos {
+		if ni.Node().Name != "z1-r1-h0" {
+			continue
+		}
+		if st := env.plugin.Filter(env.Ctx, state, replacement, ni); st.IsSuccess() {
+			t.Error("the replacement took room reserved for another gang")
+		}
+	}
+}

@@ -67,6 +67,11 @@ const (
 	JobTopologyRequiredAnnotation = GroupName + "/topology-required"
 	// JobTopologyPreferredAnnotation on a Job names a topology label key its pods should share.
 	JobTopologyPreferredAnnotation = GroupName + "/topology-preferred"
+	// FollowersTimeoutAnnotation on a LeaderWorkerSet whose leader binds first (LeaderReady,
+	// exclusive-topology) sets its replicas' gang.followersTimeoutSeconds: how long the room
+	// planned for the workers is held once the leader bound (default 600; a leader that loads
+	// a large model may need longer).
+	FollowersTimeoutAnnotation = GroupName + "/followers-timeout-seconds"
 
 	// MaxTreeDepth is the maximum number of levels in a group tree, counting the PodGroup
 	// leaves (upstream WorkloadMaxTreeDepth).

@@ -122,6 +122,20 @@ func TestTreeOf(t *testing.T) {
 		got.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.Leaders != 1 {
 		t.Errorf("LeaderReady: %+v, want %+v", got.PodGroups, want)
 	}
+	// A leader that loads a large model for longer than the default 10 minutes keeps its
+	// workers' room as long as the LeaderWorkerSet says.
+	slow := set(4)
+	slow.Spec.StartupPolicy = LeaderReady
+	slow.Annotations = map[string]string{v1alpha1.FollowersTimeoutAnnotation: "1800"}
+	got, problems = treeOf(slow, leaders[1:])
+	if want := []jobframework.Group{{Name: g0, Template: templateGroup, Min: 4, Leaders: 1, FollowersTimeoutSeconds: ptr.To[int32](1800)}}; len(problems) > 0 ||
+		!cmp.Equal(got.PodGroups, want) || *got.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.FollowersTimeoutSeconds != 1800 {
+		t.Errorf("followers timeout: %+v %v, want %+v", got.PodGroups, problems, want)
+	}
+	slow.Annotations[v1alpha1.FollowersTimeoutAnnotation] = "soon"
+	if got, problems = treeOf(slow, leaders[1:]); len(problems) != 1 || got.PodGroups[0].FollowersTimeoutSeconds != nil {
+		t.Errorf("an invalid followers timeout: %+v %v, want the default and a problem", got.PodGroups, problems)
+	}
 	exclusive := set(4)
 	exclusive.Annotations = map[string]string{AnnotationExclusiveTopology: lt.RackKey}
 	got, _ = treeOf(exclusive, leaders[1:])

@@ -128,8 +128,16 @@ func treeOf(lws *leaderWorkerSet, leaders []*v1.Pod) (*jobframework.Groups, []st
 		}
 	}
 	var first int32
+	var followersTimeout *int32
 	if leaderFirst(lws) {
 		first = 1
+		if v, ok := lws.Annotations[v1alpha1.FollowersTimeoutAnnotation]; ok {
+			if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 1 {
+				problems = append(problems, fmt.Sprintf("annotation %s=%q is not a positive number of seconds; the default applies", v1alpha1.FollowersTimeoutAnnotation, v))
+			} else {
+				followersTimeout = ptr.To(int32(n))
+			}
+		}
 	}
 	priority := leaderTemplate(lws).Spec.PriorityClassName
 	s := size(lws)
@@ -150,7 +158,7 @@ func treeOf(lws *leaderWorkerSet, leaders []*v1.Pod) (*jobframework.Groups, []st
 	constraints := (jobframework.Group{Topology: topology}).Constraints()
 	if sizes == nil {
 		out.Spec.PodGroupTemplates = []v1alpha1.PodGroupTemplate{{Name: templateGroup,
-			SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: s, Leaders: first}},
+			SchedulingPolicy:      v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: s, Leaders: first, FollowersTimeoutSeconds: followersTimeout}},
 			SchedulingConstraints: constraints, PriorityClassName: priority}}
 	} else {
 		children := int32(len(sizes))
@@ -174,7 +182,8 @@ func treeOf(lws *leaderWorkerSet, leaders []*v1.Pod) (*jobframework.Groups, []st
 	for _, leader := range leaders {
 		base := GroupName(lws.Name, leader.Labels[LabelGroupIndex], leader.UID)
 		if sizes == nil {
-			out.PodGroups = append(out.PodGroups, jobframework.Group{Name: base, Template: templateGroup, Min: s, Leaders: first, Topology: topology, PriorityClassName: priority})
+			out.PodGroups = append(out.PodGroups, jobframework.Group{Name: base, Template: templateGroup, Min: s, Leaders: first,
+				FollowersTimeoutSeconds: followersTimeout, Topology: topology, PriorityClassName: priority})
 			continue
 		}
 		root := jobframework.Group{Name: base, Template: templateGroup, Min: int32(len(sizes)), Topology: topology, PriorityClassName: priority}
