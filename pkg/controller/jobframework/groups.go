@@ -141,7 +141,7 @@ func (r *Reconciler) ensurePodGroup(ctx context.Context, it item, a Adapter, obj
 		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: g.Name, Labels: madeForLabels(a, obj),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(a, obj), workloadRef(wl)}},
 		Spec: v1alpha1.PodGroupSpec{
-			WorkloadRef:            &v1alpha1.WorkloadReference{WorkloadName: wl.Name, TemplateName: g.Template},
+			WorkloadRef: &v1alpha1.WorkloadReference{WorkloadName: wl.Name, TemplateName: g.Template},
 			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: g.Min, Leaders: g.Leaders,
 				FollowersTimeoutSeconds: g.FollowersTimeoutSeconds}},
 			SchedulingConstraints:  g.Constraints(),

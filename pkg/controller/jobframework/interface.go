@@ -141,7 +141,7 @@ type Group struct {
 	// FollowersTimeoutSeconds its gang.followersTimeoutSeconds (nil: the default).
 	Leaders                 int32
 	FollowersTimeoutSeconds *int32
-	Topology []v1alpha1.TopologyConstraint
+	Topology                []v1alpha1.TopologyConstraint
 	// PriorityClassName is the priority of the group (for preemption).
 	PriorityClassName string
 	// ScheduleTimeoutSeconds and MinResources are copied into a PodGroup (a scheduler-plugins
