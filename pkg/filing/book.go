@@ -81,6 +81,11 @@ func NewBook(workloads Workloads) *Book {
 	return &Book{workloads: workloads, pods: map[Unit]map[types.UID]*v1.Pod{}, filed: map[string]sets.Set[Unit]{}, timers: sets.New[Unit]()}
 }
 
+// Sizes counts what the book keeps (diagnostics).
+func (b *Book) Sizes() map[string]int {
+	return map[string]int{"units": len(b.pods), "filed": len(b.filed), "timers": b.timers.Len()}
+}
+
 // Workloads returns the rules the book files by.
 func (b *Book) Workloads() Workloads { return b.workloads }
 

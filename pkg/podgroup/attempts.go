@@ -316,14 +316,20 @@ func (as *Attempts) OutcomeOf(k Key) Outcome {
 	return Outcome{}
 }
 
-// ForgetGroup drops what was recorded about a group that no longer exists.
+// ForgetGroup drops what was recorded about a group that no longer exists: its outcome, and,
+// if it was a root, its round and the round's timers. Reservations its members still hold
+// (already allowed, binding) keep their attempt, which no round needs any more.
 func (as *Attempts) ForgetGroup(k Key) {
 	delete(as.outcomes, k)
-	if r := as.rounds[k]; r != nil && r.active == 0 {
+	if r := as.rounds[k]; r != nil {
 		stopTimer(&r.retryTimer)
 		stopTimer(&r.deadlineTimer)
 		stopTimer(&r.releaseTimer)
 		stopTimer(&r.partialTimer)
+		if len(r.waiting) > 0 {
+			as.waitingRoots--
+			metrics.waitingGangs.Set(float64(as.waitingRoots))
+		}
 		delete(as.rounds, k)
 	}
 }

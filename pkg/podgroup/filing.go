@@ -66,6 +66,23 @@ func (m *Model) OnJob(obj any) {
 	})
 }
 
+// OnJobDelete files the pods of a deleted Job again and forgets how many of them completed.
+func (m *Model) OnJobDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	m.update(m.logger, func(eff *effects) {
+		if name, _ := m.book.Workloads().GroupOfJob(job, sets.KeySet(m.profiles)); name != "" {
+			m.setRanLocked(eff, PodGroupKey(job.Namespace, name), 0)
+		}
+		m.refileUnitLocked(eff, filing.JobUnit(job.UID))
+	})
+}
+
 // OnJobUpdate is OnJob for a Job that changed. A Job suspended (Kueue suspends a running Job
 // to preempt it) loses its members waiting at Permit at once: none of its pods binds, and
 // its tree is released if it can no longer be ready. A Job resumed has its pending pods

@@ -215,7 +215,7 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 	if err := add(jobs.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.OnJob,
 		UpdateFunc: m.OnJobUpdate,
-		DeleteFunc: m.OnJob,
+		DeleteFunc: m.OnJobDelete,
 	}); err != nil {
 		return err
 	}
@@ -461,12 +461,28 @@ func (m *Model) OnGroupDelete(obj any) {
 		for _, top := range m.index.Delete(obj) {
 			eff.reshape(top)
 		}
-		m.permits.forgetGroupLocked(k)
 		m.refileGroupUnitsLocked(eff, k)
 	})
+	// Once the change settled (its members' reservations released with its tree), what was
+	// kept about the group goes, in one place.
+	m.update(m.logger, func(*effects) { m.goneLocked(k) })
 	if m.permits.observer != nil {
 		m.permits.observer.TreeGone(k)
 	}
+}
+
+// goneLocked forgets everything kept about a group whose object is gone (unless one of the
+// same key was created since): the one path that frees a group's state. What it held for
+// its tree's attempts (outcome, round and its timers), whether its path was ready, and what
+// its status writer remembers (told through the queue: the writer forgets a group it finds
+// gone). Plans and reservations are freed by the observer (TreeGone).
+func (m *Model) goneLocked(k Key) {
+	if m.index.Get(k).Exists() {
+		return
+	}
+	m.permits.forgetGroupLocked(k)
+	delete(m.knownReady, k)
+	m.status.Enqueue(k)
 }
 
 // --- pods ---
@@ -615,4 +631,23 @@ func (m *Model) Lead() {
 	}
 	m.mu.Unlock()
 	m.activate(m.logger, pods)
+}
+
+// Sizes counts what the model keeps, per kind of state (diagnostics: a scheduler that has run
+// a hundred thousand gangs keeps what its live groups and pods need, no more).
+func (m *Model) Sizes() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	as, ms := m.permits.attempts, m.members
+	out := map[string]int{
+		"groups": len(m.index.entries), "exclusive": m.index.exclusive.Len(),
+		"members": len(ms.byUID), "memberGroups": len(ms.byGroup), "bound": len(ms.bound), "ran": len(ms.ran), "kueueGated": len(ms.kueueGated),
+		"attempts": len(as.byPod), "attemptGroups": len(as.byGroup), "inFlight": len(as.inFlight), "rounds": len(as.rounds), "outcomes": len(as.outcomes),
+		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": m.noticed.Len(), "gone": m.permits.gone.Len(),
+	}
+	for k, v := range m.book.Sizes() {
+		out["book."+k] = v
+	}
+	m.gate.sortKeys.Range(func(any, any) bool { out["sortKeys"]++; return true })
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,11 +30,34 @@ import (
 // for pods is not news worth a write and an event per group.
 const waitingGrace = 10 * time.Second
 
-// detailsRefresh is how often a condition whose state has not changed is rewritten because
-// its details have (how many pods were placed in the last failed attempt, how much of a
-// reserved domain is free): a gang that fails every few seconds in a busy cluster writes its
-// group once in this interval, not once per attempt.
-const detailsRefresh = 30 * time.Second
+// detailsRefresh is how soon a condition whose state has not changed is first rewritten
+// because its details have (how many pods were placed in the last failed attempt, how much
+// of a reserved domain is free): a gang that fails every few seconds in a busy cluster writes
+// its group once in this interval, not once per attempt. Each further rewrite of the same
+// state waits twice as long, up to maxDetailsRefresh: a gang that waits for hours writes its
+// group about ten times an hour, not 120. A change of state is written at once.
+const (
+	detailsRefresh    = 30 * time.Second
+	maxDetailsRefresh = 10 * time.Minute
+)
+
+// detailsBudget bounds the rewrites of details of every group together (per second, and a
+// burst): a thousand gangs failing at once do not write a thousand groups every refresh.
+// Changes of state are not counted against it.
+const (
+	detailsBudget      = 5
+	detailsBudgetBurst = 50
+)
+
+// refreshAfter is how long after its n-th rewrite of details a condition may be rewritten
+// for its details again.
+func refreshAfter(n int) time.Duration {
+	d := detailsRefresh
+	for ; n > 0 && d < maxDetailsRefresh; n-- {
+		d *= 2
+	}
+	return min(d, maxDetailsRefresh)
+}
 
 // Condition is the PodGroupInitiallyScheduled condition a group should carry, with the note
 // of the event that announces it ("" for none).
@@ -206,11 +230,15 @@ type StatusWriter struct {
 	// informer cache does not cause the same write twice.
 	written, writtenDisruption map[Key]writtenCondition
 	now                        func() time.Time
+	// budget limits the rewrites of details (detailsBudget).
+	budget *rate.Limiter
 }
 
 type writtenCondition struct {
 	uid types.UID
 	at  time.Time
+	// refreshes counts the rewrites of details since the state last changed.
+	refreshes int
 	Condition
 }
 
@@ -220,7 +248,7 @@ func (c writtenCondition) detailsOnly(want Condition) (time.Time, bool) {
 	if !c.Details || !want.Details || c.Status != want.Status || c.Reason != want.Reason {
 		return time.Time{}, false
 	}
-	return c.at.Add(detailsRefresh), true
+	return c.at.Add(refreshAfter(c.refreshes)), true
 }
 
 // NewStatusWriter returns a writer; Run starts it.
@@ -237,6 +265,7 @@ func NewStatusWriter(client versioned.Interface, pgLister listers.PodGroupLister
 		written:           map[Key]writtenCondition{},
 		writtenDisruption: map[Key]writtenCondition{},
 		now:               time.Now,
+		budget:            rate.NewLimiter(detailsBudget, detailsBudgetBurst),
 	}
 }
 
@@ -277,6 +306,7 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 	want, ok := conds.Condition(k)
 	disruption, disrupted := conds.Disruption(k)
 	if !ok && !disrupted {
+		w.forgetIfGone(k)
 		return nil
 	}
 	var (
@@ -314,6 +344,14 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 	if !initial && !disruptionDue {
 		return nil
 	}
+	// A rewrite of details alone (the state is the same) is one of many: it spends the
+	// writer's budget, and tells no event (the state's own event was told).
+	initialDetails := initial && w.detailsOnly(w.written, k, uid, want)
+	disruptionDetails := disruptionDue && w.detailsOnly(w.writtenDisruption, k, uid, disruption)
+	if (!initial || initialDetails) && (!disruptionDue || disruptionDetails) && !w.budget.AllowN(w.now(), 1) {
+		w.queue.AddAfter(k, time.Second)
+		return nil
+	}
 	if initial {
 		setCondition(conditions, v1alpha1.PodGroupInitiallyScheduled, want)
 	}
@@ -325,17 +363,17 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 	}
 	logger := klog.FromContext(ctx)
 	if disruptionDue {
-		w.writtenDisruption[k] = writtenCondition{uid: uid, at: w.now(), Condition: disruption}
+		w.writtenDisruption[k] = w.record(w.writtenDisruption, k, uid, disruption, disruptionDetails)
 		metrics.statusWrites.WithLabelValues(disruption.Reason).Inc()
 		logger.V(4).Info("Group condition written", "group", k, "type", v1alpha1.DisruptionTarget, "status", disruption.Status, "reason", disruption.Reason, "message", disruption.Message)
 	}
 	if !initial {
 		return nil
 	}
-	w.written[k] = writtenCondition{uid: uid, at: w.now(), Condition: want}
+	w.written[k] = w.record(w.written, k, uid, want, initialDetails)
 	metrics.statusWrites.WithLabelValues(want.Reason).Inc()
 	logger.V(4).Info("Group condition written", "group", k, "type", v1alpha1.PodGroupInitiallyScheduled, "status", want.Status, "reason", want.Reason, "message", want.Message)
-	if w.recorder != nil && want.Note != "" {
+	if w.recorder != nil && want.Note != "" && !initialDetails {
 		eventType := v1.EventTypeWarning
 		if want.Status == metav1.ConditionTrue {
 			eventType = v1.EventTypeNormal
@@ -434,6 +472,27 @@ func (w *StatusWriter) due(written map[Key]writtenCondition, k Key, uid types.UI
 	return cur == nil || cur.Status != want.Status || cur.Reason != want.Reason || cur.Message != want.Message
 }
 
+// detailsOnly reports whether want, about to be written, says what was last written but for
+// its details.
+func (w *StatusWriter) detailsOnly(written map[Key]writtenCondition, k Key, uid types.UID, want Condition) bool {
+	last, ok := written[k]
+	if !ok || last.uid != uid {
+		return false
+	}
+	_, details := last.detailsOnly(want)
+	return details
+}
+
+// record is what is remembered of a condition written now: a rewrite of details counts one
+// more, a change of state starts over.
+func (w *StatusWriter) record(written map[Key]writtenCondition, k Key, uid types.UID, c Condition, details bool) writtenCondition {
+	n := 0
+	if details {
+		n = written[k].refreshes + 1
+	}
+	return writtenCondition{uid: uid, at: w.now(), refreshes: n, Condition: c}
+}
+
 // setCondition sets a condition of type condType to want; its lastTransitionTime is want's
 // Since when set.
 func setCondition(conditions *[]metav1.Condition, condType string, want Condition) {
@@ -448,6 +507,25 @@ func setCondition(conditions *[]metav1.Condition, condType string, want Conditio
 		meta.FindStatusCondition(*conditions, condType).LastTransitionTime = metav1.NewTime(want.Since)
 	}
 }
+
+// forgetIfGone forgets what was written on a group its lister no longer has.
+func (w *StatusWriter) forgetIfGone(k Key) {
+	var err error
+	switch k.Kind {
+	case KindPodGroup:
+		_, err = w.pgLister.PodGroups(k.Namespace).Get(k.Name)
+	case KindCompositePodGroup:
+		_, err = w.cpgLister.CompositePodGroups(k.Namespace).Get(k.Name)
+	}
+	if apierrors.IsNotFound(err) {
+		delete(w.written, k)
+		delete(w.writtenDisruption, k)
+	}
+}
+
+// Remembered counts the groups the writer remembers a write for (diagnostics: flat while
+// groups come and go).
+func (w *StatusWriter) Remembered() int { return len(w.written) + len(w.writtenDisruption) }
 
 // ignoreNotFound drops a deleted group: there is nothing left to write.
 func (w *StatusWriter) ignoreNotFound(k Key, err error) error {

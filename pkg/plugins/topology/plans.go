@@ -200,10 +200,27 @@ func followerRoom(plan *Plan, now time.Time) *Reservation {
 		Need: need, Pods: fmt.Sprintf("%d followers", n), Since: now, Deadline: now.Add(timeout), Expires: now.Add(timeout)}
 }
 
-// TreeGone releases what was held for a group that is gone.
+// TreeGone forgets everything kept for a group that is gone: its plan, the nodes its plans
+// did without, the room its followers were to get, and its reservations.
 func (p *Plans) TreeGone(root podgroup.Key) {
-	p.Drop(root)
+	p.mu.Lock()
+	delete(p.byRoot, root)
+	delete(p.refusals, root)
+	delete(p.followerRoom, root)
+	p.mu.Unlock()
 	p.reservations.TreeGone(root)
+}
+
+// Sizes counts what the plans keep, per kind (diagnostics: flat while trees come and go).
+func (p *Plans) Sizes() map[string]int {
+	p.mu.Lock()
+	out := map[string]int{"plans": len(p.byRoot), "refusals": len(p.refusals), "followerRoom": len(p.followerRoom)}
+	p.mu.Unlock()
+	rs := p.reservations
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out["reservations"], out["followers"], out["waiters"], out["requeued"] = len(rs.byRoot), len(rs.followers), len(rs.waiters), len(rs.requeued)
+	return out
 }
 
 // Reservations returns the domains held for starving trees.
