@@ -26,8 +26,10 @@ import (
 )
 
 // preemptFor runs LockstepTopology's PostFilter for a pod that fits nowhere (PreFilter of the
-// profile run first, as the scheduler does) and returns the pods its preemption deleted.
-func preemptFor(t *testing.T, env *testEnv, pod *v1.Pod, all []*v1.Pod) (*fwk.PostFilterResult, []string) {
+// profile run first, as the scheduler does) and returns the pods its preemption deleted,
+// waiting for want of them (upstream's executor deletes in the background, one after the
+// other), then a moment more for any beyond.
+func preemptFor(t *testing.T, env *testEnv, pod *v1.Pod, all []*v1.Pod, want int) (*fwk.PostFilterResult, []string) {
 	t.Helper()
 	state := framework.NewCycleState()
 	pre, s, _ := env.Framework.RunPreFilterPlugins(env.Ctx, state, pod)
@@ -46,17 +48,23 @@ func preemptFor(t *testing.T, env *testEnv, pod *v1.Pod, all []*v1.Pod) (*fwk.Po
 	}
 	res, s := env.plugin.PostFilter(env.Ctx, state, pod, statuses)
 	t.Logf("PostFilter: %v %v", res, s)
-	// Upstream's executor evicts in the background.
 	var deleted []string
-	_ = wait.PollUntilContextTimeout(env.Ctx, 20*time.Millisecond, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+	look := func(ctx context.Context) (bool, error) {
 		deleted = deleted[:0]
 		for _, p := range all {
 			if _, err := env.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 				deleted = append(deleted, p.Name)
 			}
 		}
-		return len(deleted) > 0, nil
-	})
+		return len(deleted) >= max(want, 1), nil
+	}
+	timeout := 5 * time.Second
+	if want == 0 {
+		timeout = time.Second // nothing should go: a second for what would
+	}
+	_ = wait.PollUntilContextTimeout(env.Ctx, 20*time.Millisecond, timeout, true, look)
+	time.Sleep(300 * time.Millisecond)
+	_, _ = look(env.Ctx)
 	sort.Strings(deleted)
 	return res, deleted
 }
@@ -135,7 +143,7 @@ func TestPodPreemptionTakesRunningGangsWhole(t *testing.T) {
 			preemptor := plainPod("urgent", 1000)
 			all := append([]*v1.Pod{preemptor}, tc.running...)
 			env := newTestEnvOpts(t, tc.groups, all, labeledNodes("4"), podgrouptest.Options{Filters: true, Objects: tc.objects})
-			_, deleted := preemptFor(t, env, preemptor, tc.running)
+			_, deleted := preemptFor(t, env, preemptor, tc.running, len(tc.want))
 			if fmt.Sprint(deleted) != fmt.Sprint(tc.want) {
 				t.Errorf("deleted %v, want %v", deleted, tc.want)
 			}
@@ -187,7 +195,7 @@ func TestReplacementPreemptsForItself(t *testing.T) {
 			if sum, ok := env.Components.Model.Gate().Summary(pod); !ok || !sum.Scheduled {
 				t.Fatalf("summary %+v, want a replacement of a scheduled gang", sum)
 			}
-			_, deleted := preemptFor(t, env, pod, tc.running)
+			_, deleted := preemptFor(t, env, pod, tc.running, len(tc.want))
 			if fmt.Sprint(deleted) != fmt.Sprint(tc.want) {
 				t.Errorf("deleted %v, want %v", deleted, tc.want)
 			}
