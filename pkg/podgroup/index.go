@@ -50,6 +50,10 @@ type Group struct {
 	// failed); zero while it is not. Written on the object (the PartiallyBound condition's
 	// lastTransitionTime) and restored from it, so that any leader ends it at the same time.
 	partialSince time.Time
+	// boundWhole: every member the group was scheduled with was bound once (its condition
+	// turned True, which a restart reads back): a later member's failed bind is a replacement
+	// not binding, not a partial bind.
+	boundWhole bool
 }
 
 // NewIndex returns an empty index.
@@ -318,6 +322,16 @@ func (ix *Index) ClearPartial(k Key) {
 	}
 }
 
+// MarkBoundWhole records that every member a scheduled group was scheduled with is bound.
+func (ix *Index) MarkBoundWhole(k Key) {
+	if g := ix.entries[k]; g != nil && g.scheduled {
+		g.boundWhole = true
+	}
+}
+
+// BoundWhole reports whether the group was bound whole since it was last scheduled.
+func (g *Group) BoundWhole() bool { return g != nil && g.boundWhole }
+
 // KeyOfObject returns the key of a PodGroup or CompositePodGroup object.
 func KeyOfObject(obj any) (Key, bool) {
 	switch o := obj.(type) {
@@ -383,6 +397,7 @@ func (ix *Index) Upsert(obj any) []Key {
 		// read, so that such a group's is all of minCount, not its leaders.
 		g.scheduled = true
 		g.scheduledMin = g.Minimum()
+		g.boundWhole = true // written True only once its binds were done
 	}
 	if since, ok := partiallyBoundAsWritten(conditions, g.Generation()); ok && !g.disrupted && g.partialSince.IsZero() {
 		// Allowed whole, then a bind failed: scheduled, and partially bound since then, as
@@ -412,7 +427,7 @@ func (ix *Index) Delete(obj any) []Key {
 	ix.unlinkParent(g)
 	g.pg, g.cpg = nil, nil
 	g.scheduled, g.scheduledMin, g.problem, g.disrupted = false, 0, "", false
-	g.partialSince = time.Time{}
+	g.partialSince, g.boundWhole = time.Time{}, false
 	ix.exclusive.Delete(k)
 	affected = append(affected, k)
 	ix.dropIfUnused(k)
@@ -456,7 +471,7 @@ func (ix *Index) MarkScheduled(k Key) bool {
 func (ix *Index) MarkDisrupted(k Key) {
 	if g := ix.entries[k]; g != nil && g.Exists() {
 		g.scheduled, g.scheduledMin, g.disrupted = false, 0, true
-		g.partialSince = time.Time{}
+		g.partialSince, g.boundWhole = time.Time{}, false
 	}
 }
 

@@ -466,3 +466,35 @@ func TestPartialBindDeadlineIsTheOldLeaders(t *testing.T) {
 		t.Fatalf("evicted %v at the old leader's deadline, want both bound members", ev)
 	}
 }
+
+// A replacement of a gang that ran whole, whose bind is refused, is retried like any
+// replacement: the gang is not partially bound and is never released for it (after a restart
+// it would read as scheduled, its condition True).
+func TestReplacementFailingToBindIsNoPartialBind(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	m, clk, rec := testModel(t)
+	m.Lead()
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	pods := addPods(m, "a", 2)
+	for _, p := range pods {
+		reservePermit(m, p)
+	}
+	for _, p := range pods {
+		m.OnPod(p, assumed(p, "n1"))
+	}
+	// A member is lost; its replacement is allowed alone and its bind refused.
+	m.OnPodDelete(assumed(pods[1], "n1"))
+	repl := lt.Member("ns", "a", 2).Obj()
+	m.OnPod(nil, repl)
+	if d := reservePermit(m, repl); !d.Allow {
+		t.Fatalf("replacement: %+v, want allowed alone", d)
+	}
+	m.Permits().Unreserve(bg, assumed(repl, "n1"))
+	if c, _ := m.Gate().Condition(k); c.Reason == v1alpha1.ReasonPartiallyBound {
+		t.Errorf("condition %+v: a replacement's failed bind is no partial bind", c)
+	}
+	clk.Step(DefaultPartialBindTimeout + time.Minute)
+	if ev := rec.takeEvicted(); len(ev) != 0 {
+		t.Errorf("evicted %v for a replacement that did not bind", ev)
+	}
+}

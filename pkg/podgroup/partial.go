@@ -48,6 +48,12 @@ func (m *Model) partialBindTimeoutLocked() time.Duration {
 func (p *Permits) partialLocked(logger klog.Logger, pod *v1.Pod, k, root Key) {
 	m := p.m
 	g := m.index.Get(k)
+	if g.BoundWhole() {
+		// A replacement of a gang that ran whole failed to bind: it is retried as any
+		// replacement is; the gang is not partially bound.
+		logger.V(4).Info("Replacement failed to bind; it is retried alone", "pod", klog.KObj(pod), "group", k, "root", root)
+		return
+	}
 	min := 0
 	if g.Exists() {
 		min = g.Minimum()
@@ -96,6 +102,7 @@ func (p *Permits) partialFateLocked(k Key) string {
 func (p *Permits) wholeAgainLocked(k Key) {
 	m := p.m
 	if g := m.index.Get(k); g.Exists() && m.members.BoundOrRan(k) >= g.Minimum() {
+		m.index.MarkBoundWhole(k)
 		if !g.PartialSince().IsZero() || p.attempts.OutcomeOf(k).Partial != "" {
 			m.index.ClearPartial(k)
 			p.attempts.Outcome(k).Partial = ""

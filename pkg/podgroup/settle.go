@@ -70,6 +70,7 @@ func (m *Model) refreshTreeLocked(eff *effects, top Key, shape bool) {
 				bound = m.index.readiness(m.members.BoundOrRan, false)
 			}
 			if bound.path(k) && m.index.MarkScheduled(k) {
+				m.index.MarkBoundWhole(k)
 				m.permits.scheduledLocked(k)
 				m.status.Enqueue(k)
 				continue

@@ -201,16 +201,21 @@ func (pp *podPreemption) OrderedScoreFuncs(_ context.Context, byNode map[string]
 // recreated pods wait for each other) and tells its top group who preempts it, once per
 // preemptor.
 func (pp *podPreemption) tellGang(ctx context.Context, by preemption.ExecutorPreemptor, c preemption.Candidate, victim *v1.Pod) {
-	u, ok := pp.trees.UnitOf(victim)
-	if !ok {
+	sum, ok := pp.trees.Summary(victim)
+	if !ok || sum.Unit == (podgroup.Key{}) {
 		return
 	}
-	why := fmt.Sprintf("evicting its %d running pods: preempted by %s (priority %d), which takes node %s", len(u.Pods), by.Type()+" "+by.GetNamespace()+"/"+by.GetName(), by.Priority(), c.Name())
-	if !pp.notes.NotePreempted(u.Root, why) {
+	// The same words for every member of the unit: the unit is told once (NotePreempted
+	// reports news once), however many members the executor evicts.
+	why := fmt.Sprintf("evicting its running pods: preempted by %s %s/%s (priority %d), which takes node %s",
+		by.Type(), by.GetNamespace(), by.GetName(), by.Priority(), c.Name())
+	if !pp.notes.NotePreempted(sum.Unit, why) {
 		return
 	}
-	klog.FromContext(ctx).V(4).Info("Running gang preempted whole by a pod", "preemptor", klog.KObj(by), "gang", u.Root, "pods", len(u.Pods), "node", c.Name())
-	if rec := pp.fh.EventRecorder(); rec != nil && u.Object != nil {
-		rec.Eventf(u.Object, by.Obj(), v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted", "%s", why)
+	klog.FromContext(ctx).V(4).Info("Running gang preempted whole by a pod", "preemptor", klog.KObj(by), "gang", sum.Unit, "root", sum.Root, "node", c.Name())
+	if u, ok := pp.trees.UnitOf(victim); ok && u.Object != nil {
+		if rec := pp.fh.EventRecorder(); rec != nil {
+			rec.Eventf(u.Object, by.Obj(), v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted", "%s (%d pods)", why, len(u.Pods))
+		}
 	}
 }
