@@ -31,6 +31,7 @@ func init() {
 	newSUT = func(t *testing.T, clk *simClock, fw simFramework) sut {
 		m := New(Options{Scheduler: simScheduler{fw}, Clock: clk, Logger: klog.Background()})
 		m.AddProfile(Profile{Name: testScheduler})
+		m.Lead() // the leader: partial binds are decided too
 		return &modelSUT{m: m}
 	}
 }
