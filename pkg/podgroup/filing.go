@@ -48,39 +48,38 @@ func (m *Model) groupOfLocked(pod *v1.Pod) (Key, bool) {
 	return m.fileLocked(pod)
 }
 
-// OnJob files the pods of a Job again (it appeared, changed or is gone) and records how many
-// of them completed: they count as having run.
+// OnJob files the pods of a Job again (it appeared or changed) and records how many of them
+// completed: they count as having run.
 func (m *Model) OnJob(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+	if job, ok := jobOf(obj); ok {
+		m.fileJob(job, int(job.Status.Succeeded))
 	}
-	job, ok := obj.(*batchv1.Job)
-	if !ok {
-		return
+}
+
+// OnJobDelete files the pods of a deleted Job again and forgets how many of them completed.
+func (m *Model) OnJobDelete(obj any) {
+	if job, ok := jobOf(obj); ok {
+		m.fileJob(job, 0)
 	}
+}
+
+// fileJob records that ran pods of a Job completed and files its pods again.
+func (m *Model) fileJob(job *batchv1.Job, ran int) {
 	m.update(m.logger, func(eff *effects) {
 		if name, _ := m.book.Workloads().GroupOfJob(job, sets.KeySet(m.profiles)); name != "" {
-			m.setRanLocked(eff, PodGroupKey(job.Namespace, name), int(job.Status.Succeeded))
+			m.setRanLocked(eff, PodGroupKey(job.Namespace, name), ran)
 		}
 		m.refileUnitLocked(eff, filing.JobUnit(job.UID))
 	})
 }
 
-// OnJobDelete files the pods of a deleted Job again and forgets how many of them completed.
-func (m *Model) OnJobDelete(obj any) {
+// jobOf returns the Job an informer event is about.
+func jobOf(obj any) (*batchv1.Job, bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	job, ok := obj.(*batchv1.Job)
-	if !ok {
-		return
-	}
-	m.update(m.logger, func(eff *effects) {
-		if name, _ := m.book.Workloads().GroupOfJob(job, sets.KeySet(m.profiles)); name != "" {
-			m.setRanLocked(eff, PodGroupKey(job.Namespace, name), 0)
-		}
-		m.refileUnitLocked(eff, filing.JobUnit(job.UID))
-	})
+	return job, ok
 }
 
 // OnJobUpdate is OnJob for a Job that changed. A Job suspended (Kueue suspends a running Job

@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"container/heap"
 	"fmt"
 	"math/rand"
 	"os"
@@ -927,16 +928,16 @@ func TestGroupModelInvariants(t *testing.T) {
 
 // --- a deterministic clock ---
 
-// simClock is a manual clock whose timers run synchronously, in order, when time is
-// stepped, and never under a lock of the clock's.
+// simClock is a manual clock whose timers run synchronously, in order of their time (then of
+// their arming), when time is stepped, and never under a lock of the clock's. Its timers are
+// kept in a heap: a soak arms hundreds of thousands of them.
 type simClock struct {
 	now    time.Time
 	seq    int
-	timers []*simTimer
+	timers timerHeap
 }
 
 type simTimer struct {
-	clk     *simClock
 	at      time.Time
 	seq     int
 	fn      func()
@@ -950,8 +951,8 @@ func (c *simClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
 
 func (c *simClock) AfterFunc(d time.Duration, fn func()) Timer {
 	c.seq++
-	tm := &simTimer{clk: c, at: c.now.Add(d), seq: c.seq, fn: fn}
-	c.timers = append(c.timers, tm)
+	tm := &simTimer{at: c.now.Add(d), seq: c.seq, fn: fn}
+	heap.Push(&c.timers, tm)
 	return tm
 }
 
@@ -961,21 +962,22 @@ func (t *simTimer) Stop() bool {
 	return was
 }
 
+// Len counts the timers neither fired nor stopped.
+func (c *simClock) Len() int {
+	n := 0
+	for _, t := range c.timers {
+		if !t.stopped {
+			n++
+		}
+	}
+	return n
+}
+
 // Step advances time by d, running due timers in order of their time.
 func (c *simClock) Step(d time.Duration) {
 	end := c.now.Add(d)
-	for {
-		sort.SliceStable(c.timers, func(i, j int) bool {
-			if !c.timers[i].at.Equal(c.timers[j].at) {
-				return c.timers[i].at.Before(c.timers[j].at)
-			}
-			return c.timers[i].seq < c.timers[j].seq
-		})
-		if len(c.timers) == 0 || c.timers[0].at.After(end) {
-			break
-		}
-		tm := c.timers[0]
-		c.timers = c.timers[1:]
+	for c.timers.Len() > 0 && !c.timers[0].at.After(end) {
+		tm := heap.Pop(&c.timers).(*simTimer)
 		if tm.stopped {
 			continue
 		}
@@ -986,4 +988,24 @@ func (c *simClock) Step(d time.Duration) {
 		tm.fn()
 	}
 	c.now = end
+}
+
+// timerHeap orders timers by time, then by arming.
+type timerHeap []*simTimer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*simTimer)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return t
 }

@@ -1,7 +1,6 @@
 package podgroup
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math/rand"
@@ -104,7 +103,7 @@ type soak struct {
 	t      *testing.T
 	rnd    *rand.Rand
 	m      *Model
-	clk    *heapClock
+	clk    *simClock
 	rec    *recorder
 	w      *StatusWriter
 	client *fake.Clientset
@@ -116,7 +115,7 @@ type soak struct {
 }
 
 func newSoak(t *testing.T, seed int64) *soak {
-	clk := &heapClock{now: epoch}
+	clk := newSimClock(epoch)
 	rec := &recorder{rejected: map[string]string{}, gone: sets.New[types.UID]()}
 	q := &statusKeys{}
 	m := New(Options{Scheduler: rec, Evictor: rec, Clock: clk, Status: q, Logger: logr.Discard()})
@@ -313,81 +312,4 @@ func (s *soak) retained() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
-}
-
-// heapClock is a Clock whose timers fire when Step passes them, kept in a heap: a soak arms
-// hundreds of thousands of them.
-type heapClock struct {
-	now    time.Time
-	seq    int
-	timers timerHeap
-}
-
-type heapTimer struct {
-	at      time.Time
-	seq     int
-	fn      func()
-	stopped bool
-}
-
-func (t *heapTimer) Stop() bool {
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-type timerHeap []*heapTimer
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*heapTimer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return t
-}
-
-func (c *heapClock) Now() time.Time { return c.now }
-
-func (c *heapClock) AfterFunc(d time.Duration, fn func()) Timer {
-	c.seq++
-	t := &heapTimer{at: c.now.Add(d), seq: c.seq, fn: fn}
-	heap.Push(&c.timers, t)
-	return t
-}
-
-// Len counts the timers not yet fired nor stopped.
-func (c *heapClock) Len() int {
-	n := 0
-	for _, t := range c.timers {
-		if !t.stopped {
-			n++
-		}
-	}
-	return n
-}
-
-// Step advances time by d, running due timers in order.
-func (c *heapClock) Step(d time.Duration) {
-	end := c.now.Add(d)
-	for c.timers.Len() > 0 && !c.timers[0].at.After(end) {
-		t := heap.Pop(&c.timers).(*heapTimer)
-		if t.stopped {
-			continue
-		}
-		if t.at.After(c.now) {
-			c.now = t.at
-		}
-		t.stopped = true
-		t.fn()
-	}
-	c.now = end
 }

@@ -160,11 +160,7 @@ func TestPreemptionRespectsPDBsWhereItCan(t *testing.T) {
 	// not given back.)
 	pods = append(pods, running("b", "z0-r0-h0", "2", 10, ""), running("a", "z0-r0-h0", "2", 10, ""),
 		running("d", "z0-r0-h1", "2", 10, ""), running("c", "z0-r0-h1", "2", 10, ""))
-	pdb := &policy.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},
-		Spec:       policy.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}},
-		Status:     policy.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
-	}
+	pdb := protecting("a")
 	c, why := choose(t, 1, "2", nil, pods, pdb)
 	if c == nil {
 		t.Fatalf("no choice: %s", why)
@@ -335,16 +331,21 @@ func TestPreemptionCountsBudgetsFirst(t *testing.T) {
 	pods = append(pods, fill("z0-r0-h1", 4, 2000)...)
 	pods = append(pods, running("b", "z0-r1-h0", "4", 50, ""))
 	pods = append(pods, fill("z0-r1-h1", 4, 2000)...)
-	pdb := &policy.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},
-		Spec:       policy.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}},
-		Status:     policy.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
-	}
+	pdb := protecting("a")
 	c, why := choose(t, 1, "4", nil, pods, pdb)
 	if c == nil {
 		t.Fatalf("no choice: %s", why)
 	}
 	if got := victimNamesOf(c); fmt.Sprint(got) != "[b]" || c.domain != "rack z0-r1" {
 		t.Errorf("chose %s evicting %v, want rack z0-r1 evicting b (no budget violated)", c.domain, got)
+	}
+}
+
+// protecting is a PodDisruptionBudget that allows no disruption of the pods labelled app=app.
+func protecting(app string) *policy.PodDisruptionBudget {
+	return &policy.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: app},
+		Spec:       policy.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+		Status:     policy.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
 	}
 }
