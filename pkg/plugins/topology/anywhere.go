@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -60,12 +61,12 @@ type anywhere struct {
 
 // plan places the pending members of root on nodes the fitter allows; it returns the
 // explanation on failure.
-func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.NodeInfo, promisedOn func(node string) Resources, fit fitter) (*Plan, string) {
+func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.NodeInfo, promisedOn func(node string) capacity.Resources, fit fitter) (*Plan, string) {
 	var pods []*pending
 	groupOf := map[types.UID]*podgroup.GroupView{}
 	root.Walk(func(g *podgroup.GroupView) {
 		for _, p := range g.Pending {
-			pods = append(pods, &pending{pod: p, need: PodRequests(p), shape: fit.shapeOf(p)})
+			pods = append(pods, &pending{pod: p, need: capacity.PodRequests(p), shape: fit.shapeOf(p)})
 			groupOf[p.UID] = g
 		}
 	})
@@ -74,11 +75,11 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 	if n == 0 {
 		return nil, "there are no nodes"
 	}
-	free := map[int]Resources{}
-	freeOf := func(i int) Resources {
+	free := map[int]capacity.Resources{}
+	freeOf := func(i int) capacity.Resources {
 		r, ok := free[i]
 		if !ok {
-			r = FreeOn(infos[i])
+			r = capacity.FreeOn(infos[i])
 			if promisedOn != nil {
 				r.Sub(promisedOn(infos[i].Node().Name))
 			}
@@ -118,7 +119,7 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 // nodes with room that the member's spec lets it use (cheap checks), verified with the full
 // Filter fullest first. The Filter runs on the node chosen, and on the ones before it that
 // refuse, not on every node sampled; if every sampled node refuses, the next sample is taken.
-func (a *anywhere) choose(pd *pending, n, start int, topo *topology, freeOf func(int) Resources, fit fitter, reasons map[string]int) int {
+func (a *anywhere) choose(pd *pending, n, start int, topo *topology, freeOf func(int) capacity.Resources, fit fitter, reasons map[string]int) int {
 	sample := make([]int, 0, anywhereSample)
 	for k := 0; k < n; {
 		sample = sample[:0]

@@ -13,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -73,7 +74,7 @@ type topology struct {
 	// generation of its NodeInfo, and which nodes each pod spec may use (eligibility).
 	mu   sync.Mutex
 	gens []int64
-	free []Resources
+	free []capacity.Resources
 	elig *eligibility
 	// versions gives each domain (by key, "" for anywhere) a new version whenever one of its
 	// nodes changed: the rooms of domains cached for plans (room.go) are kept by version.
@@ -145,17 +146,17 @@ func (t *topology) nodeChangedLocked(i int) {
 }
 
 // freeOf is FreeOn of a node, nothing where the node is gone.
-func freeOf(ni fwk.NodeInfo) Resources {
+func freeOf(ni fwk.NodeInfo) capacity.Resources {
 	if ni.Node() == nil {
-		return Resources{}
+		return capacity.Resources{}
 	}
-	return FreeOn(ni)
+	return capacity.FreeOn(ni)
 }
 
 func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 	t := &topology{levels: levels, objs: make([]*v1.Node, len(infos)), byName: make(map[string]*node, len(infos)),
 		members: map[string][]*node{}, sub: map[string]map[int][]*domain{},
-		gens: make([]int64, len(infos)), free: make([]Resources, len(infos)), versions: map[string]uint64{}}
+		gens: make([]int64, len(infos)), free: make([]capacity.Resources, len(infos)), versions: map[string]uint64{}}
 	for i, ni := range infos {
 		n := ni.Node()
 		t.objs[i], t.gens[i], t.free[i] = n, ni.GetGeneration(), freeOf(ni)
@@ -232,15 +233,15 @@ func equalPaths(a, b []string) bool {
 // promised.
 type cluster struct {
 	*topology
-	base []Resources
-	over map[int]Resources
+	base []capacity.Resources
+	over map[int]capacity.Resources
 }
 
 // newCluster adds the free capacity of this cycle to t, as topologyCache.get refreshed it
 // from the cycle's snapshot, and what other trees' plans promised.
-func newCluster(t *topology, promised map[string]Resources) *cluster {
+func newCluster(t *topology, promised map[string]capacity.Resources) *cluster {
 	t.mu.Lock()
-	c := &cluster{topology: t, base: t.free, over: map[int]Resources{}}
+	c := &cluster{topology: t, base: t.free, over: map[int]capacity.Resources{}}
 	t.mu.Unlock()
 	for name, p := range promised {
 		if n, ok := t.byName[name]; ok && t.objs[n.idx] != nil {
@@ -253,7 +254,7 @@ func newCluster(t *topology, promised map[string]Resources) *cluster {
 }
 
 // freeAt returns the free capacity of the node of index i.
-func (c *cluster) freeAt(i int) Resources {
+func (c *cluster) freeAt(i int) capacity.Resources {
 	if r, ok := c.over[i]; ok {
 		return r
 	}

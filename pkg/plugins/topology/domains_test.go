@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 )
 
 // A topology keeps each node's free capacity across plans and reads a node again only when
@@ -38,7 +40,7 @@ func TestClusterFreeCapacityFollowsNodeChanges(t *testing.T) {
 	bound.Spec.NodeName = nodes[1].name
 	node1 := infos[1].(*framework.NodeInfo)
 	node1.AddPod(bound)
-	c := newCluster(tc.get(levels, infos), map[string]Resources{nodes[2].name: {MilliCPU: 2000, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 2}}})
+	c := newCluster(tc.get(levels, infos), map[string]capacity.Resources{nodes[2].name: {MilliCPU: 2000, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": 2}}})
 	if got := freeCPU(c); !slices.Equal(got, []int64{8, 5, 6}) {
 		t.Errorf("after a pod was added to node 1 and 2 cores promised on node 2: free cpu %v, want [8 5 6]", got)
 	}
@@ -209,9 +211,9 @@ func TestCachedRoomPlansAsNodeByNodeSums(t *testing.T) {
 			}
 			ni.SetNode(n)
 		}
-		promised := map[string]Resources{}
+		promised := map[string]capacity.Resources{}
 		for k := rng.IntN(3); k > 0; k-- {
-			promised[nodes[rng.IntN(len(nodes))].name] = Resources{MilliCPU: int64(1+rng.IntN(6)) * 1000}
+			promised[nodes[rng.IntN(len(nodes))].name] = capacity.Resources{MilliCPU: int64(1+rng.IntN(6)) * 1000}
 		}
 		constraint := []string{"rack", "block", "zone", "rack/2"}[rng.IntN(4)]
 		g := gang(fmt.Sprintf("g%d", step), 2+rng.IntN(6), int64(1+rng.IntN(4)), constraint)

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -91,7 +92,7 @@ func (t *topology) exclusiveLevel(g *podgroup.GroupView) int {
 // foreignPods reports, for an exclusive group, the first pod in a domain that is not one
 // of its members, if any: a pod of another workload (DaemonSet and static pods do not count)
 // or capacity another tree's plan promised.
-func (pl *Topology) foreignPods(infos []fwk.NodeInfo, promised map[string]Resources) func(d *domain, g podgroup.Key) string {
+func (pl *Topology) foreignPods(infos []fwk.NodeInfo, promised map[string]capacity.Resources) func(d *domain, g podgroup.Key) string {
 	return func(d *domain, g podgroup.Key) string {
 		for _, n := range d.nodes {
 			if p, ok := promised[n.name]; ok && (p.MilliCPU > 0 || p.Memory > 0 || p.Pods > 0) {
@@ -162,7 +163,7 @@ func (pl *Topology) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		}
 	}
 	if data, err := state.Read(reservedKey); err == nil {
-		if why := data.(reserved).refusal(ni, PodRequests(pod)); why != "" {
+		if why := data.(reserved).refusal(ni, capacity.PodRequests(pod)); why != "" {
 			// Unschedulable, not Unresolvable: preemption by a pod of higher priority, or the
 			// reservation's end, may change it.
 			return fwk.NewStatus(fwk.Unschedulable, why)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -98,7 +99,7 @@ func describePods(pods []*pending) string {
 		return "0 pods"
 	}
 	same := true
-	var sum Resources
+	var sum capacity.Resources
 	for _, p := range pods {
 		sum.Add(p.need)
 		if !equal(p.need, pods[0].need) {
@@ -116,7 +117,7 @@ func describePods(pods []*pending) string {
 }
 
 // describe renders a request: "8 cpu", "500m cpu, 1 nvidia.com/gpu", "4Gi memory".
-func describe(r Resources) string {
+func describe(r capacity.Resources) string {
 	var parts []string
 	if r.MilliCPU > 0 {
 		if r.MilliCPU%1000 == 0 {
@@ -148,7 +149,7 @@ func describe(r Resources) string {
 	return strings.Join(parts, ", ")
 }
 
-func equal(a, b Resources) bool {
+func equal(a, b capacity.Resources) bool {
 	if a.MilliCPU != b.MilliCPU || a.Memory != b.Memory || a.Pods != b.Pods || len(a.Scalar) != len(b.Scalar) {
 		return false
 	}

@@ -192,14 +192,14 @@ type frameworkFitter struct {
 	// reserved are the members with resource claims planned so far: their devices are held in
 	// the scheduler's DRA state (by the profile's Reserve plugins, as upstream's pod-group
 	// cycle does) so that later members see them taken, until release.
-	reserved []reservation
+	reserved []heldClaims
 	// held counts changes to reserved.
 	held int
 }
 
-// reservation is a member whose devices are held, with the cycle state its Reserve ran with
+// heldClaims is a member whose devices are held, with the cycle state its Reserve ran with
 // (which Unreserve needs).
-type reservation struct {
+type heldClaims struct {
 	pod  *v1.Pod
 	work fwk.CycleState
 	node string
@@ -378,7 +378,7 @@ func (f *frameworkFitter) planned(pod *v1.Pod, n *node) {
 			klog.FromContext(f.ctx).V(4).Info("Planner: holding a member's devices failed", "pod", klog.KObj(pod), "node", n.name, "err", status.AsError())
 			return
 		}
-		f.reserved = append(f.reserved, reservation{pod: pod, work: s.work, node: n.name})
+		f.reserved = append(f.reserved, heldClaims{pod: pod, work: s.work, node: n.name})
 		f.held++
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -21,14 +22,15 @@ func TestFollowersRoomIsHeldOnceTheLeadersBind(t *testing.T) {
 	follower := func(i string) types.UID { return types.UID("lockstep-follower:ns/replica/" + i) }
 	plan := func() *Plan {
 		return &Plan{Root: root, Priority: 10, FollowersTimeout: time.Minute, Expires: now.Add(time.Minute), Pods: map[types.UID]PlannedPod{
-			"leader":      {Node: "n1", Request: Resources{MilliCPU: 1000}},
-			follower("0"): {Node: "n2", Request: Resources{MilliCPU: 8000}},
-			follower("1"): {Node: "n2", Request: Resources{MilliCPU: 8000}},
-			follower("2"): {Node: "n3", Request: Resources{MilliCPU: 8000}},
+			"leader":      {Node: "n1", Request: capacity.Resources{MilliCPU: 1000}},
+			follower("0"): {Node: "n2", Request: capacity.Resources{MilliCPU: 8000}},
+			follower("1"): {Node: "n2", Request: capacity.Resources{MilliCPU: 8000}},
+			follower("2"): {Node: "n3", Request: capacity.Resources{MilliCPU: 8000}},
 		}}
 	}
 	p := NewPlans()
-	p.now, p.reservations.now = func() time.Time { return now }, func() time.Time { return now }
+	p.now = func() time.Time { return now }
+	p.reservations.SetClock(p.now)
 
 	// While the leader's attempt lasts, other trees' plans do without the followers' room.
 	p.Store(plan())

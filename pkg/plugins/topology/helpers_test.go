@@ -17,6 +17,7 @@ import (
 
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -159,7 +160,7 @@ func planExpecting(t *testing.T, nodes []testNode, root *podgroup.GroupView, fai
 	return out, c, true
 }
 
-func planOn(t *testing.T, nodes []testNode, root *podgroup.GroupView, promised map[string]Resources) (outcome, *cluster) {
+func planOn(t *testing.T, nodes []testNode, root *podgroup.GroupView, promised map[string]capacity.Resources) (outcome, *cluster) {
 	t.Helper()
 	c := clusterOf(nodeInfos(nodes), promised)
 	return newPlanner(c, newSpecFitter(newEligibility(c.nodes)), time.Minute).plan(root), c
@@ -193,6 +194,6 @@ func domainsOf(out outcome, c *cluster, g *podgroup.GroupView, level int) map[st
 }
 
 // clusterOf builds a cluster of infos with the default levels.
-func clusterOf(infos []fwk.NodeInfo, promised map[string]Resources) *cluster {
+func clusterOf(infos []fwk.NodeInfo, promised map[string]capacity.Resources) *cluster {
 	return newCluster(buildTopology(levels, infos), promised)
 }

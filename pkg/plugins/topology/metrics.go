@@ -7,6 +7,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/reservation"
 )
 
 var metrics = struct {
@@ -16,14 +17,10 @@ var metrics = struct {
 	failures     *k8smetrics.CounterVec
 	planDuration *k8smetrics.Histogram
 
-	preemptions         *k8smetrics.CounterVec
-	victims             *k8smetrics.Counter
-	victimGangs         *k8smetrics.Counter
-	preemptionDuration  *k8smetrics.Histogram
-	reservations        *k8smetrics.CounterVec
-	reservationsHeld    *k8smetrics.Gauge
-	reservedCapacity    *k8smetrics.GaugeVec
-	reservationBindWait *k8smetrics.Histogram
+	preemptions        *k8smetrics.CounterVec
+	victims            *k8smetrics.Counter
+	victimGangs        *k8smetrics.Counter
+	preemptionDuration *k8smetrics.Histogram
 }{
 	plans: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 		Subsystem:      podgroup.Subsystem,
@@ -81,41 +78,16 @@ var metrics = struct {
 		Buckets:        k8smetrics.ExponentialBuckets(0.0001, 2, 18),
 		StabilityLevel: k8smetrics.ALPHA,
 	}),
-	reservations: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
-		Subsystem:      podgroup.Subsystem,
-		Name:           "reservations_total",
-		Help:           "Reservations of domains for starving gangs, by event: started, bound (the gang was scheduled), timeout, lapsed (the gang stopped asking for it), released (no longer starving or eligible, or gone).",
-		StabilityLevel: k8smetrics.ALPHA,
-	}, []string{"event"}),
-	reservationsHeld: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
-		Subsystem:      podgroup.Subsystem,
-		Name:           "reservations_held",
-		Help:           "Number of domains held for starving gangs.",
-		StabilityLevel: k8smetrics.ALPHA,
-	}),
-	reservedCapacity: k8smetrics.NewGaugeVec(&k8smetrics.GaugeOpts{
-		Subsystem:      podgroup.Subsystem,
-		Name:           "reserved_capacity",
-		Help:           "Capacity the plans of starving gangs' reservations need, by resource (cpu in cores, memory in bytes, extended resources in units).",
-		StabilityLevel: k8smetrics.ALPHA,
-	}, []string{"resource"}),
-	reservationBindWait: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
-		Subsystem:      podgroup.Subsystem,
-		Name:           "reservation_bind_wait_seconds",
-		Help:           "Time from the start of a gang's reservation to the gang scheduled.",
-		Buckets:        k8smetrics.ExponentialBuckets(1, 2, 16),
-		StabilityLevel: k8smetrics.ALPHA,
-	}),
 }
 
 var registerOnce sync.Once
 
 // RegisterMetrics adds the plugin's metrics to the registry the scheduler serves (once).
 func RegisterMetrics() {
+	reservation.RegisterMetrics()
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metrics.plans, metrics.planReuse, metrics.replans, metrics.failures, metrics.planDuration,
-			metrics.preemptions, metrics.victims, metrics.victimGangs, metrics.preemptionDuration,
-			metrics.reservations, metrics.reservationsHeld, metrics.reservedCapacity, metrics.reservationBindWait)
+			metrics.preemptions, metrics.victims, metrics.victimGangs, metrics.preemptionDuration)
 		// Every known label value is exposed from the start (at 0), so that rates, dashboards
 		// and alerts see the series before the first event of its kind.
 		for _, result := range []string{"placed", "unplaceable"} {
@@ -127,12 +99,6 @@ func RegisterMetrics() {
 		metrics.failures.WithLabelValues("any")
 		for _, result := range []string{"preempted", "no_victims", "not_allowed"} {
 			metrics.preemptions.WithLabelValues(result)
-		}
-		for _, event := range []string{"started", "bound", "timeout", "lapsed", "released"} {
-			metrics.reservations.WithLabelValues(event)
-		}
-		for _, resource := range []string{"cpu", "memory"} {
-			metrics.reservedCapacity.WithLabelValues(resource)
 		}
 	})
 }

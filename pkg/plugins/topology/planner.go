@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -33,7 +34,7 @@ import (
 // pending is one member to place.
 type pending struct {
 	pod   *v1.Pod
-	need  Resources
+	need  capacity.Resources
 	shape *shape       // where it may go, by the fitter
 	group podgroup.Key // its PodGroup
 }
@@ -51,7 +52,7 @@ type planner struct {
 	// taken is the free capacity of the nodes the plan took from (freeAt); dirty counts, per
 	// domain key, the nodes of the domain whose free capacity is not the topology's (promised
 	// elsewhere or taken by the plan), whose room bestFitFor cannot take from the cache.
-	taken map[int]Resources
+	taken map[int]capacity.Resources
 	dirty map[string]int
 	// cached: the fitter's eligibility is the pod spec's alone (no node excluded for this
 	// plan), so a domain's room may come from the cache (room.go).
@@ -61,10 +62,10 @@ type planner struct {
 	undo    []change
 
 	pendingOf map[podgroup.Key][]*pending // PodGroup → members to place
-	demand    map[podgroup.Key]Resources
+	demand    map[podgroup.Key]capacity.Resources
 	// minDemand is the least a group needs to be ready (minCount smallest pods, or the
 	// minGroupCount smallest children): a domain with less room in sum is not tried.
-	minDemand map[podgroup.Key]Resources
+	minDemand map[podgroup.Key]capacity.Resources
 	placedOf  map[podgroup.Key][]*node // subtree → nodes of assumed and bound members
 	shapes    map[podgroup.Key]shapeCount
 	failures  []failure
@@ -123,13 +124,13 @@ func newPlanner(c *cluster, fit fitter, limit time.Duration) *planner {
 		fit:       fit,
 		budget:    planBudget,
 		deadline:  time.Now().Add(limit),
-		taken:     map[int]Resources{},
+		taken:     map[int]capacity.Resources{},
 		dirty:     map[string]int{},
 		assign:    map[types.UID]*node{},
 		domains:   map[podgroup.Key]*domain{},
 		pendingOf: map[podgroup.Key][]*pending{},
-		demand:    map[podgroup.Key]Resources{},
-		minDemand: map[podgroup.Key]Resources{},
+		demand:    map[podgroup.Key]capacity.Resources{},
+		minDemand: map[podgroup.Key]capacity.Resources{},
 		placedOf:  map[podgroup.Key][]*node{},
 		shapes:    map[podgroup.Key]shapeCount{},
 		held:      holdings{},
@@ -151,7 +152,7 @@ func newPlanner(c *cluster, fit fitter, limit time.Duration) *planner {
 type outcome struct {
 	ok       bool
 	assign   map[types.UID]*node
-	requests map[types.UID]Resources
+	requests map[types.UID]capacity.Resources
 	domains  map[podgroup.Key]*domain
 	// refused are groups of a tree that was placed without them (a CompositePodGroup needs
 	// only minGroupCount children): their members must not be placed anywhere else.
@@ -169,7 +170,7 @@ func (p *planner) plan(root *podgroup.GroupView) outcome {
 		return out
 	}
 	out.assign, out.domains = p.assign, p.domains
-	out.requests = map[types.UID]Resources{}
+	out.requests = map[types.UID]capacity.Resources{}
 	for _, list := range p.pendingOf {
 		for _, pd := range list {
 			out.requests[pd.pod.UID] = pd.need
@@ -197,14 +198,14 @@ func (p *planner) plan(root *podgroup.GroupView) outcome {
 
 // index computes what each group has to place, its demand and its pins.
 func (p *planner) index(root *podgroup.GroupView) {
-	var walk func(g *podgroup.GroupView) (Resources, []*node)
-	walk = func(g *podgroup.GroupView) (Resources, []*node) {
-		var demand Resources
+	var walk func(g *podgroup.GroupView) (capacity.Resources, []*node)
+	walk = func(g *podgroup.GroupView) (capacity.Resources, []*node) {
+		var demand capacity.Resources
 		var placed []*node
-		var parts []Resources // what each pod (PodGroup) or child (composite) needs at least
+		var parts []capacity.Resources // what each pod (PodGroup) or child (composite) needs at least
 		p.views[g.Key] = g
 		for _, pod := range g.Pending {
-			pd := &pending{pod: pod, need: PodRequests(pod), shape: p.fit.shapeOf(pod), group: g.Key}
+			pd := &pending{pod: pod, need: capacity.PodRequests(pod), shape: p.fit.shapeOf(pod), group: g.Key}
 			p.pendingOf[g.Key] = append(p.pendingOf[g.Key], pd)
 			demand.Add(pd.need)
 			parts = append(parts, pd.need)
@@ -225,7 +226,7 @@ func (p *planner) index(root *podgroup.GroupView) {
 			need -= len(g.PlacedNodes)
 		}
 		sort.Slice(parts, func(i, j int) bool { return bigger(parts[j], parts[i]) })
-		var least Resources
+		var least capacity.Resources
 		for i := 0; i < need && i < len(parts); i++ {
 			least.Add(parts[i])
 		}
@@ -328,7 +329,7 @@ func (p *planner) pack(pods []*pending, nodes []*node) int {
 	p.budget--
 	order := append([]*pending(nil), pods...)
 	sort.SliceStable(order, func(i, j int) bool { return bigger(order[i].need, order[j].need) })
-	var need Resources
+	var need capacity.Resources
 	if len(order) > 0 {
 		need = order[0].need
 	}
@@ -400,13 +401,13 @@ func (p *planner) placedFirst(g *podgroup.GroupView, ds []*domain) []*domain {
 // come first, then the least free CPU, then by name; domains with fewer slots than pods
 // (a composite may need fewer children) come last, roomiest first; domains whose eligible
 // nodes cannot hold least in sum are left out.
-func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least Resources) []*domain {
+func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least capacity.Resources) []*domain {
 	_, _, count := p.shapeOf(g)
 	return p.bestFitFor(ds, g, least, count)
 }
 
 // bestFitFor is bestFit for count pods of the group's shape: a slice rather than the group.
-func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least Resources, count int64) []*domain {
+func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least capacity.Resources, count int64) []*domain {
 	rep, shape, _ := p.shapeOf(g)
 	type scored struct {
 		d     *domain
@@ -444,12 +445,12 @@ func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least Resource
 
 // shapeOf returns the member with the largest request among a group's pending pods, that
 // request, and how many pending pods there are.
-func (p *planner) shapeOf(g *podgroup.GroupView) (*pending, Resources, int64) {
+func (p *planner) shapeOf(g *podgroup.GroupView) (*pending, capacity.Resources, int64) {
 	if s, ok := p.shapes[g.Key]; ok {
 		return s.rep, s.need, s.count
 	}
 	var rep *pending
-	var largest Resources
+	var largest capacity.Resources
 	var count int64
 	g.Walk(func(v *podgroup.GroupView) {
 		for _, pd := range p.pendingOf[v.Key] {
@@ -465,7 +466,7 @@ func (p *planner) shapeOf(g *podgroup.GroupView) (*pending, Resources, int64) {
 
 type shapeCount struct {
 	rep   *pending
-	need  Resources
+	need  capacity.Resources
 	count int64
 }
 
@@ -475,7 +476,7 @@ type shapeCount struct {
 // order fills what is already broken into, keeps the gang in as few sub-domains as it can,
 // and leaves empty ones whole. Slots count the scarce resource (GPUs for GPU pods); free CPU
 // breaks ties.
-func (p *planner) packOrder(nodes []*node, need Resources) []*node {
+func (p *planner) packOrder(nodes []*node, need capacity.Resources) []*node {
 	if len(nodes) == 0 {
 		return nodes
 	}
@@ -657,7 +658,7 @@ func (p *planner) rollback(mark int) {
 }
 
 // bigger orders requests: more CPU, then more memory, then more extended resources.
-func bigger(a, b Resources) bool {
+func bigger(a, b capacity.Resources) bool {
 	if a.MilliCPU != b.MilliCPU {
 		return a.MilliCPU > b.MilliCPU
 	}

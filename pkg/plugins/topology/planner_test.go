@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -241,7 +242,7 @@ func TestPromisedCapacityIsNotPromisedTwice(t *testing.T) {
 	if !out.ok {
 		t.Fatal("first gang not placed")
 	}
-	promised := map[string]Resources{}
+	promised := map[string]capacity.Resources{}
 	for uid, n := range out.assign {
 		r := promised[n.name]
 		r.Add(out.requests[uid])
@@ -260,7 +261,7 @@ func TestPromisedCapacityIsNotPromisedTwice(t *testing.T) {
 		}
 	}
 	third := gang("third", 1, 4)
-	all := map[string]Resources{}
+	all := map[string]capacity.Resources{}
 	for k, v := range promised {
 		all[k] = v
 	}

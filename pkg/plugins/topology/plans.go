@@ -8,7 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/reservation"
 )
 
 // Plan is where the planner decided the pending members of one tree go. Every member of the
@@ -46,7 +48,7 @@ type Plan struct {
 // PlannedPod is one member's place in a plan.
 type PlannedPod struct {
 	Node    string
-	Request Resources
+	Request capacity.Resources
 }
 
 // Plans holds the live plans of every tree, for every profile's LockstepTopology: a plan
@@ -62,11 +64,11 @@ type Plans struct {
 	now      func() time.Time
 	// reservations are the domains held for starving trees (reservations.go), and the room
 	// held for followers.
-	reservations *Reservations
+	reservations *reservation.Reservations
 	// followerRoom is, per tree whose attempt just ended, the room its plan gave followers:
 	// held once the tree is heard scheduled (its leaders were allowed), forgotten when its
 	// next attempt ends.
-	followerRoom map[podgroup.Key]*Reservation
+	followerRoom map[podgroup.Key]*reservation.Reservation
 	// victimsLeft counts the victims of a preempting plan that still exist (nil: none are
 	// looked for): such a plan, and its members' nominations, outlive its expiry until they
 	// are gone, however long their graceful termination takes.
@@ -87,7 +89,7 @@ var _ podgroup.RoundObserver = &Plans{}
 // NewPlans returns an empty store.
 func NewPlans() *Plans {
 	return &Plans{byRoot: map[podgroup.Key]*Plan{}, refusals: map[podgroup.Key][]refusal{}, now: time.Now,
-		reservations: newReservations(time.Now), followerRoom: map[podgroup.Key]*Reservation{}}
+		reservations: reservation.New(time.Now), followerRoom: map[podgroup.Key]*reservation.Reservation{}}
 }
 
 // Get returns the live plan of root, or nil.
@@ -168,17 +170,17 @@ func (p *Plans) TreeScheduled(root podgroup.Key) {
 	p.mu.Unlock()
 	p.reservations.TreeScheduled(root)
 	if r != nil {
-		p.reservations.holdForFollowers(r)
+		p.reservations.HoldForFollowers(r)
 	}
 }
 
 // followerRoom is the room plan gives followers (podgroup.IsFollower), to be held for them
 // once the tree's leaders are allowed; nil if it gives none.
-func followerRoom(plan *Plan, now time.Time) *Reservation {
+func followerRoom(plan *Plan, now time.Time) *reservation.Reservation {
 	if plan == nil {
 		return nil
 	}
-	need := map[string]Resources{}
+	need := map[string]capacity.Resources{}
 	n := 0
 	for uid, pp := range plan.Pods {
 		if !podgroup.IsFollowerUID(uid) {
@@ -196,7 +198,7 @@ func followerRoom(plan *Plan, now time.Time) *Reservation {
 	if timeout <= 0 {
 		timeout = podgroup.DefaultFollowersTimeout
 	}
-	return &Reservation{Root: plan.Root, Priority: plan.Priority, Level: -1, Domain: fmt.Sprintf("held for its %d followers", n),
+	return &reservation.Reservation{Root: plan.Root, Priority: plan.Priority, Level: -1, Domain: fmt.Sprintf("held for its %d followers", n),
 		Need: need, Pods: fmt.Sprintf("%d followers", n), Since: now, Deadline: now.Add(timeout), Expires: now.Add(timeout)}
 }
 
@@ -216,23 +218,22 @@ func (p *Plans) Sizes() map[string]int {
 	p.mu.Lock()
 	out := map[string]int{"plans": len(p.byRoot), "refusals": len(p.refusals), "followerRoom": len(p.followerRoom)}
 	p.mu.Unlock()
-	rs := p.reservations
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	out["reservations"], out["followers"], out["waiters"], out["requeued"] = len(rs.byRoot), len(rs.followers), len(rs.waiters), len(rs.requeued)
+	for k, v := range p.reservations.Sizes() {
+		out[k] = v
+	}
 	return out
 }
 
 // Reservations returns the domains held for starving trees.
-func (p *Plans) Reservations() *Reservations { return p.reservations }
+func (p *Plans) Reservations() *reservation.Reservations { return p.reservations }
 
 // Promised returns, per node, the capacity that live plans of trees other than except
 // promised to members still pending (members with a reservation are in the scheduler's
 // snapshot already; deleted ones need nothing), and the members it counted.
-func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) (map[string]Resources, sets.Set[types.UID]) {
+func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) (map[string]capacity.Resources, sets.Set[types.UID]) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out, counted := map[string]Resources{}, sets.New[types.UID]()
+	out, counted := map[string]capacity.Resources{}, sets.New[types.UID]()
 	for root := range p.byRoot {
 		if root == except {
 			continue

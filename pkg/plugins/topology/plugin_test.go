@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/config"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
@@ -126,7 +127,7 @@ func TestPreFilterPlansAgainWhenThePlannedNodeIsFull(t *testing.T) {
 	env := newTestEnv(t, []runtime.Object{group}, append(pods, full), labeledNodes("4"))
 	root := podgroup.PodGroupKey("ns", "g")
 	env.plans.Store(&Plan{Root: root, Expires: time.Now().Add(time.Hour),
-		Pods: map[types.UID]PlannedPod{pods[0].UID: {Node: "z0-r0-h0", Request: PodRequests(pods[0])}}})
+		Pods: map[types.UID]PlannedPod{pods[0].UID: {Node: "z0-r0-h0", Request: capacity.PodRequests(pods[0])}}})
 	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
 	if !s.IsSuccess() || res == nil || res.NodeNames.Has("z0-r0-h0") {
 		t.Errorf("PreFilter = %v, %v; want a new node, not the full one", res, s)

@@ -87,7 +87,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	if choice == nil {
 		return starving("no_victims", why)
 	}
-	pl.plans.reservations.release(p.Root, "released")
+	pl.plans.reservations.Release(p.Root, "released")
 	pl.notes.NoteReserving(p.Root, "")
 	if len(choice.victims) == 0 {
 		// Pods already terminating (earlier victims, or pods being deleted) make room: wait

@@ -14,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -161,7 +162,7 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 	if err != nil {
 		return false
 	}
-	return FreeOn(ni).Fits(pp.Request)
+	return capacity.FreeOn(ni).Fits(pp.Request)
 }
 
 // promised returns, per node, the capacity the tree may not count on: what other trees' live
@@ -191,20 +192,20 @@ func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*p
 type promisedCapacity struct {
 	handle      fwk.Handle
 	nominations *Nominations
-	plans       map[string]Resources
+	plans       map[string]capacity.Resources
 	counted     sets.Set[types.UID]
 	members     sets.Set[types.UID]
 	priority    int32
 }
 
 // on returns what is promised on the named node.
-func (p *promisedCapacity) on(name string) Resources {
+func (p *promisedCapacity) on(name string) capacity.Resources {
 	r, _ := p.onNode(name)
 	return r
 }
 
 // onNode returns what is promised on the named node, and whether anything is.
-func (p *promisedCapacity) onNode(name string) (Resources, bool) {
+func (p *promisedCapacity) onNode(name string) (capacity.Resources, bool) {
 	r, any := p.plans[name]
 	r = r.Clone()
 	for _, pi := range p.handle.NominatedPodsForNode(name) {
@@ -212,7 +213,7 @@ func (p *promisedCapacity) onNode(name string) (Resources, bool) {
 		if p.members.Has(pod.UID) || p.counted.Has(pod.UID) || corev1helpers.PodPriority(pod) < p.priority {
 			continue
 		}
-		r.Add(PodRequests(pod))
+		r.Add(capacity.PodRequests(pod))
 		any = true
 	}
 	return r, any
@@ -221,8 +222,8 @@ func (p *promisedCapacity) onNode(name string) (Resources, bool) {
 // all returns what is promised on every node with anything promised, for planners that
 // weigh whole domains: the nodes of other plans and, of the nominator's, those Nominations
 // lists (every node of nodes without it).
-func (p *promisedCapacity) all(nodes []fwk.NodeInfo) map[string]Resources {
-	out := make(map[string]Resources, len(p.plans))
+func (p *promisedCapacity) all(nodes []fwk.NodeInfo) map[string]capacity.Resources {
+	out := make(map[string]capacity.Resources, len(p.plans))
 	add := func(name string) {
 		if _, done := out[name]; done {
 			return

@@ -10,6 +10,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -152,7 +153,7 @@ func (r *reprieve) fits(u *victimUnit) bool {
 			infos[m.node] = ni
 		}
 		if states == nil {
-			if !FreeOn(ni).Fits(PodRequests(m.pod)) {
+			if !capacity.FreeOn(ni).Fits(capacity.PodRequests(m.pod)) {
 				return false
 			}
 		} else if !r.pl.handle.RunFilterPlugins(r.ctx, states[m.shape], m.pod, ni).IsSuccess() {

@@ -125,7 +125,7 @@ func newClusterSim(t *testing.T, seed int64, reserve bool) *clusterSim {
 	s.nodes = lt.TopologyNodes(1, 1, s.racks, s.hosts, strconv.FormatInt(s.cpu, 10))
 	plans := NewPlans()
 	plans.now = func() time.Time { return s.now }
-	plans.reservations.now = plans.now
+	plans.reservations.SetClock(plans.now)
 	s.pl = &Topology{logger: klog.Background(), handle: simHandle{}, trees: simTrees{}, plans: plans, levels: levels,
 		planTTL: time.Minute, planLimit: time.Second, planGangs: true, verdicts: newVerdictCache()}
 	return s

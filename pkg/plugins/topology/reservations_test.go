@@ -8,56 +8,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
+	"github.com/lockstep-sched/lockstep/pkg/reservation"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
-
-// What a reservation holds on a node is what its plan needs there beyond what the pods in
-// the way still request: others may use the rest, now and after those pods end (backfill).
-func TestReservationHoldsThePlansRoom(t *testing.T) {
-	blocker := running("b", "n1", "2", 0, "")
-	other := running("x", "n1", "2", 0, "")
-	node := lt.MakeNode("n1", "8").Obj()
-	r := &Reservation{Root: podgroup.PodGroupKey("ns", "big"), Domain: "rack r0",
-		Need: map[string]Resources{"n1": {MilliCPU: 4000, Pods: 1}}, Blockers: map[types.UID]string{"b": "n1"}}
-	infoOf := func(pods ...*v1.Pod) fwk.NodeInfo {
-		ni := framework.NewNodeInfo(pods...)
-		ni.SetNode(node)
-		return ni
-	}
-	tests := []struct {
-		name   string
-		ni     fwk.NodeInfo
-		cpu    int64
-		refuse bool
-	}{
-		{name: "room beyond the plan's, while the blocker runs", ni: infoOf(blocker, other), cpu: 2000},
-		{name: "cutting into the plan's room", ni: infoOf(blocker, other), cpu: 3000, refuse: true},
-		{name: "the blocker gone: its room is the plan's", ni: infoOf(other), cpu: 3000, refuse: true},
-		{name: "the blocker gone: the rest stays free", ni: infoOf(other), cpu: 2000},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			why := reserved{r}.refusal(tc.ni, Resources{MilliCPU: tc.cpu, Pods: 1})
-			if (why != "") != tc.refuse {
-				t.Errorf("refusal %q, want refused %v", why, tc.refuse)
-			}
-			if tc.refuse && !strings.Contains(why, "reserved for gang big (rack r0)") {
-				t.Errorf("refusal %q does not name the gang and domain", why)
-			}
-		})
-	}
-	closed := &Reservation{Root: r.Root, Domain: "rack r0", Closed: sets.New("n1")}
-	if why := (reserved{closed}).refusal(infoOf(), Resources{MilliCPU: 1, Pods: 1}); why == "" {
-		t.Error("a node of a domain reserved for an exclusive gang was open to another pod")
-	}
-}
 
 // reservationEnv runs the plugin on labeledNodes("4") (4 racks of 2 nodes of 4 cpu) with the
 // running pods, and pending gangs of 2 pods × 4 cpu that require a rack.
@@ -207,7 +167,7 @@ func TestReservationTimesOutAndRequeues(t *testing.T) {
 	pods = append(pods, runningRack("z1-r1", 0)...)
 	env, trees := reservationEnv(t, pods, "a", "b")
 	now := time.Now()
-	env.plans.reservations.now = func() time.Time { return now }
+	env.plans.reservations.SetClock(func() time.Time { return now })
 	infos := env.NodeInfos(t)
 	a, b := starving("a", now.Add(-20*time.Minute)), starving("b", now.Add(-10*time.Minute))
 	a.ReservationTimeout = 5 * time.Minute
@@ -237,31 +197,6 @@ func TestReservationTimesOutAndRequeues(t *testing.T) {
 	}
 }
 
-// Filter counts the reservations on a node together, as a plan does: a pod that fits beside
-// each alone but not beside both is refused.
-func TestReservationsOnANodeAreSummed(t *testing.T) {
-	node := lt.MakeNode("n1", "8").Obj()
-	ni := framework.NewNodeInfo()
-	ni.SetNode(node)
-	a := &Reservation{Root: podgroup.PodGroupKey("ns", "a"), Domain: "rack r0", Need: map[string]Resources{"n1": {MilliCPU: 3000, Pods: 1}}}
-	b := &Reservation{Root: podgroup.PodGroupKey("ns", "b"), Domain: "host n1", Need: map[string]Resources{"n1": {MilliCPU: 3000, Pods: 1}}}
-	req := Resources{MilliCPU: 4000, Pods: 1}
-	for _, one := range []*Reservation{a, b} {
-		if why := (reserved{one}).refusal(ni, req); why != "" {
-			t.Fatalf("refused beside %s alone: %s", one.Root.Name, why)
-		}
-	}
-	if why := (reserved{a, b}).refusal(ni, req); why == "" {
-		t.Error("a pod took room two reservations need together (8 cpu: 3 + 3 held, 4 asked)")
-	}
-	promised := map[string]Resources{}
-	held, _, by := heldOnNode([]*Reservation{a, b}, ni, nil)
-	promised["n1"] = held
-	if len(by) != 2 || promised["n1"].MilliCPU != 6000 {
-		t.Errorf("held %v by %d reservations, want 6 cpu by 2", held, len(by))
-	}
-}
-
 // A reservation that timed out does not come back at the gang's next failure, even when no
 // other gang waits: the gang waits reserveAfter again, from the timeout, before a domain is
 // held for it again.
@@ -271,7 +206,7 @@ func TestTimedOutReservationDoesNotComeBackAtOnce(t *testing.T) {
 	pods = append(pods, runningRack("z1-r1", 0)...)
 	env, trees := reservationEnv(t, pods, "a")
 	now := time.Now()
-	env.plans.reservations.now = func() time.Time { return now }
+	env.plans.reservations.SetClock(func() time.Time { return now })
 	infos := env.NodeInfos(t)
 	a := starving("a", now.Add(-20*time.Minute))
 	a.ReservationTimeout = 5 * time.Minute
@@ -308,8 +243,8 @@ func TestMemberNarrowedToOneHostMeetsReservations(t *testing.T) {
 	env := newTestEnvOpts(t, []runtime.Object{scheduled}, pods, labeledNodes("4"), podgrouptest.Options{Filters: true})
 	infos := env.NodeInfos(t)
 	// A starving gang holds 3 cpu of z1-r1-h0 (2 of them free now, p0's once it ends).
-	env.plans.reservations.store(&Reservation{Root: podgroup.PodGroupKey("ns", "big"), Domain: "rack z1-r1", Level: 2,
-		Need: map[string]Resources{"z1-r1-h0": {MilliCPU: 3000, Pods: 1}}, Blockers: map[types.UID]string{"p0": "z1-r1-h0"},
+	env.plans.reservations.Store(&reservation.Reservation{Root: podgroup.PodGroupKey("ns", "big"), Domain: "rack z1-r1", Level: 2,
+		Need: map[string]capacity.Resources{"z1-r1-h0": {MilliCPU: 3000, Pods: 1}}, Blockers: map[types.UID]string{"p0": "z1-r1-h0"},
 		Since: time.Now(), Deadline: time.Now().Add(time.Hour), Expires: time.Now().Add(time.Hour)})
 	state := framework.NewCycleState()
 	res, s := env.plugin.PreFilter(env.Ctx, state, replacement, infos)

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -22,13 +23,13 @@ const maxRoomShapes = 32
 
 // roomOf is the cached room of one domain.
 type roomOf struct {
-	total   Resources
+	total   capacity.Resources
 	slots   int64
 	version uint64
 }
 
 // freeAt returns the free capacity of the node of index i as the plan left it.
-func (p *planner) freeAt(i int) Resources {
+func (p *planner) freeAt(i int) capacity.Resources {
 	if r, ok := p.taken[i]; ok {
 		return r
 	}
@@ -48,7 +49,7 @@ func (p *planner) markDirty(n *node, d int) {
 
 // room returns the free capacity and the slots of shape (counted when count > 0) on the
 // nodes of d the group's representative member rep may use.
-func (p *planner) room(d *domain, g *podgroup.GroupView, rep *pending, shape Resources, count int64) (Resources, int64) {
+func (p *planner) room(d *domain, g *podgroup.GroupView, rep *pending, shape capacity.Resources, count int64) (capacity.Resources, int64) {
 	if rep == nil || !p.cached || len(p.held) > 0 || len(p.claims) > 0 || p.dirty[d.key] > 0 {
 		return p.sum(d, g, rep, shape, count)
 	}
@@ -75,8 +76,8 @@ func (p *planner) room(d *domain, g *podgroup.GroupView, rep *pending, shape Res
 }
 
 // sum is room counted node by node.
-func (p *planner) sum(d *domain, g *podgroup.GroupView, rep *pending, shape Resources, count int64) (Resources, int64) {
-	var total Resources
+func (p *planner) sum(d *domain, g *podgroup.GroupView, rep *pending, shape capacity.Resources, count int64) (capacity.Resources, int64) {
+	var total capacity.Resources
 	var slots int64
 	for _, n := range d.nodes {
 		if rep != nil && (!p.fit.eligible(rep.shape, n) || p.closed(n, g.Key)) {
@@ -92,6 +93,6 @@ func (p *planner) sum(d *domain, g *podgroup.GroupView, rep *pending, shape Reso
 }
 
 // roomKey is a shape as a key of the cache.
-func roomKey(shape Resources) string {
+func roomKey(shape capacity.Resources) string {
 	return fmt.Sprintf("%d/%d/%d/%v", shape.MilliCPU, shape.Memory, shape.Pods, shape.Scalar)
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -159,7 +160,7 @@ func (p *planner) packSlices(g *podgroup.GroupView, d *domain, s slicing) (int, 
 func (p *planner) packSlice(g *podgroup.GroupView, pods []*pending, subs []*domain, whole bool) int {
 	least := pods[len(pods)-1].need // the smallest: pods come largest first
 	if whole {
-		least = Resources{}
+		least = capacity.Resources{}
 		for _, pd := range pods {
 			least.Add(pd.need)
 		}

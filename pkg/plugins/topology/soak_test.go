@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/reservation"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
@@ -43,10 +45,10 @@ func TestPlansKeepNothingPerTreeThatRan(t *testing.T) {
 		root := podgroup.PodGroupKey("ns", name)
 		plan := &Plan{Root: root, Expires: time.Now().Add(time.Minute), Pods: map[types.UID]PlannedPod{}}
 		for _, p := range pods {
-			plan.Pods[p.UID] = PlannedPod{Node: "n1", Request: Resources{MilliCPU: 1000, Pods: 1}}
+			plan.Pods[p.UID] = PlannedPod{Node: "n1", Request: capacity.Resources{MilliCPU: 1000, Pods: 1}}
 		}
 		if rnd.Intn(3) == 0 { // followers planned before they exist
-			plan.Pods[types.UID("lockstep-follower:ns/"+name+"/0")] = PlannedPod{Node: "n2", Request: Resources{MilliCPU: 1000, Pods: 1}}
+			plan.Pods[types.UID("lockstep-follower:ns/"+name+"/0")] = PlannedPod{Node: "n2", Request: capacity.Resources{MilliCPU: 1000, Pods: 1}}
 			if !podgroup.IsFollowerUID(types.UID("lockstep-follower:ns/" + name + "/0")) {
 				t.Fatal("followers' UIDs are not what this test makes")
 			}
@@ -54,9 +56,9 @@ func TestPlansKeepNothingPerTreeThatRan(t *testing.T) {
 		plans.Store(plan)
 		plans.Refuse(root, "n3", "node(s) had volume node affinity conflict", time.Hour)
 		if rnd.Intn(4) == 0 {
-			plans.reservations.store(&Reservation{Root: root, Domain: "rack r1", Need: map[string]Resources{"n1": {MilliCPU: 1000}},
+			plans.reservations.Store(&reservation.Reservation{Root: root, Domain: "rack r1", Need: map[string]capacity.Resources{"n1": {MilliCPU: 1000}},
 				Since: time.Now(), Deadline: time.Now().Add(time.Hour), Expires: time.Now().Add(time.Hour)})
-			plans.reservations.turn(root, waiter{priority: 0, since: time.Now(), seen: time.Now()})
+			plans.reservations.Turn(root, reservation.Waiter{Priority: 0, Since: time.Now(), Seen: time.Now()})
 		}
 		switch rnd.Intn(3) {
 		case 0: // scheduled: reserved, allowed, bound

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 )
 
 // randomRunning fills the 8 nodes of labeledNodes("4") with pods of 1 or 2 cpu and random
@@ -139,4 +141,4 @@ func TestPreemptionInvariants(t *testing.T) {
 }
 
 // cpuOf is a pod's cpu request in cores.
-func cpuOf(p *v1.Pod) int64 { return PodRequests(p).MilliCPU / 1000 }
+func cpuOf(p *v1.Pod) int64 { return capacity.PodRequests(p).MilliCPU / 1000 }

@@ -1,4 +1,7 @@
-package topology
+// Package capacity is node capacity as the scheduler's NodeResourcesFit counts it: what a pod
+// requests, what a node has free, and the arithmetic the planner, preemption and reservations
+// share.
+package capacity
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -119,4 +122,14 @@ func (r Resources) Copies(need Resources) int64 {
 		return 0
 	}
 	return best
+}
+
+// AtLeastZero returns r with negative amounts raised to zero.
+func (r Resources) AtLeastZero() Resources {
+	out := r.Clone()
+	out.MilliCPU, out.Memory, out.Pods = max(out.MilliCPU, 0), max(out.Memory, 0), max(out.Pods, 0)
+	for k, v := range out.Scalar {
+		out.Scalar[k] = max(v, 0)
+	}
+	return out
 }

@@ -1,0 +1,47 @@
+package capacity
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+const gpu = v1.ResourceName("nvidia.com/gpu")
+
+func TestArithmetic(t *testing.T) {
+	free := Resources{MilliCPU: 8000, Memory: 16 << 30, Pods: 10, Scalar: map[v1.ResourceName]int64{gpu: 4}}
+	tests := []struct {
+		name   string
+		need   Resources
+		fits   bool
+		copies int64
+	}{
+		{name: "cpu and gpu", need: Resources{MilliCPU: 2000, Pods: 1, Scalar: map[v1.ResourceName]int64{gpu: 1}}, fits: true, copies: 4},
+		{name: "gpu bound", need: Resources{MilliCPU: 1000, Pods: 1, Scalar: map[v1.ResourceName]int64{gpu: 3}}, fits: true, copies: 1},
+		{name: "too much memory", need: Resources{Memory: 32 << 30, Pods: 1}, fits: false, copies: 0},
+		{name: "an extended resource the node lacks", need: Resources{Pods: 1, Scalar: map[v1.ResourceName]int64{"example.com/fpga": 1}}, fits: false, copies: 0},
+		{name: "pod slots bound", need: Resources{MilliCPU: 100, Pods: 1}, fits: true, copies: 10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := free.Fits(tc.need); got != tc.fits {
+				t.Errorf("Fits = %v, want %v", got, tc.fits)
+			}
+			if got := free.Copies(tc.need); got != tc.copies {
+				t.Errorf("Copies = %d, want %d", got, tc.copies)
+			}
+		})
+	}
+	left := free.Clone()
+	left.Sub(Resources{MilliCPU: 9000, Scalar: map[v1.ResourceName]int64{gpu: 1}})
+	if free.MilliCPU != 8000 || free.Scalar[gpu] != 4 {
+		t.Error("Sub on a clone changed the original")
+	}
+	if z := left.AtLeastZero(); z.MilliCPU != 0 || z.Scalar[gpu] != 3 || z.Memory != 16<<30 {
+		t.Errorf("AtLeastZero = %+v", z)
+	}
+	left.Add(Resources{MilliCPU: 1000})
+	if left.MilliCPU != 0 {
+		t.Errorf("Add: %d milli-CPU, want 0", left.MilliCPU)
+	}
+}
