@@ -7,8 +7,6 @@ package reservation
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -435,14 +433,4 @@ func (rs *Reservations) forget(root podgroup.Key, why string) {
 	delete(rs.followers, root)
 	delete(rs.waiters, root)
 	delete(rs.requeued, root)
-}
-
-// Names lists reservations for logs.
-func Names(rs []*Reservation) string {
-	names := make([]string, len(rs))
-	for i, r := range rs {
-		names[i] = r.Root.String() + " " + r.Domain
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
