@@ -59,7 +59,7 @@ func (pl *Topology) postFilter(ctx context.Context, state fwk.CycleState, pod *v
 }
 
 // preemptAlone runs DefaultPreemption, made to take running gangs whole, for a pod in no gang
-// or a replacement member of a running gang (podpreemption.go).
+// or a replacement member of a running gang (pkg/podpreemption).
 func (pl *Topology) preemptAlone(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if pl.defaultPreemption == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)

@@ -24,7 +24,6 @@ import (
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/apis/config/validation"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/podpreemption"
 )
 
 // Name is the name of the plugin used in the plugin registry and configurations.
@@ -99,10 +99,10 @@ type Topology struct {
 	pdbLister policylisters.PodDisruptionBudgetLister
 	executor  *preemption.Executor
 	// defaultPreemption is upstream's DefaultPreemption for pods in no gang and replacements
-	// of running gangs, made to take running gangs whole (podpreemption.go), built on the
+	// of running gangs, made to take running gangs whole (pkg/podpreemption), built on the
 	// same guarded handle: a pod it preempts while it waits at Permit or binds (a gang
 	// member) stops counting before its tree can be allowed (podgroup.Guard).
-	defaultPreemption *podPreemption
+	defaultPreemption *podpreemption.PodPreemption
 }
 
 var (
@@ -165,7 +165,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 			evictor = shared.Guard(handle)
 		}
 		pl.executor = preemption.NewExecutor(evictor, feature.Features{})
-		pp, err := newPodPreemption(ctx, evictor, trees, notes)
+		pp, err := podpreemption.New(ctx, evictor, trees, notes)
 		if err != nil {
 			return nil, err
 		}
@@ -198,11 +198,6 @@ func defaultArgs() *config.LockstepTopologyArgs {
 
 // Name returns the name of the plugin.
 func (pl *Topology) Name() string { return Name }
-
-// defaultPreemptionArgs are upstream's defaults for DefaultPreemption.
-func defaultPreemptionArgs() *schedconfig.DefaultPreemptionArgs {
-	return &schedconfig.DefaultPreemptionArgs{MinCandidateNodesPercentage: 10, MinCandidateNodesAbsolute: 100}
-}
 
 // PreEnqueue holds back a pod in no gang whose own preemption is still evicting its victims
 // (DefaultPreemption's asynchronous preemption), as the profile's DefaultPreemption would.

@@ -1,4 +1,8 @@
-package topology
+// Package podpreemption is upstream's DefaultPreemption made to see lockstep's gangs, for the
+// pods lockstep preempts for one at a time: pods in no gang, and replacements of running
+// gangs. LockstepTopology runs it at PostFilter (the profile's own DefaultPreemption is not
+// enabled); gang preemption, one decision per tree, is LockstepTopology's own.
+package podpreemption
 
 import (
 	"context"
@@ -14,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -23,10 +28,10 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
-// Pod preemption. A pod in no gang, and a replacement member of a gang already running, is
+// PodPreemption preempts for one pod at a time. A pod in no gang, and a replacement member of a gang already running, is
 // preempted for one pod at a time, as upstream's DefaultPreemption does — but upstream knows
 // group members only by pod.spec.schedulingGroup, so on its own it would evict single
-// members of lockstep's running gangs. podPreemption is DefaultPreemption made to see them:
+// members of lockstep's running gangs. PodPreemption is DefaultPreemption made to see them:
 //   - a running gang is one victim: when a member is needed gone, every running member of its
 //     disruption unit (podgroup.Unit) goes with it, and the gang is marked disrupted
 //     (DisruptionTarget, a gang again) with an event on its top group;
@@ -38,23 +43,38 @@ import (
 //
 // It runs on the guarded handle (podgroup.Guard): a victim waiting at Permit, or already
 // allowed and in PreBind, is stopped through the group model first, so no gang binds short.
-type podPreemption struct {
+type PodPreemption struct {
 	*defaultpreemption.DefaultPreemption
 	trees Trees
 	notes Notes
 	fh    fwk.Handle
 }
 
-var _ preemption.Interface = &podPreemption{}
+// Trees is what pod preemption asks of the group model (podgroup.Gate): a pod's tree and its
+// disruption unit, and the running gang a pod belongs to.
+type Trees interface {
+	Summary(pod *v1.Pod) (podgroup.Summary, bool)
+	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
+}
 
-// newPodPreemption builds upstream's DefaultPreemption (default args) on handle, with
-// lockstep's view of gangs.
-func newPodPreemption(ctx context.Context, handle fwk.Handle, trees Trees, notes Notes) (*podPreemption, error) {
-	dp, err := defaultpreemption.New(ctx, defaultPreemptionArgs(), handle, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+// Notes is what pod preemption tells the group model (podgroup.Permits): a running gang it
+// evicts is disrupted.
+type Notes interface {
+	NotePreempted(root podgroup.Key, msg string) bool
+}
+
+var _ preemption.Interface = &PodPreemption{}
+
+// New builds upstream's DefaultPreemption (upstream's default args) on handle — the guarded
+// handle of podgroup.Guard, so that a victim waiting at Permit or binding is stopped through
+// the group model — with lockstep's view of gangs.
+func New(ctx context.Context, handle fwk.Handle, trees Trees, notes Notes) (*PodPreemption, error) {
+	args := &schedconfig.DefaultPreemptionArgs{MinCandidateNodesPercentage: 10, MinCandidateNodesAbsolute: 100}
+	dp, err := defaultpreemption.New(ctx, args, handle, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
 	if err != nil {
 		return nil, err
 	}
-	pp := &podPreemption{DefaultPreemption: dp, trees: trees, notes: notes, fh: handle}
+	pp := &PodPreemption{DefaultPreemption: dp, trees: trees, notes: notes, fh: handle}
 	dp.IsEligiblePod = pp.eligible
 	dp.MoreImportantVictim = pp.moreImportant
 	dp.Evaluator = preemption.NewEvaluator(defaultpreemption.Name, handle, pp, dp.Executor)
@@ -69,7 +89,7 @@ func newPodPreemption(ctx context.Context, handle fwk.Handle, trees Trees, notes
 // eligible reports whether a victim may be taken for preemptor at all (its priority below
 // the preemptor's is checked by upstream): never a pod of the preemptor's own tree, never a
 // member of a gang whose tree's priority is not below the preemptor's.
-func (pp *podPreemption) eligible(_ fwk.NodeInfo, victim preemption.Victim, preemptor *v1.Pod) bool {
+func (pp *PodPreemption) eligible(_ fwk.NodeInfo, victim preemption.Victim, preemptor *v1.Pod) bool {
 	mine, member := pp.trees.Summary(preemptor)
 	prio := corev1helpers.PodPriority(preemptor)
 	for _, pi := range victim.Pods() {
@@ -94,7 +114,7 @@ func (pp *podPreemption) eligible(_ fwk.NodeInfo, victim preemption.Victim, pree
 // moreImportant orders victims for the reprieve on a node, most important first: higher
 // priority, then a member of a running gang before a pod alone (giving it back spares the
 // whole gang), then upstream's order.
-func (pp *podPreemption) moreImportant(a, b preemption.Victim) bool {
+func (pp *PodPreemption) moreImportant(a, b preemption.Victim) bool {
 	if a.Priority() != b.Priority() {
 		return a.Priority() > b.Priority()
 	}
@@ -104,7 +124,7 @@ func (pp *podPreemption) moreImportant(a, b preemption.Victim) bool {
 	return preemption.MoreImportantVictim(a, b)
 }
 
-func (pp *podPreemption) inGang(v preemption.Victim) bool {
+func (pp *PodPreemption) inGang(v preemption.Victim) bool {
 	for _, pi := range v.Pods() {
 		if sum, ok := pp.trees.Summary(pi.GetPod()); ok && sum.Unit != (podgroup.Key{}) {
 			return true
@@ -117,7 +137,7 @@ func (pp *podPreemption) inGang(v preemption.Victim) bool {
 // the rest of its gang along, wherever its members run: a gang is evicted whole or not at
 // all. The victims stay ordered by priority, highest first, as upstream's candidate
 // ranking expects.
-func (pp *podPreemption) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, preemptor *v1.Pod, nodeInfo fwk.NodeInfo,
+func (pp *PodPreemption) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, preemptor *v1.Pod, nodeInfo fwk.NodeInfo,
 	all []*preemption.DomainVictim, pdbs []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
 	victims, violations, status := pp.DefaultPreemption.SelectVictimsOnNode(ctx, state, preemptor, nodeInfo, all, pdbs)
 	if !status.IsSuccess() || len(victims) == 0 {
@@ -159,7 +179,7 @@ func wholeGangs(victims []*v1.Pod, unitOf func(*v1.Pod) (podgroup.Unit, bool)) [
 // preemption: fewest PodDisruptionBudgets violated, then the lowest highest victim
 // priority, then fewest gangs broken, then fewest pods evicted; upstream's sum of priorities
 // and latest start time break the remaining ties.
-func (pp *podPreemption) OrderedScoreFuncs(_ context.Context, byNode map[string]*extenderv1.Victims) []func(node string) int64 {
+func (pp *PodPreemption) OrderedScoreFuncs(_ context.Context, byNode map[string]*extenderv1.Victims) []func(node string) int64 {
 	gangs := make(map[string]int64, len(byNode))
 	for node, v := range byNode {
 		units := map[podgroup.Key]bool{}
@@ -200,7 +220,7 @@ func (pp *podPreemption) OrderedScoreFuncs(_ context.Context, byNode map[string]
 // tellGang marks the gang of a victim disrupted (DisruptionTarget, a gang again: its
 // recreated pods wait for each other) and tells its top group who preempts it, once per
 // preemptor.
-func (pp *podPreemption) tellGang(ctx context.Context, by preemption.ExecutorPreemptor, c preemption.Candidate, victim *v1.Pod) {
+func (pp *PodPreemption) tellGang(ctx context.Context, by preemption.ExecutorPreemptor, c preemption.Candidate, victim *v1.Pod) {
 	sum, ok := pp.trees.Summary(victim)
 	if !ok || sum.Unit == (podgroup.Key{}) {
 		return
