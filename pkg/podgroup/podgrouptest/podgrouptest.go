@@ -12,6 +12,7 @@ import (
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -185,11 +186,22 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 	less := func(a, b fwk.QueuedEntityInfo) bool { return env.Framework.QueueSortFunc()(a, b) }
 	env.Queue = internalqueue.NewSchedulingQueue(less, informerFactory)
 	var frameworkOpts []frameworkruntime.Option
+	// synced are what must have seen the objects the test made before the env is used:
+	// informers' caches sync before their handlers have run, and the DRA manager reads the
+	// claims through a handler of its own (an assume cache).
+	var synced []func() bool
 	if opts.DRA {
 		if !opts.Filters {
 			t.Fatal("Options.DRA needs Options.Filters")
 		}
 		claims := assumecache.NewAssumeCache(klog.FromContext(ctx), informerFactory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+		want := 0
+		for _, o := range opts.Objects {
+			if _, ok := o.(*resourcev1.ResourceClaim); ok {
+				want++
+			}
+		}
+		synced = append(synced, func() bool { return len(claims.List(nil)) >= want })
 		slices, err := resourceslicetracker.StartTracker(ctx, resourceslicetracker.Options{
 			SliceInformer: informerFactory.Resource().V1().ResourceSlices(), KubeClient: kubeClient})
 		if err != nil {
@@ -227,10 +239,16 @@ func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 	env.Framework = fh
 	informerFactory.Start(ctx.Done())
 	informerFactory.WaitForCacheSync(ctx.Done())
+	synced = append(synced, env.Components.Model.HasSynced)
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return env.Components.Model.HasSynced(), nil
+		for _, s := range synced {
+			if !s() {
+				return false, nil
+			}
+		}
+		return true, nil
 	}); err != nil {
-		t.Fatal("pods never synced into the group model")
+		t.Fatal("the objects never synced into the group model and the DRA manager")
 	}
 	return env
 }
