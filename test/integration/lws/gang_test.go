@@ -80,6 +80,12 @@ func TestLWSReplicaWaitsWholeForRoom(t *testing.T) {
 	})
 	leader := e.leader("serve", waiting)
 	waitingGroup := lwsadapter.GroupName("serve", fmt.Sprint(waiting), leader.UID)
+	// Its workers may still be being created (the StatefulSet makes them one by one): once
+	// all 4 exist, none binds.
+	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("the 4 pods of replica %d of serve", waiting), func() (bool, string) {
+		pods := e.replica("serve", waiting)
+		return len(pods) == 4, fmt.Sprint(placement(pods))
+	})
 	testenv.Consistently(t, 15*time.Second, fmt.Sprintf("replica %d of serve waiting whole", waiting), func() (bool, string) {
 		pods := e.replica("serve", waiting)
 		return len(pods) == 4 && bound(pods) == 0, fmt.Sprint(placement(pods))
