@@ -2,9 +2,6 @@ package topology
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"sync"
 
@@ -15,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/podshape"
 )
 
 // A plan is only worth making if the scheduler will accept it: a node is a candidate for a
@@ -71,97 +69,6 @@ type shape struct {
 	held int
 }
 
-// shapeKey is what Filter plugins look at in a pod: its namespace, resources, ports, node
-// selection, tolerations, spread constraints, persistent volumes and resource claims, and its
-// labels where they matter (withLabels: running pods' anti-affinity may match them, or the
-// pod's own affinity and spread terms count pods like it). Per-pod names (hostname, service
-// account token volumes, environment) are left out, so the pods of one template share a
-// shape, and so do gangs of one template while no running pod has anti-affinity.
-func shapeKey(pod *v1.Pod, withLabels bool) string {
-	labels := pod.Labels
-	if !withLabels && pod.Spec.Affinity == nil && len(pod.Spec.TopologySpreadConstraints) == 0 {
-		labels = nil
-	}
-	type container struct {
-		Resources v1.ResourceRequirements `json:"r"`
-		Ports     []v1.ContainerPort      `json:"p,omitempty"`
-	}
-	var volumes []v1.Volume
-	for _, vol := range pod.Spec.Volumes {
-		if vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil || vol.CSI != nil || vol.HostPath != nil {
-			volumes = append(volumes, vol)
-		}
-	}
-	containers := func(cs []v1.Container) []container {
-		out := make([]container, len(cs))
-		for i, c := range cs {
-			out[i] = container{Resources: c.Resources, Ports: c.Ports}
-		}
-		return out
-	}
-	data, _ := json.Marshal(struct {
-		NS          string                        `json:"ns"`
-		Labels      map[string]string             `json:"l,omitempty"`
-		Containers  []container                   `json:"c"`
-		Init        []container                   `json:"i,omitempty"`
-		Overhead    v1.ResourceList               `json:"o,omitempty"`
-		Selector    map[string]string             `json:"s,omitempty"`
-		Affinity    *v1.Affinity                  `json:"a,omitempty"`
-		Tolerations []v1.Toleration               `json:"t,omitempty"`
-		Spread      []v1.TopologySpreadConstraint `json:"sp,omitempty"`
-		Volumes     []v1.Volume                   `json:"v,omitempty"`
-		Claims      []v1.PodResourceClaim         `json:"rc,omitempty"`
-		Host        bool                          `json:"h,omitempty"`
-		OS          *v1.PodOS                     `json:"os,omitempty"`
-		Runtime     *string                       `json:"rt,omitempty"`
-		UID         string                        `json:"u,omitempty"`
-	}{pod.Namespace, labels, containers(pod.Spec.Containers), containers(pod.Spec.InitContainers), pod.Spec.Overhead,
-		pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations, pod.Spec.TopologySpreadConstraints, volumes,
-		pod.Spec.ResourceClaims, pod.Spec.HostNetwork, pod.Spec.OS, pod.Spec.RuntimeClassName, claimsUID(pod)})
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:12])
-}
-
-// claimsUID makes pods with resource claims shapes of their own: each has its own claims.
-func claimsUID(pod *v1.Pod) string {
-	if len(pod.Spec.ResourceClaims) > 0 {
-		return string(pod.UID)
-	}
-	return ""
-}
-
-// interacts reports whether members of a tree can refuse each other a node: inter-pod
-// affinity or anti-affinity, topology spread constraints, host ports. monotone is false when
-// a member added can also make a node acceptable (affinity, spread), so that a refusal may not
-// be remembered for the rest of the plan.
-func interacts(pods []*v1.Pod) (interacting, monotone bool) {
-	monotone = true
-	for _, p := range pods {
-		if a := p.Spec.Affinity; a != nil {
-			if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-				interacting = true
-			}
-			if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-				interacting, monotone = true, false
-			}
-		}
-		if len(p.Spec.TopologySpreadConstraints) > 0 {
-			interacting, monotone = true, false
-		}
-		if len(p.Spec.ResourceClaims) > 0 {
-			interacting = true // members' claims compete for the same devices
-		}
-		for _, c := range p.Spec.Containers {
-			for _, port := range c.Ports {
-				if port.HostPort > 0 {
-					interacting = true
-				}
-			}
-		}
-	}
-	return interacting, monotone
-}
-
 // preFilterRunner is the part of the profile's framework that runs PreFilter plugins; the
 // handle a plugin gets is the framework.
 type preFilterRunner interface {
@@ -206,7 +113,7 @@ type heldClaims struct {
 }
 
 func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, elig *eligibility, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod, removed []fwk.PodInfo) *frameworkFitter {
-	interacting, monotone := interacts(tree)
+	interacting, monotone := podshape.Interacts(tree)
 	labelsMatter := true
 	if lister := fh.SnapshotSharedLister(); lister != nil {
 		if withAnti, err := lister.NodeInfos().HavePodsWithRequiredAntiAffinityList(); err == nil {
@@ -229,7 +136,7 @@ func (f *frameworkFitter) eligible(s *shape, n *node) bool     { return s.elig.a
 func (f *frameworkFitter) ineligible(s *shape, n *node) string { return s.elig.why(n.idx) }
 
 func (f *frameworkFitter) shapeOf(pod *v1.Pod) *shape {
-	key := shapeKey(pod, f.labelsMatter)
+	key := podshape.Key(pod, f.labelsMatter)
 	if s, ok := f.shapes[key]; ok {
 		return s
 	}
@@ -373,7 +280,7 @@ func (f *frameworkFitter) planned(pod *v1.Pod, n *node) {
 		f.addTo(s, p, n.idx)
 	}
 	if len(pod.Spec.ResourceClaims) > 0 {
-		s := f.shapes[shapeKey(pod, f.labelsMatter)]
+		s := f.shapes[podshape.Key(pod, f.labelsMatter)]
 		if status := f.fh.RunReservePluginsReserve(f.ctx, s.work, pod, n.name); !status.IsSuccess() {
 			klog.FromContext(f.ctx).V(4).Info("Planner: holding a member's devices failed", "pod", klog.KObj(pod), "node", n.name, "err", status.AsError())
 			return

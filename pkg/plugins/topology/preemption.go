@@ -6,32 +6,26 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/gangpreemption"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // Gang preemption. One decision per tree and failed attempt: when a gang's tree cannot be
 // placed, the member whose PostFilter sees the failure looks for the cheapest domain to free
-// (victims.go), evicts the victims through upstream's preemption executor (DisruptionTarget
-// condition, delete, an event naming the preempting gang), stores the plan made as if they
+// (pkg/gangpreemption, which plans on this plugin's planner through dryrun.go), evicts the
+// victims through upstream's preemption executor (DisruptionTarget condition, delete, an
+// event naming the preempting gang), stores the plan made as if they
 // were gone, with its victims, and nominates every member on its planned node so that the
 // freed room is not taken by pods of lower priority. The tree's members then wait until every
 // victim is gone, and are placed by that plan. Members of gangs never reach the profile's
 // DefaultPreemption: evicting for one member of a gang that cannot run whole evicts for
 // nothing.
-
-// evictionWorkers bounds the parallel API calls of one preemption.
-const evictionWorkers = 16
 
 // victimsGrace is the least time a preempting plan is kept before its victims are counted
 // (Plans keeps it while any is left): their graceful termination (30 s by default) may
@@ -89,32 +83,32 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	}
 	pl.plans.reservations.Release(p.Root, "released")
 	pl.notes.NoteReserving(p.Root, "")
-	if len(choice.victims) == 0 {
+	if len(choice.Victims) == 0 {
 		// Pods already terminating (earlier victims, or pods being deleted) make room: wait
 		// for them rather than evict anyone else.
-		return refuse("", "waiting for terminating pods to leave "+choice.domain)
+		return refuse("", "waiting for terminating pods to leave "+choice.Domain.Name)
 	}
-	plan := choice.plan
+	plan := planOf(choice)
 	plan.Victims = map[types.UID]types.NamespacedName{}
-	victims := choice.pods()
+	victims := choice.Pods()
 	for _, v := range victims {
 		plan.Victims[v.UID] = types.NamespacedName{Namespace: v.Namespace, Name: v.Name}
 	}
-	plan.Freed = choice.domain
+	plan.Freed = choice.Domain.Name
 	plan.Expires = time.Now().Add(max(pl.planTTL, victimsGrace))
 	pl.plans.Store(plan)
-	msg := choice.describe()
+	msg := choice.Describe()
 	pl.notes.NotePreempting(p.Root, msg)
 	if rec := pl.handle.EventRecorder(); rec != nil && p.Object != nil {
-		rec.Eventf(p.Object, nil, v1.EventTypeNormal, v1alpha1.ReasonPreempting, "Preempting", "%s: %s", msg, victimNames(victims))
+		rec.Eventf(p.Object, nil, v1.EventTypeNormal, v1alpha1.ReasonPreempting, "Preempting", "%s: %s", msg, gangpreemption.PodNames(victims))
 	}
 	pl.tellVictims(p, choice)
 	metrics.preemptions.WithLabelValues("preempted").Inc()
 	metrics.victims.Add(float64(len(victims)))
-	metrics.victimGangs.Add(float64(choice.cost.gangs))
-	logger.V(2).Info("Gang preempts", "pod", klog.KObj(pod), "root", p.Root, "priority", p.Priority, "domain", choice.domain,
-		"victims", len(victims), "victimGangs", choice.cost.gangs, "highestVictimPriority", choice.cost.priority, "pdbViolations", choice.cost.pdb,
-		"pods", victimNames(victims))
+	metrics.victimGangs.Add(float64(choice.Cost.Gangs))
+	logger.V(2).Info("Gang preempts", "pod", klog.KObj(pod), "root", p.Root, "priority", p.Priority, "domain", choice.Domain.Name,
+		"victims", len(victims), "victimGangs", choice.Cost.Gangs, "highestVictimPriority", choice.Cost.Priority, "pdbViolations", choice.Cost.PDB,
+		"pods", gangpreemption.PodNames(victims))
 
 	var nominated *fwk.NominatingInfo
 	tree.Walk(func(g *podgroup.GroupView) {
@@ -134,7 +128,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 			}
 		}
 	})
-	pl.evict(ctx, &preemptor{p: p, pods: tree, scheduler: pod.Spec.SchedulerName}, choice, victims)
+	gangpreemption.Evict(ctx, pl.executor, &gangpreemption.Preemptor{Gang: p, Pending: tree, Scheduler: pod.Spec.SchedulerName}, choice, Name)
 	var result *fwk.PostFilterResult
 	if nominated != nil {
 		result = &fwk.PostFilterResult{NominatingInfo: nominated}
@@ -146,15 +140,15 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 // which domain: a Warning event on its root group, and the DisruptionTarget condition on each
 // of its groups (through the model, which makes the tree a gang again). Its pods' own events
 // say so one by one, and its PodGroupInitiallyScheduled condition stays True (terminal).
-func (pl *Topology) tellVictims(p podgroup.Preemptor, c *preemptionChoice) {
+func (pl *Topology) tellVictims(p podgroup.Preemptor, c *gangpreemption.Choice) {
 	rec := pl.handle.EventRecorder()
-	for _, u := range c.victims {
-		if !u.gang {
+	for _, u := range c.Victims {
+		if !u.Gang {
 			continue
 		}
-		why := fmt.Sprintf("evicting its %d running pods: preempted by gang %s (priority %d), which takes %s", len(u.Pods()), p.Root, p.Priority, c.domain)
-		if pl.notes.NotePreempted(u.rootKey, why) && rec != nil && u.root != nil {
-			rec.Eventf(u.root, p.Object, v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted", "%s", why)
+		why := fmt.Sprintf("evicting its %d running pods: preempted by gang %s (priority %d), which takes %s", len(u.Pods()), p.Root, p.Priority, c.Domain.Name)
+		if pl.notes.NotePreempted(u.RootKey, why) && rec != nil && u.Root != nil {
+			rec.Eventf(u.Root, p.Object, v1.EventTypeWarning, v1alpha1.ReasonPreempted, "Preempted", "%s", why)
 		}
 	}
 }
@@ -172,72 +166,3 @@ func (pl *Topology) victimsLeft(plan *Plan) int {
 	}
 	return left
 }
-
-// evict deletes the victims in the background (the members wait for them to be gone),
-// through upstream's executor: a waiting victim is rejected in memory, a bound one gets the
-// DisruptionTarget condition and is deleted, and each gets an event naming the preemptor.
-func (pl *Topology) evict(ctx context.Context, by *preemptor, c *preemptionChoice, victims []*v1.Pod) {
-	if pl.executor == nil {
-		return
-	}
-	cand := &candidate{name: c.domain, victims: &extenderv1.Victims{Pods: victims, NumPDBViolations: int64(c.cost.pdb)}, gangs: c.cost.gangs}
-	logger := klog.FromContext(ctx)
-	go func() {
-		ctx := klog.NewContext(context.WithoutCancel(ctx), logger)
-		workqueue.ParallelizeUntil(ctx, evictionWorkers, len(victims), func(i int) {
-			if _, err := pl.executor.PreemptPod(ctx, cand, by, victims[i], Name); err != nil {
-				logger.Error(err, "Evicting a victim of gang preemption", "victim", klog.KObj(victims[i]), "root", by.p.Root)
-			}
-		})
-	}()
-}
-
-// preemptor is the preempting tree as upstream's executor names it in the victims' events
-// and DisruptionTarget condition ("preempting to accommodate a higher priority gang
-// PodGroup ns/name").
-type preemptor struct {
-	p         podgroup.Preemptor
-	pods      *podgroup.GroupView
-	scheduler string
-}
-
-var _ preemption.ExecutorPreemptor = &preemptor{}
-
-func (x *preemptor) GetName() string       { return x.p.Root.Name }
-func (x *preemptor) GetNamespace() string  { return x.p.Root.Namespace }
-func (x *preemptor) SchedulerName() string { return x.scheduler }
-func (x *preemptor) Obj() runtime.Object   { return x.p.Object }
-func (x *preemptor) Priority() int32       { return x.p.Priority }
-func (x *preemptor) Type() string          { return "gang " + x.p.Root.String() }
-
-func (x *preemptor) UID() types.UID {
-	if o, err := meta.Accessor(x.p.Object); err == nil {
-		return o.GetUID()
-	}
-	return ""
-}
-
-func (x *preemptor) Pods() map[string]*v1.Pod {
-	out := map[string]*v1.Pod{}
-	x.pods.Walk(func(g *podgroup.GroupView) {
-		for _, p := range g.Pending {
-			if !podgroup.IsFollower(p) {
-				out[p.Name] = p
-			}
-		}
-	})
-	return out
-}
-
-// candidate is the domain freed, as upstream's executor takes it.
-type candidate struct {
-	name    string
-	victims *extenderv1.Victims
-	gangs   int
-}
-
-var _ preemption.Candidate = &candidate{}
-
-func (c *candidate) Victims() *extenderv1.Victims { return c.victims }
-func (c *candidate) Name() string                 { return c.name }
-func (c *candidate) NumPodGroupDisruptions() int  { return c.gangs }

@@ -13,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/capacity"
+	"github.com/lockstep-sched/lockstep/pkg/gangpreemption"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/reservation"
 )
@@ -23,7 +24,7 @@ import (
 // domain ended, gets that domain held for it: the plan it would have there, node by node.
 // The domain is the one of the root's Required level (the whole cluster without one) likely
 // to be free soonest: the fewest pods in the way that may never end by themselves, then the
-// fewest pods in the way, found by the same dry runs as preemption (victims.go), counting
+// fewest pods in the way, found by the same dry runs as preemption (pkg/gangpreemption), counting
 // pods of equal priority too. One reservation at a time per level and priority, for the tree
 // that has waited longest; a tree that could not fit even then holds nothing back.
 
@@ -66,11 +67,11 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 	if old, ok := rs.WaiterOf(p.Root); ok && now.Sub(old.Checked) < fitRecheck {
 		w.Checked, w.Fits = old.Checked, old.Fits
 	}
-	var c *preemptionChoice
+	var c *gangpreemption.Choice
 	if w.Checked.IsZero() {
 		// Whether it could fit once the pods in the way ended is known before its turn: a
 		// tree that could not does not hold back those behind it.
-		c = pl.cheapestDomain(ctx, tree, p, infos, freeing{})
+		c = pl.cheapestDomain(ctx, tree, p, infos, gangpreemption.Reserve)
 		w.Checked, w.Fits = now, c != nil
 	}
 	if first := rs.Turn(p.Root, w); first != p.Root || !w.Fits {
@@ -83,39 +84,32 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 		return ""
 	}
 	if c == nil {
-		c = pl.cheapestDomain(ctx, tree, p, infos, freeing{})
+		c = pl.cheapestDomain(ctx, tree, p, infos, gangpreemption.Reserve)
 	}
 	if c == nil {
 		rs.Release(p.Root, "released")
 		rs.Turn(p.Root, reservation.Waiter{Level: level, Priority: p.Priority, Since: since, Seen: now, Checked: now})
 		return ""
 	}
-	nr := &reservation.Reservation{Root: p.Root, Priority: p.Priority, Level: level, Domain: c.domain, Need: map[string]capacity.Resources{},
+	nr := &reservation.Reservation{Root: p.Root, Priority: p.Priority, Level: level, Domain: c.Domain.Name, Need: map[string]capacity.Resources{},
 		Blockers: map[types.UID]string{}, Since: now, Deadline: now.Add(p.ReservationTimeout), Expires: now.Add(reservation.TTL),
 		Waiting: since}
 	if r != nil {
 		nr.Since, nr.Deadline = r.Since, r.Deadline
 	}
 	var planned []*pending
-	for _, pp := range c.plan.Pods {
+	for _, pp := range planOf(c).Pods {
 		n := nr.Need[pp.Node]
 		n.Add(pp.Request)
 		nr.Need[pp.Node] = n
 		planned = append(planned, &pending{need: pp.Request})
 	}
 	nr.Pods = describePods(planned)
-	for _, pod := range c.pods() {
+	for _, pod := range c.Pods() {
 		nr.Blockers[pod.UID] = pod.Spec.NodeName
 	}
 	if exclusiveTree(topo, tree) && level >= 0 {
-		nr.Closed = sets.New[string]()
-		for _, d := range topo.sub[""][level] {
-			if d.describe(pl.levels) == c.domain {
-				for _, n := range d.nodes {
-					nr.Closed.Insert(n.name)
-				}
-			}
-		}
+		nr.Closed = sets.New(c.Domain.Nodes...)
 	}
 	// Reservations of trees that have waited less give way where they hold the same nodes,
 	// or the same level.
@@ -135,19 +129,10 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 			"waited", now.Sub(p.WaitingSince).Round(time.Second), "blockers", len(nr.Blockers), "pods", nr.Pods)
 		if rec := pl.handle.EventRecorder(); rec != nil && p.Object != nil {
 			rec.Eventf(p.Object, nil, v1.EventTypeNormal, "Reserving", "Scheduling", "Reserving %s for %s after waiting %s: %d pods of priority up to %d must end first",
-				nr.Domain, nr.Pods, now.Sub(p.WaitingSince).Round(time.Second), len(nr.Blockers), blockersPriority(c))
+				nr.Domain, nr.Pods, now.Sub(p.WaitingSince).Round(time.Second), len(nr.Blockers), c.HighestPodPriority())
 		}
 	}
 	return msg
-}
-
-// blockersPriority is the highest priority of the pods a reservation waits for.
-func blockersPriority(c *preemptionChoice) int32 {
-	prio := int32(0)
-	for _, p := range c.pods() {
-		prio = max(prio, podPriority(p))
-	}
-	return prio
 }
 
 // holds reports whether the plan still fits its nodes once the blockers are gone: no pod of

@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/gangpreemption"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
@@ -127,7 +128,8 @@ func newClusterSim(t *testing.T, seed int64, reserve bool) *clusterSim {
 	plans.now = func() time.Time { return s.now }
 	plans.reservations.SetClock(plans.now)
 	s.pl = &Topology{logger: klog.Background(), handle: simHandle{}, trees: simTrees{}, plans: plans, levels: levels,
-		planTTL: time.Minute, planLimit: time.Second, planGangs: true, verdicts: newVerdictCache()}
+		planTTL: time.Minute, planLimit: time.Second, planGangs: true, verdicts: newVerdictCache(),
+		gangPreemption: gangpreemption.New(simHandle{}, simTrees{}, nil, nil)}
 	return s
 }
 

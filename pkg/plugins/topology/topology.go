@@ -31,6 +31,7 @@ import (
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
 	"github.com/lockstep-sched/lockstep/pkg/apis/config/validation"
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/gangpreemption"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/podpreemption"
 )
@@ -93,11 +94,11 @@ type Topology struct {
 	verdicts *verdictCache
 	// nominations lists the nodes that may have nominated pods (nil: any node may).
 	nominations *Nominations
-	// podLister tells whether victims are gone, pdbLister which evictions budgets allow;
-	// executor evicts (upstream's).
-	podLister corelisters.PodLister
-	pdbLister policylisters.PodDisruptionBudgetLister
-	executor  *preemption.Executor
+	// podLister tells whether victims are gone; executor evicts (upstream's) the victims
+	// gangPreemption chooses.
+	podLister      corelisters.PodLister
+	executor       *preemption.Executor
+	gangPreemption *gangpreemption.Evaluator
 	// defaultPreemption is upstream's DefaultPreemption for pods in no gang and replacements
 	// of running gangs, made to take running gangs whole (pkg/podpreemption), built on the
 	// same guarded handle: a pod it preempts while it waits at Permit or binds (a gang
@@ -157,9 +158,10 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 
 		nominations: shared.Nominations,
 	}
+	var pdbs policylisters.PodDisruptionBudgetLister
 	if f := handle.SharedInformerFactory(); f != nil {
 		pl.podLister = f.Core().V1().Pods().Lister()
-		pl.pdbLister = f.Policy().V1().PodDisruptionBudgets().Lister()
+		pdbs = f.Policy().V1().PodDisruptionBudgets().Lister()
 		evictor := handle
 		if shared.Guard != nil {
 			evictor = shared.Guard(handle)
@@ -172,6 +174,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 		pl.defaultPreemption = pp
 		plans.WatchVictims(pl.victimsLeft)
 	}
+	pl.gangPreemption = gangpreemption.New(handle, trees, pl.podLister, pdbs)
 	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
 	return pl, nil
 }

@@ -88,7 +88,7 @@ func TestPreemptionInvariants(t *testing.T) {
 				return
 			}
 			victims := map[string]bool{}
-			for _, p := range c.pods() {
+			for _, p := range c.Pods() {
 				victims[p.Name] = true
 				if corev1helpers.PodPriority(p) >= preemptor {
 					t.Errorf("victim %s has priority %d, not below the preemptor's", p.Name, corev1helpers.PodPriority(p))
@@ -107,21 +107,21 @@ func TestPreemptionInvariants(t *testing.T) {
 				}
 			}
 			planned := map[string]int64{}
-			for _, pp := range c.plan.Pods {
+			for _, pp := range planOf(c).Pods {
 				planned[pp.Node] += cpu
 			}
-			if len(c.plan.Pods) != members {
-				t.Errorf("plan places %d of %d members", len(c.plan.Pods), members)
+			if len(planOf(c).Pods) != members {
+				t.Errorf("plan places %d of %d members", len(planOf(c).Pods), members)
 			}
 			for node, need := range planned {
 				if need > free[node] {
 					t.Errorf("node %s: %d cpu planned, %d free once the victims are gone", node, need, free[node])
 				}
-				if rackOf(node) != c.domain[len("rack "):] {
-					t.Errorf("member planned on %s, outside %s", node, c.domain)
+				if rackOf(node) != c.Domain.Name[len("rack "):] {
+					t.Errorf("member planned on %s, outside %s", node, c.Domain.Name)
 				}
 			}
-			for _, u := range c.victims {
+			for _, u := range c.Victims {
 				needed := false
 				back := map[string]int64{}
 				for _, pi := range u.Pods() {
@@ -133,7 +133,7 @@ func TestPreemptionInvariants(t *testing.T) {
 					}
 				}
 				if !needed {
-					t.Errorf("victim %s was not needed: giving it back (%v) overflows no planned node (planned %v, free %v)", u.key, back, planned, free)
+					t.Errorf("victim %s was not needed: giving it back (%v) overflows no planned node (planned %v, free %v)", u.Key, back, planned, free)
 				}
 			}
 		})

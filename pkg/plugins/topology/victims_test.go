@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/gangpreemption"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
@@ -48,7 +49,7 @@ func runningRack(rack string, priority int32) []*v1.Pod {
 
 // choose runs victim selection for the rack-required gang "hi" of members × cpu at priority
 // 1000 on labeledNodes("4") (4 racks of 2 nodes of 4 cpu) with the running pods.
-func choose(t *testing.T, members int, cpu string, groups []runtime.Object, running []*v1.Pod, objects ...runtime.Object) (*preemptionChoice, string) {
+func choose(t *testing.T, members int, cpu string, groups []runtime.Object, running []*v1.Pod, objects ...runtime.Object) (*gangpreemption.Choice, string) {
 	t.Helper()
 	pending := gangPods("hi", members, func(w *st.PodWrapper) *st.PodWrapper {
 		return w.Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Priority(1000)
@@ -61,16 +62,16 @@ func choose(t *testing.T, members int, cpu string, groups []runtime.Object, runn
 	}
 	c, why := env.plugin.selectVictims(env.Ctx, tree, podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 1000}, env.NodeInfos(t))
 	if c != nil {
-		t.Logf("%s: %v", c.describe(), victimNamesOf(c))
+		t.Logf("%s: %v", c.Describe(), victimNamesOf(c))
 	} else {
 		t.Logf("no preemption: %s", why)
 	}
 	return c, why
 }
 
-func victimNamesOf(c *preemptionChoice) []string {
+func victimNamesOf(c *gangpreemption.Choice) []string {
 	var out []string
-	for _, p := range c.pods() {
+	for _, p := range c.Pods() {
 		out = append(out, p.Name)
 	}
 	sort.Strings(out)
@@ -115,10 +116,10 @@ func TestPreemptionChoosesTheCheapestRack(t *testing.T) {
 			if c == nil {
 				t.Fatalf("no choice: %s", why)
 			}
-			if c.domain != tc.want || c.cost.pods != tc.pods || len(c.pods()) != tc.pods {
-				t.Errorf("chose %s evicting %d pods (%v), want %s evicting %d", c.domain, c.cost.pods, victimNamesOf(c), tc.want, tc.pods)
+			if c.Domain.Name != tc.want || c.Cost.Pods != tc.pods || len(c.Pods()) != tc.pods {
+				t.Errorf("chose %s evicting %d pods (%v), want %s evicting %d", c.Domain.Name, c.Cost.Pods, victimNamesOf(c), tc.want, tc.pods)
 			}
-			for uid, pp := range c.plan.Pods {
+			for uid, pp := range planOf(c).Pods {
 				if rackOf(pp.Node) != tc.want[len("rack "):] {
 					t.Errorf("member %s planned on %s, outside %s", uid, pp.Node, tc.want)
 				}
@@ -143,8 +144,8 @@ func TestPreemptionTakesVictimGangsWhole(t *testing.T) {
 		t.Fatalf("no choice: %s", why)
 	}
 	got := victimNamesOf(c)
-	if fmt.Sprint(got) != "[wide-0 wide-1 wide-2 wide-3]" || c.cost.gangs != 1 || c.domain != "rack z0-r1" {
-		t.Errorf("chose %s evicting %v (%d gangs), want rack z0-r1 evicting the whole gang wide", c.domain, got, c.cost.gangs)
+	if fmt.Sprint(got) != "[wide-0 wide-1 wide-2 wide-3]" || c.Cost.Gangs != 1 || c.Domain.Name != "rack z0-r1" {
+		t.Errorf("chose %s evicting %v (%d gangs), want rack z0-r1 evicting the whole gang wide", c.Domain.Name, got, c.Cost.Gangs)
 	}
 }
 
@@ -166,8 +167,8 @@ func TestPreemptionRespectsPDBsWhereItCan(t *testing.T) {
 		t.Fatalf("no choice: %s", why)
 	}
 	got := victimNamesOf(c)
-	if len(got) != 1 || got[0] == "a" || c.cost.pdb != 0 {
-		t.Errorf("evicting %v (%d budget violations), want one unprotected pod", got, c.cost.pdb)
+	if len(got) != 1 || got[0] == "a" || c.Cost.PDB != 0 {
+		t.Errorf("evicting %v (%d budget violations), want one unprotected pod", got, c.Cost.PDB)
 	}
 }
 
@@ -181,17 +182,17 @@ func TestPreemptionChoosesNothingInvain(t *testing.T) {
 		pods = append(pods, halfHigh(rack)...)
 	}
 	if c, _ := choose(t, 4, "2", nil, pods); c != nil {
-		t.Errorf("chose %s evicting %v; no rack can be freed of 8 cpu", c.domain, victimNamesOf(c))
+		t.Errorf("chose %s evicting %v; no rack can be freed of 8 cpu", c.Domain.Name, victimNamesOf(c))
 	}
 	var equal []*v1.Pod
 	for _, rack := range []string{"z0-r0", "z0-r1", "z1-r0", "z1-r1"} {
 		equal = append(equal, runningRack(rack, 1000)...)
 	}
 	if c, _ := choose(t, 4, "2", nil, equal); c != nil {
-		t.Errorf("chose %s evicting %v; pods of equal priority are not victims", c.domain, victimNamesOf(c))
+		t.Errorf("chose %s evicting %v; pods of equal priority are not victims", c.Domain.Name, victimNamesOf(c))
 	}
 	if c, _ := choose(t, 9, "2", nil, runningRack("z0-r0", 10)); c != nil {
-		t.Errorf("chose %s evicting %v; 9 × 2 cpu fit no rack even empty", c.domain, victimNamesOf(c))
+		t.Errorf("chose %s evicting %v; 9 × 2 cpu fit no rack even empty", c.Domain.Name, victimNamesOf(c))
 	}
 }
 
@@ -215,13 +216,13 @@ func TestPreemptionSeesAntiAffinityBlockers(t *testing.T) {
 		t.Fatalf("no choice: %s", why)
 	}
 	got := victimNamesOf(c)
-	rack := c.domain[len("rack "):]
-	if len(got) != 2 || c.cost.pods != 2 {
-		t.Fatalf("evicting %v in %s, want the 2 blockers of one rack", got, c.domain)
+	rack := c.Domain.Name[len("rack "):]
+	if len(got) != 2 || c.Cost.Pods != 2 {
+		t.Fatalf("evicting %v in %s, want the 2 blockers of one rack", got, c.Domain.Name)
 	}
 	for _, v := range got {
 		if rackOf(v[len("block-"):]) != rack {
-			t.Errorf("victim %s is outside %s", v, c.domain)
+			t.Errorf("victim %s is outside %s", v, c.Domain.Name)
 		}
 	}
 }
@@ -246,14 +247,14 @@ func TestPreemptionSeesSpreadBlockers(t *testing.T) {
 	}
 	c := victimsOn(t, nodes, gangPods("hi", 2, spread), pods)
 	got := victimNamesOf(c)
-	t.Logf("%s: %v", c.describe(), got)
-	rack := c.domain[len("rack "):]
+	t.Logf("%s: %v", c.Describe(), got)
+	rack := c.Domain.Name[len("rack "):]
 	if len(got) != 2 || rack == rackOf(last) {
-		t.Fatalf("evicting %v in %s, want the 2 counted pods of a rack whose nodes can hold the members", got, c.domain)
+		t.Fatalf("evicting %v in %s, want the 2 counted pods of a rack whose nodes can hold the members", got, c.Domain.Name)
 	}
 	for _, v := range got {
 		if rackOf(v[len("low-"):]) != rack {
-			t.Errorf("victim %s is outside %s", v, c.domain)
+			t.Errorf("victim %s is outside %s", v, c.Domain.Name)
 		}
 	}
 }
@@ -272,10 +273,10 @@ func TestReprieveChecksTheWholeDomain(t *testing.T) {
 	}
 	c := victimsOn(t, nodes, gangPods("hi", 2, func(w *st.PodWrapper) *st.PodWrapper { return w.Req(lt.CPU("3")).Priority(1000) }), pods)
 	got := victimNamesOf(c)
-	if len(got) != 1 || got[0] != "block-"+c.domain[len("rack "):] {
-		t.Fatalf("%s evicting %v, want the rack's blocker", c.domain, got)
+	if len(got) != 1 || got[0] != "block-"+c.Domain.Name[len("rack "):] {
+		t.Fatalf("%s evicting %v, want the rack's blocker", c.Domain.Name, got)
 	}
-	for _, pp := range c.plan.Pods {
+	for _, pp := range planOf(c).Pods {
 		if strings.HasSuffix(pp.Node, "-h2") {
 			t.Errorf("a member planned on the blocker's node %s; the test wants them on its neighbours", pp.Node)
 		}
@@ -284,7 +285,7 @@ func TestReprieveChecksTheWholeDomain(t *testing.T) {
 
 // victimsOn runs victim selection on nodes for the rack-required gang "hi" of the pending
 // pods (priority 1000), with the running pods, and fails the test when nothing is chosen.
-func victimsOn(t *testing.T, nodes []*v1.Node, pending, running []*v1.Pod) *preemptionChoice {
+func victimsOn(t *testing.T, nodes []*v1.Node, pending, running []*v1.Pod) *gangpreemption.Choice {
 	t.Helper()
 	groups := []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("hi").Gang(int32(len(pending))).Topology(lt.Required(rackKey)).Obj()}
 	env := newTestEnvOpts(t, groups, append(pending, running...), nodes, podgrouptest.Options{Filters: true})
@@ -313,8 +314,8 @@ func TestPreemptionPrefersLowerPriorityVictimsInADomain(t *testing.T) {
 	if c == nil {
 		t.Fatalf("no choice: %s", why)
 	}
-	if got := victimNamesOf(c); fmt.Sprint(got) != "[z0-r0-h1-p0 z0-r0-h1-p1 z0-r0-h1-p2 z0-r0-h1-p3]" || c.cost.priority != 1 {
-		t.Errorf("evicting %v (highest priority %d), want the four pods of priority 1", got, c.cost.priority)
+	if got := victimNamesOf(c); fmt.Sprint(got) != "[z0-r0-h1-p0 z0-r0-h1-p1 z0-r0-h1-p2 z0-r0-h1-p3]" || c.Cost.Priority != 1 {
+		t.Errorf("evicting %v (highest priority %d), want the four pods of priority 1", got, c.Cost.Priority)
 	}
 }
 
@@ -336,8 +337,8 @@ func TestPreemptionCountsBudgetsFirst(t *testing.T) {
 	if c == nil {
 		t.Fatalf("no choice: %s", why)
 	}
-	if got := victimNamesOf(c); fmt.Sprint(got) != "[b]" || c.domain != "rack z0-r1" {
-		t.Errorf("chose %s evicting %v, want rack z0-r1 evicting b (no budget violated)", c.domain, got)
+	if got := victimNamesOf(c); fmt.Sprint(got) != "[b]" || c.Domain.Name != "rack z0-r1" {
+		t.Errorf("chose %s evicting %v, want rack z0-r1 evicting b (no budget violated)", c.Domain.Name, got)
 	}
 }
 

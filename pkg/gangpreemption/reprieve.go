@@ -1,17 +1,17 @@
-package topology
+package gangpreemption
 
 import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	"github.com/lockstep-sched/lockstep/pkg/podshape"
 )
 
 // The reprieve of a preemption dry run: once the tree was planned on a domain with every
@@ -26,7 +26,7 @@ import (
 
 // reprieve is the state of one domain's reprieve.
 type reprieve struct {
-	pl  *Topology
+	e   *Evaluator
 	ctx context.Context
 	sim *simulation
 	pre preFilterRunner // nil where the handle runs no PreFilter plugins: resources only
@@ -52,20 +52,19 @@ type reprieveShape struct {
 }
 
 // newReprieve prepares the reprieve of plan on sim, from which removed were taken.
-func (pl *Topology) newReprieve(ctx context.Context, sim *simulation, plan *Plan, members map[types.UID]*v1.Pod, removed []fwk.PodInfo) *reprieve {
-	r := &reprieve{pl: pl, ctx: ctx, sim: sim, shapes: map[string]*reprieveShape{}}
-	r.pre, _ = pl.handle.(preFilterRunner)
+func (e *Evaluator) newReprieve(ctx context.Context, sim *simulation, plan Placement, members map[types.UID]*v1.Pod, removed []fwk.PodInfo) *reprieve {
+	r := &reprieve{e: e, ctx: ctx, sim: sim, pre: e.pre, shapes: map[string]*reprieveShape{}}
 	var pods []*v1.Pod
-	for uid, pp := range plan.Pods {
-		p := members[uid]
-		if p == nil {
+	for uid, p := range members {
+		node, ok := plan.NodeOf(uid)
+		if !ok {
 			continue
 		}
 		pods = append(pods, p)
-		r.members = append(r.members, plannedMember{pod: p, node: pp.Node, shape: shapeKey(p, true)})
+		r.members = append(r.members, plannedMember{pod: p, node: node, shape: podshape.Key(p, true)})
 	}
 	sortMembers(r.members)
-	r.interacting, _ = interacts(pods)
+	r.interacting, _ = podshape.Interacts(pods)
 	if r.pre == nil {
 		return r
 	}
@@ -80,7 +79,7 @@ func (pl *Topology) newReprieve(ctx context.Context, sim *simulation, plan *Plan
 		}
 		for _, pi := range removed {
 			if ni := sim.get(pi.GetPod().Spec.NodeName); ni != nil {
-				pl.handle.RunPreFilterExtensionRemovePod(ctx, st, m.pod, pi, ni)
+				e.handle.RunPreFilterExtensionRemovePod(ctx, st, m.pod, pi, ni)
 			}
 		}
 		r.shapes[m.shape] = &reprieveShape{pod: m.pod, state: st}
@@ -90,7 +89,7 @@ func (pl *Topology) newReprieve(ctx context.Context, sim *simulation, plan *Plan
 
 // giveBack puts a victim's pods back and reports whether the plan still holds with them; if
 // it does not, they are taken out again.
-func (r *reprieve) giveBack(logger klog.Logger, u *victimUnit) bool {
+func (r *reprieve) giveBack(logger klog.Logger, u *Unit) bool {
 	if r.refused {
 		return false
 	}
@@ -104,7 +103,7 @@ func (r *reprieve) giveBack(logger klog.Logger, u *victimUnit) bool {
 
 // apply puts a victim's pods back on their nodes (add) or takes them out, in the simulation
 // and in every shape's PreFilter state.
-func (r *reprieve) apply(u *victimUnit, add bool) {
+func (r *reprieve) apply(u *Unit, add bool) {
 	logger := klog.FromContext(r.ctx)
 	for _, pi := range u.Pods() {
 		if add {
@@ -118,9 +117,9 @@ func (r *reprieve) apply(u *victimUnit, add bool) {
 		}
 		for _, s := range r.shapes {
 			if add {
-				r.pl.handle.RunPreFilterExtensionAddPod(r.ctx, s.state, s.pod, pi, ni)
+				r.e.handle.RunPreFilterExtensionAddPod(r.ctx, s.state, s.pod, pi, ni)
 			} else {
-				r.pl.handle.RunPreFilterExtensionRemovePod(r.ctx, s.state, s.pod, pi, ni)
+				r.e.handle.RunPreFilterExtensionRemovePod(r.ctx, s.state, s.pod, pi, ni)
 			}
 		}
 	}
@@ -129,7 +128,7 @@ func (r *reprieve) apply(u *victimUnit, add bool) {
 // fits checks the planned members again with u's pods back: every member when placement
 // depends on other pods, else those on u's nodes. Members are added to the nodes (and, when
 // they interact, to the states) one after the other, as the plan placed them.
-func (r *reprieve) fits(u *victimUnit) bool {
+func (r *reprieve) fits(u *Unit) bool {
 	global := r.interacting || repels(u)
 	var states map[string]fwk.CycleState
 	if r.pre != nil {
@@ -140,7 +139,7 @@ func (r *reprieve) fits(u *victimUnit) bool {
 	}
 	infos := map[string]fwk.NodeInfo{}
 	for _, m := range r.members {
-		if !global && !u.nodes.Has(m.node) {
+		if !global && !u.Nodes.Has(m.node) {
 			continue
 		}
 		ni, ok := infos[m.node]
@@ -156,7 +155,7 @@ func (r *reprieve) fits(u *victimUnit) bool {
 			if !capacity.FreeOn(ni).Fits(capacity.PodRequests(m.pod)) {
 				return false
 			}
-		} else if !r.pl.handle.RunFilterPlugins(r.ctx, states[m.shape], m.pod, ni).IsSuccess() {
+		} else if !r.e.handle.RunFilterPlugins(r.ctx, states[m.shape], m.pod, ni).IsSuccess() {
 			return false
 		}
 		placed := m.pod.DeepCopy()
@@ -168,7 +167,7 @@ func (r *reprieve) fits(u *victimUnit) bool {
 		ni.AddPodInfo(pi)
 		if global && states != nil {
 			for k, st := range states {
-				r.pl.handle.RunPreFilterExtensionAddPod(r.ctx, st, r.shapes[k].pod, pi, ni)
+				r.e.handle.RunPreFilterExtensionAddPod(r.ctx, st, r.shapes[k].pod, pi, ni)
 			}
 		}
 	}
@@ -177,7 +176,7 @@ func (r *reprieve) fits(u *victimUnit) bool {
 
 // repels reports whether a victim's pods carry required anti-affinity, which refuses pods
 // anywhere in its topology domain, not only on its own node.
-func repels(u *victimUnit) bool {
+func repels(u *Unit) bool {
 	for _, pi := range u.Pods() {
 		if a := pi.GetPod().Spec.Affinity; a != nil && a.PodAntiAffinity != nil &&
 			len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
@@ -199,22 +198,4 @@ func sortMembers(ms []plannedMember) {
 			ms[j], ms[j-1] = ms[j-1], ms[j]
 		}
 	}
-}
-
-// leavingInfos returns the PodInfos of pods already leaving the domain's nodes.
-func leavingInfos(d *domain, leaving map[string][]*v1.Pod) []fwk.PodInfo {
-	var out []fwk.PodInfo
-	seen := sets.New[types.UID]()
-	for _, n := range d.nodes {
-		for _, p := range leaving[n.name] {
-			if seen.Has(p.UID) {
-				continue
-			}
-			seen.Insert(p.UID)
-			if pi, err := framework.NewPodInfo(p); err == nil {
-				out = append(out, pi)
-			}
-		}
-	}
-	return out
 }

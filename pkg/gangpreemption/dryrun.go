@@ -1,0 +1,232 @@
+package gangpreemption
+
+import (
+	"context"
+	"math"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// decision is what every domain's dry run of one decision shares: the tree and its pending
+// members, the snapshot and its nodes by name, the units that may be taken out and the pods
+// already leaving, by node, and the budgets.
+type decision struct {
+	dry     DryRun
+	tree    *podgroup.GroupView
+	members map[types.UID]*v1.Pod
+	infos   []fwk.NodeInfo
+	index   map[string]int
+	units   map[string][]*Unit
+	leaving map[string][]*v1.Pod
+	pdbs    []*policy.PodDisruptionBudget
+	// exclusive: the tree takes its domain to itself; no pod may be given back there.
+	exclusive bool
+}
+
+// free is one domain's dry run: the domain's units taken out, the tree planned in the
+// domain, and every unit the plan does not need gone given back. Nil if the tree does not
+// fit even with every unit gone.
+func (e *Evaluator) free(ctx context.Context, run *decision, d Domain) *Choice {
+	logger := klog.FromContext(ctx)
+	var candidates []*Unit
+	picked := sets.New[string]()
+	terminating := 0
+	for _, n := range d.Nodes {
+		for _, u := range run.units[n] {
+			if !picked.Has(u.Key) {
+				picked.Insert(u.Key)
+				candidates = append(candidates, u)
+			}
+		}
+		terminating += len(run.leaving[n])
+	}
+	if len(candidates) == 0 && terminating == 0 {
+		return nil
+	}
+	// The tree is planned as if the lowest tier of victims were gone, then the next, ...:
+	// the plan takes room from pods of the lowest priority that can give it, never from a
+	// pod of priority 90 where pods of priority 1 would do (the reprieve below holds the
+	// plan fixed, so it cannot undo the plan's choice). In a domain an exclusive group takes,
+	// every pod goes.
+	var sim *simulation
+	var removed []fwk.PodInfo
+	var plan Placement
+	tiers := priorityTiers(candidates)
+	if run.exclusive {
+		tiers = tiers[len(tiers)-1:]
+	}
+	for _, ceiling := range tiers {
+		// A copy of every node a candidate of the tier (or a leaving pod) is on, without
+		// them; the PreFilter states of the plan forget them too.
+		sim = newSimulation(run.infos, run.index)
+		removed = leavingInfos(d, run.leaving)
+		var tier []*Unit
+		for _, u := range candidates {
+			if u.Priority() <= ceiling {
+				tier = append(tier, u)
+				removed = append(removed, u.Pods()...)
+			}
+		}
+		for _, pi := range removed {
+			sim.remove(logger, pi.GetPod())
+		}
+		if p, ok := run.dry.Plan(ctx, sim.infos, d, removed); ok {
+			plan, candidates = p, tier
+			break
+		}
+	}
+	if plan == nil {
+		return nil
+	}
+	// Give back, most important first, every unit the plan does without.
+	violating := pdbViolations(candidates, run.pdbs)
+	sort.SliceStable(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if a.Priority() != b.Priority() {
+			return a.Priority() > b.Priority()
+		}
+		if violating[a.Key] != violating[b.Key] {
+			return violating[a.Key] > 0
+		}
+		return preemption.MoreImportantVictim(a.Victim, b.Victim)
+	})
+	back := e.newReprieve(ctx, sim, plan, run.members, removed)
+	c := &Choice{Domain: d, Plan: plan}
+	for _, u := range candidates {
+		if !run.exclusive && back.giveBack(logger, u) {
+			continue // reprieved
+		}
+		c.Victims = append(c.Victims, u)
+		c.Cost.Priority = max(c.Cost.Priority, u.Priority())
+		c.Cost.Pods += len(u.Pods())
+		c.Cost.PDB += violating[u.Key]
+		if u.Gang {
+			c.Cost.Gangs++
+		}
+		if u.Lasting {
+			c.Cost.Lasting++
+		}
+	}
+	return c
+}
+
+// maxPriorityTiers bounds the plans one domain's dry run makes, one per tier of victims.
+const maxPriorityTiers = 6
+
+// priorityTiers returns the ceilings of the tiers a dry run frees a domain by, lowest first:
+// each distinct victim priority, at most maxPriorityTiers of them (spread over the range,
+// the highest always last), so that the last tier takes every candidate. At least one.
+func priorityTiers(units []*Unit) []int32 {
+	distinct := sets.New[int32]()
+	for _, u := range units {
+		distinct.Insert(u.Priority())
+	}
+	all := sets.List(distinct)
+	if len(all) == 0 {
+		return []int32{math.MaxInt32}
+	}
+	if len(all) <= maxPriorityTiers {
+		return all
+	}
+	out := make([]int32, 0, maxPriorityTiers)
+	for i := 1; i <= maxPriorityTiers; i++ {
+		out = append(out, all[i*len(all)/maxPriorityTiers-1])
+	}
+	return out
+}
+
+// pdbViolations counts, per unit, the pods whose eviction a PodDisruptionBudget does not
+// allow (upstream's accounting).
+func pdbViolations(units []*Unit, pdbs []*policy.PodDisruptionBudget) map[string]int {
+	out := map[string]int{}
+	if len(pdbs) == 0 {
+		return out
+	}
+	victims := make([]preemption.Victim, len(units))
+	for i, u := range units {
+		victims[i] = u
+	}
+	violating, _ := preemption.FilterVictimsWithPDBViolation(victims, pdbs)
+	for _, v := range violating {
+		out[v.Victim.(*Unit).Key] = v.ViolateCount
+	}
+	return out
+}
+
+// leavingInfos returns the PodInfos of pods already leaving the domain's nodes.
+func leavingInfos(d Domain, leaving map[string][]*v1.Pod) []fwk.PodInfo {
+	var out []fwk.PodInfo
+	seen := sets.New[types.UID]()
+	for _, n := range d.Nodes {
+		for _, p := range leaving[n] {
+			if seen.Has(p.UID) {
+				continue
+			}
+			seen.Insert(p.UID)
+			if pi, err := framework.NewPodInfo(p); err == nil {
+				out = append(out, pi)
+			}
+		}
+	}
+	return out
+}
+
+// indexOf maps each node's name to its place in infos.
+func indexOf(infos []fwk.NodeInfo) map[string]int {
+	out := make(map[string]int, len(infos))
+	for i, ni := range infos {
+		if n := ni.Node(); n != nil {
+			out[n.Name] = i
+		}
+	}
+	return out
+}
+
+// simulation is a copy-on-write view of the snapshot's nodes, with pods taken out or put
+// back.
+type simulation struct {
+	infos  []fwk.NodeInfo
+	index  map[string]int
+	copied map[int]bool
+}
+
+func newSimulation(infos []fwk.NodeInfo, index map[string]int) *simulation {
+	return &simulation{infos: append([]fwk.NodeInfo(nil), infos...), index: index, copied: map[int]bool{}}
+}
+
+// get returns the node's info as simulated, copying it on first use.
+func (s *simulation) get(name string) fwk.NodeInfo {
+	i, ok := s.index[name]
+	if !ok {
+		return nil
+	}
+	if !s.copied[i] {
+		s.infos[i] = s.infos[i].Snapshot()
+		s.copied[i] = true
+	}
+	return s.infos[i]
+}
+
+func (s *simulation) remove(logger klog.Logger, p *v1.Pod) {
+	if ni := s.get(p.Spec.NodeName); ni != nil {
+		if err := ni.RemovePod(logger, p); err != nil {
+			logger.V(5).Info("Preemption dry run: pod not on its node", "pod", klog.KObj(p), "node", p.Spec.NodeName, "err", err)
+		}
+	}
+}
+
+func (s *simulation) add(pi fwk.PodInfo) {
+	if ni := s.get(pi.GetPod().Spec.NodeName); ni != nil {
+		ni.AddPodInfo(pi)
+	}
+}

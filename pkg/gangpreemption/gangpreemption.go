@@ -1,0 +1,168 @@
+// Package gangpreemption decides a gang's preemption: in which domain, evicting which pods,
+// a tree that cannot be placed can be placed. It is to lockstep's planner what upstream's
+// framework/preemption is to DefaultPreemption: the dry runs, victim selection, reprieve
+// and costs, apart from the plugin that stores the plan, nominates members and tells the
+// groups (pkg/plugins/topology).
+//
+// In every domain of the level the tree's root requires (the whole cluster if it requires
+// none), the pods of lower priority are taken out of a copy of the domain's nodes, the tree
+// is planned on the copy, and then, most important first, every victim the plan does not
+// need gone is given back (upstream's reprieve, with the plan held fixed). A running gang is
+// one victim: all its bound members or none (its disruption unit, podgroup.Unit). The domain
+// chosen is the cheapest by (PodDisruptionBudgets violated, highest victim priority, gangs
+// broken, pods evicted), as upstream orders its candidates.
+package gangpreemption
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// TimeLimit bounds the dry runs of one decision once a domain was found.
+const TimeLimit = 2 * time.Second
+
+// Trees is what the evaluator reads of the group model: which gang, and which disruption
+// unit, a running pod belongs to.
+type Trees interface {
+	Summary(pod *v1.Pod) (podgroup.Summary, bool)
+	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
+}
+
+// Domain is a set of nodes a tree may be placed in whole: a domain of the level its root
+// requires, or the whole cluster.
+type Domain struct {
+	// Name names it in messages: "rack z0-b0-r1", or "the cluster".
+	Name  string
+	Nodes []string
+}
+
+// Placement is a plan of the tree: where each pending member goes.
+type Placement interface {
+	NodeOf(member types.UID) (string, bool)
+}
+
+// DryRun is the planner as one decision sees it.
+type DryRun interface {
+	// Domains are the domains the tree may be freed in.
+	Domains() []Domain
+	// Exclusive reports whether a group of the tree takes its domain to itself: then no pod
+	// may stay in the domain freed for it.
+	Exclusive() bool
+	// Plan plans the tree on infos (a copy of the snapshot from which removed were taken
+	// out), on d's nodes only; false if it does not fit.
+	Plan(ctx context.Context, infos []fwk.NodeInfo, d Domain, removed []fwk.PodInfo) (Placement, bool)
+}
+
+// Mode says what a dry run may take out of a domain.
+type Mode int
+
+const (
+	// Preempt takes the pods of priority below the tree's: they are preempted.
+	Preempt Mode = iota
+	// Reserve takes those at or below it: a reservation waits for them to end, and the domain
+	// chosen is the one likely to be free soonest (Cost.Sooner).
+	Reserve
+)
+
+// takes reports whether a pod or gang of priority prio may be taken out for a tree of
+// priority of.
+func (m Mode) takes(prio, of int32) bool {
+	if m == Preempt {
+		return prio < of
+	}
+	return prio <= of
+}
+
+// Evaluator finds the domain a tree can be freed in. One is built per plugin and shared by
+// its decisions.
+type Evaluator struct {
+	handle fwk.PluginsRunner
+	// pre runs the PreFilter plugins for the reprieve; nil where the handle runs none
+	// (resources only).
+	pre   preFilterRunner
+	trees Trees
+	// pods tells whether a pod is bound (the snapshot also holds pods the scheduler only
+	// assumed); pdbs which evictions budgets allow. Either may be nil.
+	pods corelisters.PodLister
+	pdbs policylisters.PodDisruptionBudgetLister
+}
+
+// preFilterRunner is the part of the profile's framework that runs PreFilter plugins; the
+// handle a plugin gets is the framework.
+type preFilterRunner interface {
+	RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string])
+}
+
+// New returns an evaluator running the profile's plugins through handle.
+func New(handle fwk.PluginsRunner, trees Trees, pods corelisters.PodLister, pdbs policylisters.PodDisruptionBudgetLister) *Evaluator {
+	e := &Evaluator{handle: handle, trees: trees, pods: pods, pdbs: pdbs}
+	e.pre, _ = handle.(preFilterRunner)
+	return e
+}
+
+// Cheapest runs a dry run in every domain dry offers and returns the cheapest it could be
+// freed in (Preempt: Cost.Less; Reserve: Cost.Sooner), nil if none.
+func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode) *Choice {
+	logger := klog.FromContext(ctx)
+	units, leaving := e.units(infos, p, mode)
+	if len(units) == 0 && len(leaving) == 0 {
+		return nil
+	}
+	run := &decision{dry: dry, tree: tree, infos: infos, index: indexOf(infos), units: units, leaving: leaving,
+		pdbs: e.listPDBs(), members: map[types.UID]*v1.Pod{}, exclusive: dry.Exclusive()}
+	tree.Walk(func(g *podgroup.GroupView) {
+		for _, p := range g.Pending {
+			run.members[p.UID] = p
+		}
+	})
+	deadline := time.Now().Add(TimeLimit)
+	var best *Choice
+	for _, d := range dry.Domains() {
+		if best != nil && time.Now().After(deadline) {
+			break
+		}
+		c := e.free(ctx, run, d)
+		if c == nil {
+			continue
+		}
+		logger.V(5).Info("Dry run candidate", "root", tree.Key, "domain", c.Domain.Name, "pods", c.Cost.Pods, "gangs", c.Cost.Gangs,
+			"priority", c.Cost.Priority, "pdbViolations", c.Cost.PDB, "lasting", c.Cost.Lasting, "reserving", mode == Reserve)
+		if best == nil || (mode == Preempt && c.Cost.Less(best.Cost)) || (mode == Reserve && c.Cost.Sooner(best.Cost)) {
+			best = c
+		}
+	}
+	return best
+}
+
+// bound reports whether the API server has the pod bound.
+func (e *Evaluator) bound(pod *v1.Pod) bool {
+	if e.pods == nil {
+		return true
+	}
+	p, err := e.pods.Pods(pod.Namespace).Get(pod.Name)
+	return err == nil && p.UID == pod.UID && p.Spec.NodeName != ""
+}
+
+// listPDBs lists the PodDisruptionBudgets, none if they cannot be listed.
+func (e *Evaluator) listPDBs() []*policy.PodDisruptionBudget {
+	if e.pdbs == nil {
+		return nil
+	}
+	out, err := e.pdbs.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package gangpreemption
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// Unit is what is evicted together: a running gang (every bound member of its disruption
+// unit, podgroup.Unit) or one pod, as upstream's preemption.Victim, with the nodes it is on.
+type Unit struct {
+	preemption.Victim
+	// Key is the gang's unit, or the pod's UID.
+	Key  string
+	Gang bool
+	// Root is a gang's root group object, and RootKey its key (its preemption is told
+	// there); nil for a pod.
+	Root    runtime.Object
+	RootKey podgroup.Key
+	Nodes   sets.Set[string]
+	// Lasting: a pod of a controller that keeps its pods running (a ReplicaSet, StatefulSet,
+	// DaemonSet...), which may never end by itself.
+	Lasting bool
+}
+
+// lasting reports whether a pod belongs to a controller that keeps its pods running.
+func lasting(pod *v1.Pod) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			switch ref.Kind {
+			case "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "LeaderWorkerSet":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// units returns, by node, the units that a tree of priority p.Priority may take out (gangs
+// whole, other pods one by one), and the pods already terminating, which count as gone at no
+// cost.
+func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode) (map[string][]*Unit, map[string][]*v1.Pod) {
+	units := map[string][]*Unit{}
+	leaving := map[string][]*v1.Pod{}
+	// gangs holds each running disruption unit (a gang, or a subtree whose top has
+	// disruption mode all), nil for one that is no victim: a unit is looked at once, however
+	// many members it has. Members of trees whose groups may be disrupted one by one are
+	// victims on their own.
+	gangs := map[podgroup.Key]*Unit{}
+	for _, ni := range infos {
+		if ni.Node() == nil {
+			continue
+		}
+		name := ni.Node().Name
+		for _, pi := range ni.GetPods() {
+			pod := pi.GetPod()
+			if pod.DeletionTimestamp != nil {
+				leaving[name] = append(leaving[name], pod)
+				continue
+			}
+			sum, member := e.trees.Summary(pod)
+			if member && sum.Root == p.Root {
+				if !e.bound(pod) {
+					// The tree's own member, reserved in the attempt that failed: its
+					// reservation is being released.
+					leaving[name] = append(leaving[name], pod)
+				}
+				continue
+			}
+			var u *Unit
+			if member && sum.Unit != (podgroup.Key{}) {
+				cached, done := gangs[sum.Unit]
+				if !done {
+					if mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
+						if gang, ok := e.trees.UnitOf(pod); ok && mode.takes(gang.Priority, p.Priority) {
+							cached = newGangUnit(sum.Unit.String(), gang)
+						}
+					}
+					gangs[sum.Unit] = cached
+				}
+				if u = cached; u == nil {
+					continue
+				}
+			} else {
+				if !mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
+					continue
+				}
+				v, err := preemption.NewVictim([]fwk.PodInfo{pi}, corev1helpers.PodPriority(pod), fwk.PodKeyType)
+				if err != nil {
+					continue
+				}
+				u = &Unit{Victim: v, Key: string(pod.UID), Nodes: sets.New(name), Lasting: lasting(pod)}
+			}
+			units[name] = append(units[name], u)
+		}
+	}
+	return units, leaving
+}
+
+// newGangUnit makes a running gang one victim.
+func newGangUnit(key string, gang podgroup.Unit) *Unit {
+	pis := make([]fwk.PodInfo, 0, len(gang.Pods))
+	nodes := sets.New[string]()
+	for _, p := range gang.Pods {
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			continue
+		}
+		pis = append(pis, pi)
+		nodes.Insert(p.Spec.NodeName)
+	}
+	kind := fwk.PodGroupKeyType
+	if gang.Composite {
+		kind = fwk.CompositePodGroupKeyType
+	}
+	v, _ := preemption.NewVictim(pis, gang.Priority, kind)
+	return &Unit{Victim: v, Key: key, Gang: true, Nodes: nodes, Root: gang.Object, RootKey: gang.Root}
+}

@@ -1,0 +1,120 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/gangpreemption"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+)
+
+// dryRun is the planner as one gang preemption or reservation decision sees it
+// (gangpreemption.DryRun): the domains of the level the tree's root requires, and the tree
+// planned on a simulated copy of the cluster. Its domains share one cache of Filter verdicts.
+type dryRun struct {
+	pl       *Topology
+	tree     *podgroup.GroupView
+	topo     *topology
+	verdicts *verdictCache
+}
+
+var _ gangpreemption.DryRun = &dryRun{}
+
+func (pl *Topology) newDryRun(tree *podgroup.GroupView, infos []fwk.NodeInfo) *dryRun {
+	return &dryRun{pl: pl, tree: tree, topo: pl.topology.get(pl.levels, infos), verdicts: newVerdictCache()}
+}
+
+// Domains are the domains of the level the tree's root requires, the whole cluster if it
+// requires none.
+func (d *dryRun) Domains() []gangpreemption.Domain {
+	level, _ := d.topo.constraintLevels(d.tree)
+	if level < 0 {
+		return []gangpreemption.Domain{d.pl.domainOf(&domain{level: -1, nodes: d.topo.nodes})}
+	}
+	out := make([]gangpreemption.Domain, 0, len(d.topo.sub[""][level]))
+	for _, dom := range d.topo.sub[""][level] {
+		out = append(out, d.pl.domainOf(dom))
+	}
+	return out
+}
+
+// Exclusive reports whether a group of the tree takes its domain to itself.
+func (d *dryRun) Exclusive() bool { return exclusiveTree(d.topo, d.tree) }
+
+// Plan plans the tree on infos, on dom's nodes only, as if removed were gone.
+func (d *dryRun) Plan(ctx context.Context, infos []fwk.NodeInfo, dom gangpreemption.Domain, removed []fwk.PodInfo) (gangpreemption.Placement, bool) {
+	inDomain := sets.New(dom.Nodes...)
+	scope := &planScope{verdicts: d.verdicts, removed: removed, outside: func(n *node) string {
+		if inDomain.Has(n.name) {
+			return ""
+		}
+		return "outside the domain being freed"
+	}}
+	plan, _ := d.pl.planTree(ctx, d.tree, infos, scope)
+	if plan == nil {
+		return nil, false
+	}
+	return plan, true
+}
+
+// domainOf names a domain and lists its nodes for gang preemption.
+func (pl *Topology) domainOf(d *domain) gangpreemption.Domain {
+	out := gangpreemption.Domain{Name: d.describe(pl.levels), Nodes: make([]string, len(d.nodes))}
+	for i, n := range d.nodes {
+		out.Nodes[i] = n.name
+	}
+	return out
+}
+
+// describe names a domain in messages: "rack z0-b0-r1", or "the cluster".
+func (d *domain) describe(levels []string) string {
+	if d.level < 0 {
+		return "the cluster"
+	}
+	return levelName(levels[d.level]) + " " + d.name()
+}
+
+// NodeOf is where the plan puts a member (gangpreemption.Placement).
+func (p *Plan) NodeOf(member types.UID) (string, bool) {
+	pp, ok := p.Pods[member]
+	return pp.Node, ok
+}
+
+// planOf is the plan a dry run of this plugin made for a choice.
+func planOf(c *gangpreemption.Choice) *Plan { return c.Plan.(*Plan) }
+
+// cheapestDomain returns the cheapest domain the tree could be freed in, by mode, nil if none.
+func (pl *Topology) cheapestDomain(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode gangpreemption.Mode) *gangpreemption.Choice {
+	return pl.gangPreemption.Cheapest(ctx, pl.newDryRun(tree, infos), tree, p, infos, mode)
+}
+
+// selectVictims returns the cheapest domain whose lower-priority pods can be evicted so
+// that the tree fits, or nil and why none can.
+func (pl *Topology) selectVictims(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo) (*gangpreemption.Choice, string) {
+	if c := pl.cheapestDomain(ctx, tree, p, infos, gangpreemption.Preempt); c != nil {
+		return c, ""
+	}
+	return nil, pl.noDomain(tree, infos, fmt.Sprintf("evicting every pod of priority below %d", p.Priority))
+}
+
+// noDomain says why no domain could be freed: "<what> would not make room in any rack".
+func (pl *Topology) noDomain(tree *podgroup.GroupView, infos []fwk.NodeInfo, what string) string {
+	level, _ := pl.topology.get(pl.levels, infos).constraintLevels(tree)
+	where := "the cluster"
+	if level >= 0 {
+		where = "any " + levelName(pl.levels[level])
+	}
+	return fmt.Sprintf("%s would not make room in %s", what, where)
+}
+
+// exclusiveTree reports whether a group of the tree takes a domain to itself: then no pod
+// may stay in the domain freed for it.
+func exclusiveTree(topo *topology, tree *podgroup.GroupView) bool {
+	excl := false
+	tree.Walk(func(g *podgroup.GroupView) { excl = excl || topo.exclusiveLevel(g) >= 0 })
+	return excl
+}
