@@ -36,8 +36,9 @@ func newExplainCommand(o *explainOptions) *cobra.Command {
 		Long: `Say why a gang is pending and what would make it fit: for every group of the trees named that
 is not placed, its conditions (and since when), what its pending pods are told, the latest
 events about it, and the room the nodes have for its pending pods in each domain of the level
-they must share (nodes' allocatable less their pods' requests; taints, cordons, node selectors
-and affinity honored, the scheduler's other filters not), then what would change the answer.
+they must share (nodes' allocatable less their pods' requests, counting only the nodes the pods
+may use: cordons, taints, node selectors and affinity applied, the nodes they refuse listed
+apart; the scheduler's filters it cannot run named), then what would change the answer.
 
 NAME and TYPE/NAME are as for get: pod/NAME, job/NAME, jobset/NAME, trainjob/NAME, raycluster/NAME, lws/NAME,
 podgroup/NAME (lspg), compositepodgroup/NAME (lscpg), workload/NAME (lswl).

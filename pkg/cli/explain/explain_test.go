@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
@@ -95,8 +96,7 @@ func TestExplain(t *testing.T) {
 			ref:      "huge",
 			wantRoom: map[string]int{"cluster": 0},
 			wantNext: []string{
-				"Room for 2 pods more, 16 cpu each, in the cluster: end or move pods there (2 pods of lower priority run there: a higher priority for the gang lets it preempt them), or add nodes.",
-				"No node the pods may use can take even one of them: compare 16 cpu with the nodes' allocatable.",
+				"No node the pods may use can take even one of them with nothing else on it: they ask for 16 cpu (the most a node the pods may use has is 8). Ask for less per pod, or add nodes with more.",
 			},
 		},
 		{
@@ -267,7 +267,7 @@ func TestRender(t *testing.T) {
   Pending pod big-0: gang big did not fit; the Scheduled condition of PodGroup big says why (retried when the cluster changes)
   Events, newest first:
     20s ago  Warning  Unschedulable  PodGroup big: cannot fit: PodGroup big: no rack has room for 3 pods × 4 cpu; the roomiest rack could take 2 (×4)
-  Room, from nodes' allocatable less their pods' requests (taints, cordons, node selectors and affinity honored; the scheduler's other filters not):
+  Room, from nodes' allocatable less their pods' requests on the nodes the pods may use (cordons, taints, node selectors and affinity applied):
     3 pods pending, each asking for 4 cpu; 3 must fit in one rack
     rack z0-b0-r0: 2 nodes, free 10 cpu: takes 2 of 3; 1 pod of lower priority there
     rack z0-b0-r1: 2 nodes, free 10 cpu: takes 2 of 3; 1 pod of lower priority there
@@ -278,5 +278,159 @@ func TestRender(t *testing.T) {
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("render (-want +got):\n%s", diff)
+	}
+}
+
+// Each case is advice explain once gave that would not have helped: the room counts only
+// nodes the pods may use, and what it says to do must change the answer.
+func TestExplainNeverAdvisesWhatWouldNotHelp(t *testing.T) {
+	unschedulable := cond(v1alpha1.PodGroupInitiallyScheduled, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
+	selected := func(group string, n int, cpu string, selector map[string]string) []*v1.Pod {
+		pods := pendingPods(group, n, cpu)
+		for _, p := range pods {
+			p.Spec.NodeSelector = selector
+		}
+		return pods
+	}
+	tests := []struct {
+		name string
+		// nodes changes the cluster's nodes before the group is added.
+		nodes    func(nodes []v1.Node)
+		group    *v1alpha1.PodGroup
+		pods     []*v1.Pod
+		wantRoom map[string]int
+		wantNext []string
+		// wantRefused: nodes not counted, by why.
+		wantRefused []Refusal
+		// never are words no advice may contain.
+		never []string
+	}{
+		{
+			name:        "a node selector that matches no node: no rack is room, no cpu is blamed, no rack is to grow",
+			group:       lt.MakePodGroup().Namespace("demo").Name("ssd").Gang(2).Topology(lt.Required(lt.RackKey)).Conditions(unschedulable).Obj(),
+			pods:        selected("ssd", 2, "1", map[string]string{"disktype": "ssd"}),
+			wantRoom:    map[string]int{},
+			wantRefused: []Refusal{{Why: whyAffinity, Nodes: 4}},
+			wantNext:    []string{"4 nodes do not match the pods' node selector disktype=ssd: label the nodes they should run on, or change the pods' selector."},
+			never:       []string{"cpu", "add nodes labelled", "Preferred", "minCount"},
+		},
+		{
+			name: "a node selector that matches one full rack: only that rack is counted, and nodes added must match",
+			nodes: func(nodes []v1.Node) {
+				for _, i := range []int{2, 3} { // rack z0-b0-r1
+					nodes[i].Labels["disktype"] = "ssd"
+				}
+			},
+			group:       lt.MakePodGroup().Namespace("demo").Name("ssd").Gang(3).Topology(lt.Required(lt.RackKey)).Conditions(unschedulable).Obj(),
+			pods:        selected("ssd", 3, "4", map[string]string{"disktype": "ssd"}),
+			wantRoom:    map[string]int{"z0-b0-r1": 2},
+			wantRefused: []Refusal{{Why: whyAffinity, Nodes: 2}},
+			wantNext: []string{
+				"Room for 1 pod more, 4 cpu each, in rack z0-b0-r1: end or move pods there (1 pod of lower priority run there: a higher priority for the gang lets it preempt them), or add nodes labelled topology.kubernetes.io/rack=z0-b0-r1 that match the pods' node selector disktype=ssd.",
+				"Or a minCount of 2: what the roomiest rack takes.",
+			},
+			never: []string{"z0-b0-r0", "Preferred"},
+		},
+		{
+			name: "every node tainted: the taint, not the room",
+			nodes: func(nodes []v1.Node) {
+				for i := range nodes {
+					nodes[i].Spec.Taints = []v1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: v1.TaintEffectNoSchedule}}
+				}
+			},
+			group:       lt.MakePodGroup().Namespace("demo").Name("t").Gang(2).Conditions(unschedulable).Obj(),
+			pods:        pendingPods("t", 2, "1"),
+			wantRoom:    map[string]int{},
+			wantRefused: []Refusal{{Why: whyTaint + ": nvidia.com/gpu=present:NoSchedule", Nodes: 4}},
+			wantNext:    []string{"4 nodes carry a taint the pods do not tolerate (nvidia.com/gpu=present:NoSchedule): add a toleration for it to the pods, or remove the taint."},
+			never:       []string{"cpu", "add nodes"},
+		},
+		{
+			name:  "GPUs no node has: the GPUs are named, not the cpu, and ending pods is not advised",
+			group: lt.MakePodGroup().Namespace("demo").Name("gpu").Gang(2).Conditions(unschedulable).Obj(),
+			pods: func() []*v1.Pod {
+				pods := pendingPods("gpu", 2, "1")
+				for _, p := range pods {
+					p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("8")
+				}
+				return pods
+			}(),
+			wantRoom: map[string]int{"cluster": 0},
+			wantNext: []string{"No node the pods may use can take even one of them with nothing else on it: they ask for 8 nvidia.com/gpu (no node the pods may use has any). Ask for less per pod, or add nodes with more."},
+			never:    []string{"end or move", "preempt", "minCount"},
+		},
+		{
+			name:     "preempting the lower-priority pods would not be enough: it is not suggested",
+			group:    lt.MakePodGroup().Namespace("demo").Name("wide").Gang(3).Topology(lt.Required(lt.RackKey)).Conditions(unschedulable).Obj(),
+			pods:     pendingPods("wide", 3, "8"),
+			wantRoom: map[string]int{"z0-b0-r0": 1, "z0-b0-r1": 1},
+			wantNext: []string{
+				"Room for 2 pods more, 8 cpu each, in rack z0-b0-r0: end or move pods there, or add nodes labelled topology.kubernetes.io/rack=z0-b0-r0.",
+				"Or a minCount of 1: what the roomiest rack takes.",
+			},
+			never: []string{"preempt", "Preferred"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := cluster()
+			if tc.nodes != nil {
+				tc.nodes(in.Nodes)
+			}
+			addGroup(&in, tc.group, tc.pods...)
+			es := Explain(in, []tree.Ref{{Name: tc.group.Name}})
+			if len(es) != 1 || es[0].Room == nil {
+				t.Fatalf("explanations %+v, want one with room", es)
+			}
+			e := es[0]
+			room := map[string]int{}
+			for _, d := range e.Room.Domains {
+				room[d.Name] = d.Fits
+			}
+			if diff := cmp.Diff(tc.wantRoom, room); diff != "" {
+				t.Errorf("room (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantRefused, e.Room.Refused); diff != "" {
+				t.Errorf("refused (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantNext, e.Next); diff != "" {
+				t.Errorf("next (-want +got):\n%s", diff)
+			}
+			for _, n := range e.Next {
+				for _, w := range tc.never {
+					if strings.Contains(n, w) {
+						t.Errorf("advice %q mentions %q", n, w)
+					}
+				}
+			}
+			var out strings.Builder
+			Render(&out, es, now)
+			for _, f := range tc.wantRefused {
+				if !strings.Contains(out.String(), "not counted: "+f.Why) {
+					t.Errorf("rendered:\n%s\nwant the refused nodes named (%s)", out.String(), f.Why)
+				}
+			}
+		})
+	}
+}
+
+// The filters explain cannot run are named, and the advice for room that is there names them.
+func TestExplainNamesTheFiltersItCannotRun(t *testing.T) {
+	in := cluster()
+	pods := pendingPods("spread", 2, "1")
+	for _, p := range pods {
+		p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: lt.HostKey, WhenUnsatisfiable: v1.DoNotSchedule}}
+	}
+	addGroup(&in, lt.MakePodGroup().Namespace("demo").Name("spread").Gang(2).Conditions(cond(v1alpha1.PodGroupInitiallyScheduled, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")).Obj(), pods...)
+	es := Explain(in, []tree.Ref{{Name: "spread"}})
+	if len(es) != 1 || es[0].Room == nil {
+		t.Fatalf("explanations %+v, want one with room", es)
+	}
+	if got := es[0].Room.Unchecked; !slices.Equal(got, []string{"topology spread"}) {
+		t.Errorf("unchecked %v, want [topology spread]", got)
+	}
+	want := "By requests, taints and node affinity the room is there (the cluster takes 2 of the 2 that must fit): a filter not run here refuses it (the pods use topology spread; their events say which), or it was freed since the last attempt and the gang is retried when the cluster changes."
+	if diff := cmp.Diff([]string{want}, es[0].Next); diff != "" {
+		t.Errorf("next (-want +got):\n%s", diff)
 	}
 }

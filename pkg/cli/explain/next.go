@@ -2,6 +2,8 @@ package explain
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -43,6 +45,9 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 	if r == nil {
 		return nil
 	}
+	if r.Usable() == 0 && len(r.Refused) > 0 {
+		return refusedEverywhere(r, pending)
+	}
 	best := r.Roomiest()
 	lvl := levelName(r.Level)
 	where := "the cluster"
@@ -51,23 +56,31 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 	}
 	switch {
 	case best == nil && r.Level != "":
-		return []string{fmt.Sprintf("No node carries the label %s: label the nodes with their %s, or change the group's topology constraint.", r.Level, lvl)}
+		return []string{fmt.Sprintf("No node the pods may use carries the label %s: label the nodes with their %s, or change the group's topology constraint.", r.Level, lvl)}
 	case best == nil:
 		return []string{"The cluster has no nodes its pods may use."}
+	case r.Short != "":
+		// Neither ending pods nor adding nodes like these would help.
+		return []string{fmt.Sprintf("No node the pods may use can take even one of them with nothing else on it: they ask for %s. Ask for less per pod, or add nodes with more%s.",
+			r.Short, matching(pending))}
 	case best.Fits >= r.Need:
-		return []string{fmt.Sprintf("By requests, taints and node affinity the room is there (%s takes %d of the %d that must fit): another filter refuses it (pod affinity, topology spread, volumes, DRA; the pods' events say which), or it was freed since the last attempt and the gang is retried when the cluster changes.",
-			where, best.Fits, r.Need)}
+		other := "another filter refuses it (pod affinity, topology spread, volumes, DRA; the pods' events say which)"
+		if len(r.Unchecked) > 0 {
+			other = fmt.Sprintf("a filter not run here refuses it (the pods use %s; their events say which)", strings.Join(r.Unchecked, ", "))
+		}
+		return []string{fmt.Sprintf("By requests, taints and node affinity the room is there (%s takes %d of the %d that must fit): %s, or it was freed since the last attempt and the gang is retried when the cluster changes.",
+			where, best.Fits, r.Need, other)}
 	}
 	var out []string
 	missing := r.Need - best.Fits
 	fix := fmt.Sprintf("Room for %s more, %s each, in %s: end or move pods there", count(missing, "pod"), describe(r.Request, nil), where)
-	if best.Lower > 0 {
+	if best.Lower > 0 && best.FitsWithoutLower >= r.Need {
 		fix += fmt.Sprintf(" (%s of lower priority run there: a higher priority for the gang lets it preempt them)", count(best.Lower, "pod"))
 	}
 	if r.Level != "" {
-		fix += fmt.Sprintf(", or add nodes labelled %s=%s", r.Level, best.Name)
+		fix += fmt.Sprintf(", or add nodes labelled %s=%s%s", r.Level, best.Name, matching(pending))
 	} else {
-		fix += ", or add nodes"
+		fix += ", or add nodes" + matching(pending)
 	}
 	out = append(out, fix+".")
 	if bound := g.Pods.Bound; g.Policy == "gang" && best.Fits > 0 && bound+best.Fits < int(g.Min) {
@@ -79,10 +92,63 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 			out = append(out, fmt.Sprintf("Or a Preferred (not Required) %s constraint: the cluster as a whole has room for all %d.", lvl, r.Need))
 		}
 	}
-	if best.Fits == 0 {
-		out = append(out, fmt.Sprintf("No node the pods may use can take even one of them: compare %s with the nodes' allocatable.", describe(r.Request, nil)))
+	return out
+}
+
+// refusedEverywhere says what to change when every node refuses the pods before their
+// requests are looked at: the cordons, taints or selector that refuse them, most nodes first.
+func refusedEverywhere(r *Room, pending []*v1.Pod) []string {
+	var out []string
+	for _, f := range r.Refused {
+		switch {
+		case f.Why == whyAffinity:
+			out = append(out, fmt.Sprintf("%s do not match the pods' %s: label the nodes they should run on, or change the pods' selector.",
+				count(f.Nodes, "node"), selectorOf(pending[0])))
+		case strings.HasPrefix(f.Why, whyTaint):
+			_, taint, _ := strings.Cut(f.Why, ": ")
+			out = append(out, fmt.Sprintf("%s carry a taint the pods do not tolerate (%s): add a toleration for it to the pods, or remove the taint.",
+				count(f.Nodes, "node"), taint))
+		case f.Why == whyCordoned:
+			out = append(out, fmt.Sprintf("%s are cordoned: uncordon them (kubectl uncordon).", count(f.Nodes, "node")))
+		default:
+			out = append(out, fmt.Sprintf("%s refuse the pods: %s.", count(f.Nodes, "node"), f.Why))
+		}
 	}
 	return out
+}
+
+// selectorOf describes how a pod selects nodes: "node selector disktype=ssd", "required node
+// affinity", or both.
+func selectorOf(p *v1.Pod) string {
+	var parts []string
+	if len(p.Spec.NodeSelector) > 0 {
+		var kv []string
+		for k, v := range p.Spec.NodeSelector {
+			kv = append(kv, k+"="+v)
+		}
+		sort.Strings(kv)
+		parts = append(parts, "node selector "+strings.Join(kv, ","))
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		parts = append(parts, "required node affinity")
+	}
+	if len(parts) == 0 {
+		return "node selection"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// matching is what nodes added must also be for the pods to use them: " that match the pods'
+// node selector disktype=ssd", or "" for pods that select no nodes.
+func matching(pending []*v1.Pod) string {
+	if len(pending) == 0 {
+		return ""
+	}
+	p := pending[0]
+	if len(p.Spec.NodeSelector) == 0 && (p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil || p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
+		return ""
+	}
+	return " that match the pods' " + selectorOf(p)
 }
 
 // count counts things in words: "1 pod", "3 pods".

@@ -59,7 +59,7 @@ func renderRoom(w io.Writer, r *Room) {
 	if r.Level == "" {
 		together = fmt.Sprintf("%d must fit", r.Need)
 	}
-	fmt.Fprintf(w, "  Room, from nodes' allocatable less their pods' requests (taints, cordons, node selectors and affinity honored; the scheduler's other filters not):\n")
+	fmt.Fprintf(w, "  Room, from nodes' allocatable less their pods' requests on the nodes the pods may use (cordons, taints, node selectors and affinity applied):\n")
 	fmt.Fprintf(w, "    %s pending, each asking for %s; %s\n", count(r.Pods, "pod"), describe(r.Request, nil), together)
 	for i, d := range r.Domains {
 		if i == maxDomains {
@@ -81,6 +81,15 @@ func renderRoom(w io.Writer, r *Room) {
 	}
 	if r.Excluded != "" {
 		fmt.Fprintf(w, "    (%s are not counted)\n", r.Excluded)
+	}
+	for _, f := range r.Refused {
+		fmt.Fprintf(w, "    (%s not counted: %s)\n", count(f.Nodes, "node"), f.Why)
+	}
+	if len(r.Domains) == 0 {
+		fmt.Fprintf(w, "    no node the pods may use\n")
+	}
+	if len(r.Unchecked) > 0 {
+		fmt.Fprintf(w, "    (not checked here, the scheduler does: %s)\n", strings.Join(r.Unchecked, ", "))
 	}
 }
 

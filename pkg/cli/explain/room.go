@@ -18,9 +18,13 @@ import (
 
 // Room is how many of a group's pending pods each domain of the level its pods must share
 // could take, counted from the API objects: nodes' allocatable less the requests of the pods
-// bound to them. It honors the pods' requests, node selectors and required node affinity,
-// the nodes' taints and cordons; it does not run the scheduler's other filters (pod affinity,
-// spread, volumes, DRA), so it can only be more hopeful than the scheduler.
+// bound to them. It runs what the scheduler's filters would that can be run from the objects
+// alone — the pods' requests (every resource NodeResourcesFit counts, extended ones too),
+// node selectors and required node affinity, the nodes' taints and cordons — and lists the
+// nodes those refuse, and why, apart: a domain none of whose nodes the pods may use is not
+// room. The filters it cannot run (inter-pod affinity, topology spread, volumes, DRA claims,
+// host ports) are named in Unchecked when the pods use them, so it can only be more hopeful
+// than the scheduler, and says where.
 type Room struct {
 	// Level is the node label key of the domains ("" for the whole cluster).
 	Level string `json:"level,omitempty"`
@@ -33,21 +37,47 @@ type Room struct {
 	Pinned   bool     `json:"pinned,omitempty"`
 	Domains  []Domain `json:"domains"`
 	Excluded string   `json:"excluded,omitempty"`
+	// Refused are the nodes the pods may not use, by why (a cordon, a taint they do not
+	// tolerate, their node selector or affinity): they are in no domain's count.
+	Refused []Refusal `json:"refused,omitempty"`
+	// Unchecked names the scheduler's filters the pods are subject to that are not run here.
+	Unchecked []string `json:"unchecked,omitempty"`
+	// Short, when no usable node could take a pod even empty, names what every usable node
+	// has too little of ("16 cpu: the largest allocatable is 8").
+	Short string `json:"short,omitempty"`
+}
+
+// Refusal is why some nodes are refused to the pods.
+type Refusal struct {
+	Why   string `json:"why"`
+	Nodes int    `json:"nodes"`
+}
+
+// Usable is how many nodes the pods may use.
+func (r *Room) Usable() int {
+	n := 0
+	for _, d := range r.Domains {
+		n += d.Nodes
+	}
+	return n
 }
 
 // Domain is one domain's room.
 type Domain struct {
 	// Name is the domain's label value; In, the values of the levels above it, broadest
 	// first, where another domain has the same name (racks named alike in two zones).
-	Name  string          `json:"name"`
-	In    string          `json:"in,omitempty"`
+	Name string `json:"name"`
+	In   string `json:"in,omitempty"`
+	// Nodes counts the domain's nodes the pods may use, and Free is their room.
 	Nodes int             `json:"nodes"`
 	Free  v1.ResourceList `json:"free"`
 	// Fits is how many of the pending pods its nodes could take at once.
 	Fits int `json:"fits"`
 	// Lower counts the pods bound there whose priority is below the group's: what ending
-	// (or preempting) them could free.
-	Lower int `json:"lower"`
+	// (or preempting) them could free; FitsWithoutLower is how many of the pending pods the
+	// domain could take once they were gone.
+	Lower            int `json:"lower"`
+	FitsWithoutLower int `json:"fitsWithoutLower"`
 }
 
 // title is how messages call the domain: its name, and where it is when another domain has
@@ -79,9 +109,11 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 		priority = max(priority, corev1helpers.PodPriority(p))
 	}
 	free := map[string]v1.ResourceList{}
+	freeOfLower := map[string]v1.ResourceList{} // free were the lower-priority pods gone
 	lower := map[string]int{}
 	for i := range nodes {
 		free[nodes[i].Name] = allocatable(&nodes[i])
+		freeOfLower[nodes[i].Name] = allocatable(&nodes[i])
 	}
 	for i := range running {
 		p := &running[i]
@@ -89,17 +121,25 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 		if !ok || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
-		subtract(f, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
-		subtract(f, v1.ResourceList{v1.ResourcePods: resource.MustParse("1")})
+		subtract(f, request(p))
 		if corev1helpers.PodPriority(p) < priority {
 			lower[p.Spec.NodeName]++
+		} else {
+			subtract(freeOfLower[p.Spec.NodeName], request(p))
 		}
 	}
 	byDomain := map[string][]*v1.Node{}
 	paths := map[string][]string{}
 	unlabelled := 0
+	refused := map[string]int{}
+	var usable []*v1.Node
 	for i := range nodes {
 		n := &nodes[i]
+		if why := refusal(n, pending); why != "" {
+			refused[why]++
+			continue
+		}
+		usable = append(usable, n)
 		path := []string{"cluster"}
 		if level != "" {
 			path = domainPath(n, levels, level)
@@ -117,6 +157,17 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 	if unlabelled > 0 {
 		r.Excluded = fmt.Sprintf("%d nodes without the label %s", unlabelled, level)
 	}
+	for why, n := range refused {
+		r.Refused = append(r.Refused, Refusal{Why: why, Nodes: n})
+	}
+	sort.Slice(r.Refused, func(i, j int) bool {
+		if r.Refused[i].Nodes != r.Refused[j].Nodes {
+			return r.Refused[i].Nodes > r.Refused[j].Nodes
+		}
+		return r.Refused[i].Why < r.Refused[j].Why
+	})
+	r.Unchecked = unchecked(pending)
+	r.Short = short(pending, usable)
 	named := map[string]int{}
 	for _, path := range paths {
 		named[path[len(path)-1]]++
@@ -134,12 +185,18 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 			d.In = strings.Join(above, "/")
 		}
 		left := map[string]v1.ResourceList{}
+		leftOfLower := map[string]v1.ResourceList{}
 		for _, n := range ns {
 			left[n.Name] = free[n.Name].DeepCopy()
+			leftOfLower[n.Name] = freeOfLower[n.Name].DeepCopy()
 			add(d.Free, free[n.Name])
 			d.Lower += lower[n.Name]
 		}
 		d.Fits = fits(pending, ns, left)
+		d.FitsWithoutLower = d.Fits
+		if d.Lower > 0 {
+			d.FitsWithoutLower = fits(pending, ns, leftOfLower)
+		}
 		r.Domains = append(r.Domains, d)
 	}
 	sort.Slice(r.Domains, func(i, j int) bool {
@@ -205,18 +262,143 @@ func request(p *v1.Pod) v1.ResourceList {
 
 // admits reports whether a node takes the pod as far as its cordon, taints, node selector and
 // required node affinity go.
-func admits(n *v1.Node, p *v1.Pod) bool {
+func admits(n *v1.Node, p *v1.Pod) bool { return refuses(n, p) == "" }
+
+// Why a node refuses a pod, as the scheduler's filters say it, and the prefixes next matches.
+const (
+	whyCordoned = "cordoned (unschedulable)"
+	whyTaint    = "a taint the pods do not tolerate"
+	whyAffinity = "the pods' node selector or required node affinity does not match"
+)
+
+// refuses says why a node does not take the pod ("" if it does), as far as its cordon,
+// taints (NoSchedule, NoExecute), node selector and required node affinity go: the filters
+// NodeUnschedulable, TaintToleration and NodeAffinity run first.
+func refuses(n *v1.Node, p *v1.Pod) string {
 	if n.Spec.Unschedulable {
-		return false
+		tolerated := false
+		for _, t := range p.Spec.Tolerations {
+			if t.ToleratesTaint(klog.Background(), &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}, true) {
+				tolerated = true
+			}
+		}
+		if !tolerated {
+			return whyCordoned
+		}
 	}
 	noSchedule := func(t *v1.Taint) bool {
 		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 	}
-	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, noSchedule, true); untolerated {
-		return false
+	if t, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, noSchedule, true); untolerated {
+		return fmt.Sprintf("%s: %s", whyTaint, t.ToString())
 	}
-	ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n)
-	return err == nil && ok
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); err != nil || !ok {
+		return whyAffinity
+	}
+	return ""
+}
+
+// refusal says why a node takes none of the pods ("" if it takes any): the first pod's
+// reason.
+func refusal(n *v1.Node, pods []*v1.Pod) string {
+	first := ""
+	for i, p := range pods {
+		why := refuses(n, p)
+		if why == "" {
+			return ""
+		}
+		if i == 0 {
+			first = why
+		}
+	}
+	return first
+}
+
+// unchecked names the filters the pods are subject to that room does not run.
+func unchecked(pods []*v1.Pod) []string {
+	var affinity, spread, volumes, claims, ports bool
+	for _, p := range pods {
+		if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+			affinity = true
+		}
+		spread = spread || len(p.Spec.TopologySpreadConstraints) > 0
+		claims = claims || len(p.Spec.ResourceClaims) > 0
+		for _, v := range p.Spec.Volumes {
+			volumes = volumes || v.PersistentVolumeClaim != nil || v.Ephemeral != nil || v.CSI != nil
+		}
+		for _, c := range p.Spec.Containers {
+			for _, port := range c.Ports {
+				ports = ports || port.HostPort > 0
+			}
+		}
+	}
+	var out []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{affinity, "inter-pod affinity"}, {spread, "topology spread"}, {volumes, "volumes"}, {claims, "DRA claims"}, {ports, "host ports"}} {
+		if f.on {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// short names what no usable node has enough of for even one pod with nothing running on it
+// ("" when some node could take one of the pods): what the pods must ask less of, or the
+// nodes offer more of.
+func short(pods []*v1.Pod, nodes []*v1.Node) string {
+	if len(nodes) == 0 || len(pods) == 0 {
+		return ""
+	}
+	for _, p := range pods {
+		for _, n := range nodes {
+			if admits(n, p) && covers(allocatable(n), request(p)) {
+				return ""
+			}
+		}
+	}
+	req := request(pods[0])
+	var lacking []string
+	for _, name := range sortedNames(req) {
+		q := req[name]
+		if q.IsZero() || name == v1.ResourcePods {
+			continue
+		}
+		var largest resource.Quantity
+		enough := false
+		for _, n := range nodes {
+			a := n.Status.Allocatable[name]
+			if a.Cmp(q) >= 0 {
+				enough = true
+				break
+			}
+			if a.Cmp(largest) > 0 {
+				largest = a.DeepCopy()
+			}
+		}
+		switch {
+		case enough:
+		case largest.IsZero():
+			lacking = append(lacking, fmt.Sprintf("%s %s (no node the pods may use has any)", q.String(), name))
+		default:
+			lacking = append(lacking, fmt.Sprintf("%s %s (the most a node the pods may use has is %s)", q.String(), name, largest.String()))
+		}
+	}
+	if len(lacking) == 0 {
+		return "no single node the pods may use has all they ask for"
+	}
+	return strings.Join(lacking, ", ")
+}
+
+// sortedNames lists a resource list's names, cpu and memory first.
+func sortedNames(l v1.ResourceList) []v1.ResourceName {
+	names := make([]v1.ResourceName, 0, len(l))
+	for k := range l {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return order(string(names[i])) < order(string(names[j])) })
+	return names
 }
 
 func allocatable(n *v1.Node) v1.ResourceList {
