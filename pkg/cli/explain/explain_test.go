@@ -434,3 +434,31 @@ func TestExplainNamesTheFiltersItCannotRun(t *testing.T) {
 		t.Errorf("next (-want +got):\n%s", diff)
 	}
 }
+
+// A pod that names a PodGroup that does not exist, and a group whose parents form a cycle,
+// are explained: what is wrong, and what to do.
+func TestExplainWhatTheSchedulerNeverTries(t *testing.T) {
+	in := cluster()
+	in.Pods = append(in.Pods, *pendingPods("nowhere", 1, "1")[0])
+	in.Composites = append(in.Composites,
+		*lt.MakeCompositePodGroup().Namespace("demo").Name("a").Gang(1).Parent("b").Obj(),
+		*lt.MakeCompositePodGroup().Namespace("demo").Name("b").Gang(1).Parent("a").Obj())
+	for _, tc := range []struct {
+		ref, want string
+	}{
+		{"pod/nowhere-0", "Create PodGroup nowhere in namespace demo (its pods wait for it and are never scheduled alone), or take the label scheduling.lockstep.dev/pod-group off the pods' template."},
+		{"lscpg/a", "Fix the group: its parents form a cycle: a → b → a."},
+	} {
+		ref, err := tree.ParseRef(tc.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es := Explain(in, []tree.Ref{ref})
+		if len(es) != 1 {
+			t.Fatalf("explain %s: %d explanations, want 1: %+v", tc.ref, len(es), es)
+		}
+		if diff := cmp.Diff([]string{tc.want}, es[0].Next); diff != "" {
+			t.Errorf("explain %s: next (-want +got):\n%s", tc.ref, diff)
+		}
+	}
+}

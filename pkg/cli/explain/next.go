@@ -18,6 +18,9 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 		reason = g.Condition.Reason
 	}
 	switch {
+	case g.Missing:
+		return []string{fmt.Sprintf("Create PodGroup %s in namespace %s (its pods wait for it and are never scheduled alone), or take the label %s off the pods' template.",
+			g.Name, g.Namespace, v1alpha1.PodGroupLabel)}
 	case g.Problem != "":
 		return []string{"Fix the group: " + g.Problem + "."}
 	case reason == v1alpha1.ReasonInvalid:

@@ -85,9 +85,11 @@ func Header(g *Group) string {
 	if g.Kind == "CompositePodGroup" {
 		minName = "minGroupCount"
 	}
-	if g.Policy == "gang" {
+	switch {
+	case g.Missing:
+	case g.Policy == "gang":
 		parts = append(parts, fmt.Sprintf("gang %s=%d", minName, g.Min))
-	} else {
+	default:
 		parts = append(parts, "basic")
 	}
 	if len(g.Topology) > 0 {
@@ -107,6 +109,8 @@ func Header(g *Group) string {
 		parts = append(parts, fmt.Sprintf("pods %d/%d bound", g.Pods.Bound, g.Pods.Exist))
 	}
 	switch {
+	case g.Missing:
+		parts = append(parts, "NotFound: "+g.Problem)
 	case g.Problem != "":
 		parts = append(parts, "Invalid: "+g.Problem)
 	case g.Condition == nil:

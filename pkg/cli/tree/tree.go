@@ -45,8 +45,12 @@ type Group struct {
 	// PodGroup...): its controller. Workload is the Workload it was stamped from.
 	Owner    *Owner `json:"owner,omitempty"`
 	Workload string `json:"workload,omitempty"`
-	// Problem is set on a group shown as a root because its parent is missing.
-	Problem  string   `json:"problem,omitempty"`
+	// Problem is set on a group the scheduler never tries as it stands, shown as a root: its
+	// parent is missing, is itself, or its parents form a cycle; or it does not exist at all
+	// (Missing) and pods name it.
+	Problem string `json:"problem,omitempty"`
+	// Missing: no such PodGroup exists; the group is shown for the pods that name it.
+	Missing  bool     `json:"missing,omitempty"`
 	Children []*Group `json:"children,omitempty"`
 	Members  []Member `json:"members,omitempty"`
 }
@@ -146,7 +150,13 @@ func Build(in Inputs) []*Group {
 		p := &in.Pods[i]
 		k, via, ok := memberOf(p, pgByName, func(name string) *v1.Pod { return pods[p.Namespace+"/"+name] })
 		if !ok {
-			continue
+			if k, ok = namesMissing(p, pgByName); !ok {
+				continue
+			}
+			if byKey[k] == nil {
+				byKey[k] = &Group{Kind: "PodGroup", Namespace: k.Namespace, Name: k.Name, Policy: "basic", Min: 1, Pods: &Counts{}, Missing: true}
+			}
+			via = "label"
 		}
 		g := byKey[k]
 		m := Member{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Via: via}
@@ -165,16 +175,30 @@ func Build(in Inputs) []*Group {
 	var roots []*Group
 	for k, g := range byKey {
 		sort.Slice(g.Members, func(i, j int) bool { return g.Members[i].Name < g.Members[j].Name })
+		if g.Missing {
+			g.Problem = missingProblem(g)
+			roots = append(roots, g)
+			continue
+		}
 		pk, ok := parents[k]
 		if !ok {
 			roots = append(roots, g)
 			continue
 		}
-		if parent, ok := byKey[pk]; ok && parent != g {
+		parent, ok := byKey[pk]
+		switch {
+		case !ok:
+			g.Problem = "parent CompositePodGroup " + pk.Name + " not found"
+		case pk == k:
+			g.Problem = "its parent is itself (parentCompositePodGroupName: " + pk.Name + ")"
+		default:
+			if cycle := cycleFrom(k, parents); cycle != nil {
+				g.Problem = "its parents form a cycle: " + strings.Join(cycle, " → ")
+				break
+			}
 			parent.Children = append(parent.Children, g)
 			continue
 		}
-		g.Problem = "parent CompositePodGroup " + pk.Name + " not found"
 		roots = append(roots, g)
 	}
 	for _, g := range byKey {
@@ -182,6 +206,61 @@ func Build(in Inputs) []*Group {
 	}
 	sortGroups(roots)
 	return roots
+}
+
+// cycleFrom returns the names around the cycle of parents k is on, k first and last
+// ("a → b → a"), nil if k is not on one (a group below a cycle is not on it).
+func cycleFrom(k podgroup.Key, parents map[podgroup.Key]podgroup.Key) []string {
+	names := []string{k.Name}
+	seen := map[podgroup.Key]bool{k: true}
+	for cur := k; ; {
+		next, ok := parents[cur]
+		if !ok {
+			return nil
+		}
+		names = append(names, next.Name)
+		if next == k {
+			return names
+		}
+		if seen[next] {
+			return nil // a cycle above k, which k is not on
+		}
+		seen[next] = true
+		cur = next
+	}
+}
+
+// namesMissing reports the PodGroup a pod's label names when no such PodGroup exists.
+func namesMissing(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, bool) {
+	name, ok := filing.GroupNameOf(p)
+	if !ok {
+		return podgroup.Key{}, false
+	}
+	k := podgroup.PodGroupKey(p.Namespace, name)
+	if _, exists := pgs[k]; exists {
+		return podgroup.Key{}, false
+	}
+	return k, true
+}
+
+// maxNamedPods bounds the pods a problem names.
+const maxNamedPods = 5
+
+// missingProblem says that a group does not exist, and which pods name it.
+func missingProblem(g *Group) string {
+	var names []string
+	for i, m := range g.Members {
+		if i == maxNamedPods {
+			names = append(names, fmt.Sprintf("and %d more", len(g.Members)-maxNamedPods))
+			break
+		}
+		names = append(names, m.Name)
+	}
+	pods := "1 pod names it"
+	if len(g.Members) != 1 {
+		pods = fmt.Sprintf("%d pods name it", len(g.Members))
+	}
+	return fmt.Sprintf("PodGroup %s does not exist; %s (label %s): %s", g.Name, pods, v1alpha1.PodGroupLabel, strings.Join(names, ", "))
 }
 
 // memberOf finds the PodGroup of a pod as the scheduler files it: by label, as a pod of a

@@ -239,3 +239,39 @@ func TestRayAndLWSPodsCountInTheirGroups(t *testing.T) {
 		t.Errorf("bound pods per owner kind %v, want RayCluster 1, LeaderWorkerSet 2 (not the worker of the old revision)", counts)
 	}
 }
+
+// Groups the scheduler never tries as they stand are shown, as roots, with what is wrong:
+// a group that is its own parent, groups whose parents form a cycle (the group below them
+// stays under its parent), and a PodGroup that does not exist, with the pods that name it.
+func TestBuildShowsWhatTheSchedulerNeverTries(t *testing.T) {
+	in := Inputs{
+		Composites: []v1alpha1.CompositePodGroup{
+			*lt.MakeCompositePodGroup().Namespace("demo").Name("self").Gang(1).Parent("self").Obj(),
+			*lt.MakeCompositePodGroup().Namespace("demo").Name("a").Gang(1).Parent("b").Obj(),
+			*lt.MakeCompositePodGroup().Namespace("demo").Name("b").Gang(1).Parent("a").Obj(),
+		},
+		PodGroups: []v1alpha1.PodGroup{*lt.MakePodGroup().Namespace("demo").Name("below").Gang(1).Parent("a").Obj()},
+		Pods: []v1.Pod{
+			*lt.GroupPod("demo", "orphan-0", "nowhere").Phase(v1.PodPending).Obj(),
+			*lt.GroupPod("demo", "orphan-1", "nowhere").Phase(v1.PodPending).Obj(),
+		},
+	}
+	var out bytes.Buffer
+	Render(&out, Build(in))
+	want := `CompositePodGroup demo/a  gang minGroupCount=1  Invalid: its parents form a cycle: a → b → a
+└─ PodGroup demo/below  gang minCount=1  pods 0/0 bound  (no condition yet)
+CompositePodGroup demo/b  gang minGroupCount=1  Invalid: its parents form a cycle: b → a → b
+CompositePodGroup demo/self  gang minGroupCount=1  Invalid: its parent is itself (parentCompositePodGroupName: self)
+PodGroup demo/nowhere  pods 0/2 bound  NotFound: PodGroup nowhere does not exist; 2 pods name it (label scheduling.lockstep.dev/pod-group): orphan-0, orphan-1
+├─ orphan-0  pending
+└─ orphan-1  pending
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("render (-want +got):\n%s", diff)
+	}
+	for _, ref := range []Ref{{Kind: "Pod", Name: "orphan-1"}, {Name: "a"}, {Kind: "CompositePodGroup", Name: "self"}} {
+		if got := Filter(Build(in), []Ref{ref}); len(got) != 1 {
+			t.Errorf("Filter(%v) found %d trees, want 1", ref, len(got))
+		}
+	}
+}
