@@ -95,12 +95,23 @@ func (o *explainOptions) run(ctx context.Context, refs []tree.Ref, levelsSet boo
 		in.Running = running.Items
 	}
 	es := explain.Explain(in, refs)
-	if len(es) == 0 {
+	said, rest := o.sayQueued(ctx, ns, unheld(tree.Filter(tree.Build(in.Inputs), refs), refs))
+	if len(es) == 0 && len(said) == 0 {
 		return notFound(refs, ns)
 	}
+	if len(es) > 0 {
+		if err := o.print(es, in.Now); err != nil {
+			return err
+		}
+	}
+	return o.tell(o.output, said, rest, len(es) == 0, ns)
+}
+
+// print writes the explanations in the output format.
+func (o *explainOptions) print(es []explain.Explanation, now time.Time) error {
 	printer := printerFor(o.output)
 	if printer == nil {
-		explain.Render(o.streams.Out, es, in.Now)
+		explain.Render(o.streams.Out, es, now)
 		return nil
 	}
 	list, err := asList(explanationListKind, es)

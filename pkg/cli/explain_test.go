@@ -33,7 +33,7 @@ func runExplain(t *testing.T, forbidPods bool, args ...string) (string, error) {
 	}
 	var out, errOut bytes.Buffer
 	o := &explainOptions{clusterOptions: clusterOptions{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}},
-		now: func() time.Time { return time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC) }}
+		now: nowForTests}
 	o.clients = func() (kubernetes.Interface, versioned.Interface, string, error) { return kube, ls, "demo", nil }
 	cmd := newExplainCommand(o)
 	cmd.SetArgs(args)
@@ -43,6 +43,8 @@ func runExplain(t *testing.T, forbidPods bool, args ...string) (string, error) {
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), err
 }
+
+func nowForTests() time.Time { return time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC) }
 
 func TestExplainCommand(t *testing.T) {
 	out, err := runExplain(t, false, "pod/other-0")

@@ -99,10 +99,32 @@ func (o *getOptions) run(ctx context.Context, levelsSet bool) error {
 	}
 	in.Levels = o.levels
 	roots := tree.Filter(tree.Build(in), o.refs)
-	if len(o.refs) > 0 && len(roots) == 0 {
-		return notFound(o.refs, ns)
+	said, rest := o.sayQueued(ctx, ns, unheld(roots, o.refs))
+	if len(roots) > 0 || len(said) == 0 {
+		if len(o.refs) > 0 && len(roots) == 0 {
+			return notFound(o.refs, ns)
+		}
+		if err := o.print(o.streams.Out, roots); err != nil {
+			return err
+		}
 	}
-	return o.print(o.streams.Out, roots)
+	return o.tell(o.output, said, rest, len(roots) == 0, ns)
+}
+
+// tell writes what Kueue says of the workloads it holds (on the output for text, apart from
+// JSON and YAML), and fails for the refs nothing holds when nothing else was shown.
+func (o *clusterOptions) tell(output string, said []string, rest []tree.Ref, nothingShown bool, ns string) error {
+	w := o.streams.Out
+	if printerFor(output) != nil {
+		w = o.streams.ErrOut
+	}
+	for _, s := range said {
+		fmt.Fprintln(w, s)
+	}
+	if nothingShown && len(rest) > 0 {
+		return notFound(rest, ns)
+	}
+	return nil
 }
 
 // print writes the view in the output format: JSON and YAML through cli-runtime's printers.

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	configv1 "github.com/lockstep-sched/lockstep/pkg/apis/config/v1"
@@ -26,13 +27,22 @@ type clusterOptions struct {
 	scheduler     string
 	schedulerName string
 
-	// clients is connect, or fakes in tests.
-	clients func() (kubernetes.Interface, versioned.Interface, string, error)
+	// clients is connect, or fakes in tests; dynamicClient reads other projects' objects
+	// (Kueue's Workloads), nil where there is none.
+	clients       func() (kubernetes.Interface, versioned.Interface, string, error)
+	dynamicClient func() (dynamic.Interface, error)
 }
 
 func newClusterOptions(config *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) clusterOptions {
 	o := clusterOptions{config: config, streams: streams}
 	o.clients = o.connect
+	o.dynamicClient = func() (dynamic.Interface, error) {
+		cfg, err := config.ToRESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return dynamic.NewForConfig(cfg)
+	}
 	return o
 }
 
