@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 )
@@ -21,6 +22,8 @@ type JobGang struct {
 	Name     string
 	MinCount int32
 	Topology []v1alpha1.TopologyConstraint
+	// ScheduleTimeoutSeconds is the schedule-timeout-seconds annotation's, nil without it.
+	ScheduleTimeoutSeconds *int32
 }
 
 // JobTemplateName is the name of the PodGroupTemplate in a Job's Workload.
@@ -84,6 +87,13 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 			problems = append(problems, fmt.Sprintf("annotation %s=%q exceeds parallelism %d and could never be met; minCount stays %d", v1alpha1.JobMinCountAnnotation, v, parallelism, g.MinCount))
 		default:
 			g.MinCount = int32(n)
+		}
+	}
+	if v, ok := job.Annotations[v1alpha1.JobScheduleTimeoutAnnotation]; ok {
+		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 1 {
+			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a positive number of seconds; the default timeout applies", v1alpha1.JobScheduleTimeoutAnnotation, v))
+		} else {
+			g.ScheduleTimeoutSeconds = ptr.To(int32(n))
 		}
 	}
 	g.Topology = kueue.Constraints()

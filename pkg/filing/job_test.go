@@ -88,6 +88,14 @@ func TestGangForJob(t *testing.T) {
 			`annotation scheduling.lockstep.dev/min-count="five" is not a positive integer; minCount stays 4`,
 			`annotation scheduling.lockstep.dev/topology-required="not a key" is not a label key; ignored`,
 		}},
+		{name: "schedule timeout", job: func() *batchv1.Job {
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobScheduleTimeoutAnnotation, "900").Obj()
+		}, want: &JobGang{Name: name, MinCount: 4, ScheduleTimeoutSeconds: ptr.To[int32](900)}},
+		{name: "schedule timeout not a positive number", job: func() *batchv1.Job {
+			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobScheduleTimeoutAnnotation, "0").Obj()
+		}, want: &JobGang{Name: name, MinCount: 4}, problems: []string{
+			`annotation scheduling.lockstep.dev/schedule-timeout-seconds="0" is not a positive number of seconds; the default timeout applies`,
+		}},
 		{name: "min-count above parallelism", job: func() *batchv1.Job {
 			return lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Annotation(v1alpha1.JobMinCountAnnotation, "5").Obj()
 		}, want: &JobGang{Name: name, MinCount: 4}, problems: []string{

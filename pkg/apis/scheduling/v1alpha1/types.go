@@ -67,6 +67,10 @@ const (
 	JobTopologyRequiredAnnotation = GroupName + "/topology-required"
 	// JobTopologyPreferredAnnotation on a Job names a topology label key its pods should share.
 	JobTopologyPreferredAnnotation = GroupName + "/topology-preferred"
+	// JobScheduleTimeoutAnnotation on a Job sets its gang's scheduleTimeoutSeconds: how long
+	// its pods that have a node reserved wait for the rest before every reservation is
+	// released (default: LockstepGang's permitTimeoutSeconds). Read when the group is made.
+	JobScheduleTimeoutAnnotation = GroupName + "/schedule-timeout-seconds"
 	// FollowersTimeoutAnnotation on a LeaderWorkerSet whose leader binds first (LeaderReady,
 	// exclusive-topology) sets its replicas' gang.followersTimeoutSeconds: how long the room
 	// planned for the workers is held once the leader bound (default 600; a leader that loads

@@ -75,7 +75,7 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 			return nil, problems
 		}
 		pg := existing[0]
-		gang = &filing.JobGang{Name: pg.Name, MinCount: max(ptr.Deref(job.Spec.Parallelism, 1), 1)}
+		gang = &filing.JobGang{Name: pg.Name, MinCount: max(ptr.Deref(job.Spec.Parallelism, 1), 1), ScheduleTimeoutSeconds: pg.Spec.ScheduleTimeoutSeconds}
 		if pg.Spec.SchedulingConstraints != nil {
 			gang.Topology = pg.Spec.SchedulingConstraints.Topology
 		}
@@ -88,6 +88,9 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 		Min:               gang.MinCount,
 		Topology:          gang.Topology,
 		PriorityClassName: job.Spec.Template.Spec.PriorityClassName,
+		// The Job's annotation; a Job that no longer gets a gang of its own keeps what its
+		// group was made with.
+		ScheduleTimeoutSeconds: gang.ScheduleTimeoutSeconds,
 	}
 	return &jobframework.Groups{
 		Workload: gang.Name,

@@ -94,3 +94,20 @@ func TestGroups(t *testing.T) {
 		})
 	}
 }
+
+// The Job's schedule-timeout-seconds annotation becomes its PodGroup's
+// scheduleTimeoutSeconds; a Job that no longer gets a gang of its own keeps its group's.
+func TestGroupsCarryTheScheduleTimeout(t *testing.T) {
+	names := sets.New(lt.SchedulerName)
+	annotated := lt.MakeJob().Namespace("ns").Name("j").Indexed(4).Annotation(v1alpha1.JobScheduleTimeoutAnnotation, "900").Obj()
+	g, problems := New().Groups(annotated, nil, names)
+	if len(problems) > 0 || g == nil || len(g.PodGroups) != 1 || ptr.Deref(g.PodGroups[0].ScheduleTimeoutSeconds, 0) != 900 {
+		t.Fatalf("Groups = %+v (problems %v), want one PodGroup with scheduleTimeoutSeconds 900", g, problems)
+	}
+	plain := lt.MakeJob().Namespace("ns").Name("j").Parallelism(1).Obj()
+	existing := []*v1alpha1.PodGroup{lt.MakePodGroup().Namespace("ns").Name("j-group").Gang(4).ScheduleTimeout(120).Obj()}
+	g, _ = New().Groups(plain, existing, names)
+	if g == nil || len(g.PodGroups) != 1 || ptr.Deref(g.PodGroups[0].ScheduleTimeoutSeconds, 0) != 120 {
+		t.Fatalf("Groups = %+v, want its group kept with scheduleTimeoutSeconds 120", g)
+	}
+}
