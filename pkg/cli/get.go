@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,7 +51,8 @@ func newGetCommand(o *getOptions) *cobra.Command {
 		Use:   "get [NAME | TYPE/NAME ...]",
 		Short: "Show gang trees with policies, pod counts, conditions and each pod's topology path",
 		Long: `Show gang trees: CompositePodGroups, PodGroups and their pods, with each group's policy and
-minimum, pods existing and bound, its condition, and each pod's place in the topology.
+minimum, pods existing and bound, its condition, and each pod's place in the topology
+(-o wide first prints the topology levels and where they were read).
 
 NAME is a group's name or the name of the object it was made for (a Job's groups are found by
 the Job's name). TYPE/NAME narrows it: pod/NAME shows the tree a pod belongs to; job/NAME,
@@ -140,6 +142,9 @@ func (o *getOptions) print(w io.Writer, roots []*tree.Group) error {
 		_, err := fmt.Fprintln(w, "No PodGroups or CompositePodGroups found.")
 		return err
 	case o.output == "wide":
+		if len(o.levels) > 0 {
+			fmt.Fprintf(w, "Topology levels, broadest first (%s): %s\n", o.levelsFrom, strings.Join(o.levels, ", "))
+		}
 		tree.RenderWide(w, roots)
 	default:
 		tree.Render(w, roots)

@@ -177,7 +177,8 @@ func TestGetOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "other-0  pending  Pending, via label") || !strings.Contains(out, "Running, via job") {
+	if !strings.Contains(out, "other-0  pending  Pending, via label") || !strings.Contains(out, "Running, via job") ||
+		!strings.HasPrefix(out, "Topology levels, broadest first (ConfigMap lockstep-system/lockstep-scheduler-config-7g2f9k8h5c (scheduler-config.yaml), profile lockstep-scheduler): topology.kubernetes.io/zone, topology.kubernetes.io/rack, kubernetes.io/hostname\n") {
 		t.Errorf("-o wide:\n%s", out)
 	}
 }

@@ -24,6 +24,8 @@ type clusterOptions struct {
 
 	allNamespaces bool
 	levels        []string
+	// levelsFrom says where the levels came from, for the views that print them.
+	levelsFrom    string
 	scheduler     string
 	schedulerName string
 
@@ -79,11 +81,14 @@ func (o *clusterOptions) connect() (kubernetes.Interface, versioned.Interface, s
 // falls back to the built-in default, saying so, when they cannot be read.
 func (o *clusterOptions) resolveLevels(ctx context.Context, kube kubernetes.Interface, levelsSet bool) {
 	if levelsSet {
+		o.levelsFrom = "--levels"
 		return
 	}
-	levels, _, err := schedulerLevels(ctx, kube, o.scheduler, o.schedulerName)
+	levels, from, err := schedulerLevels(ctx, kube, o.scheduler, o.schedulerName)
+	o.levelsFrom = from
 	if err != nil {
 		levels = append([]string(nil), configv1.DefaultTopologyLevels...)
+		o.levelsFrom = "the built-in default"
 		fmt.Fprintf(o.streams.ErrOut, "Topology levels: the built-in default (%s), as the scheduler's configuration could not be read: %v. --levels sets them.\n",
 			strings.Join(levels, ", "), err)
 	}
