@@ -265,3 +265,120 @@ func (m *Model) missingGroupMessage(pod *v1.Pod, k Key) string {
 	}
 	return fmt.Sprintf("waiting for PodGroup %q to be created", k.Name)
 }
+
+// Events of a pod whose PodGroup does not exist. A group lockstep's workload controller
+// creates (a Job's gang, the mirror of the object the pod's labels name) appears moments
+// after the pods, which all wait for it meanwhile: that wait is told as a Normal event,
+// WaitingForPodGroup, and a Warning, PodGroupNotFound, comes only once it lasts longer than
+// the controller should need (missingGroupWarnAfter) — a Warning on every pod of every
+// healthy Job would fire every alert on Warning events. A group the pod's own label names
+// is the user's to create: no controller is about to, and the Warning comes at once.
+const (
+	ReasonWaitingForPodGroup = "WaitingForPodGroup"
+	ReasonPodGroupNotFound   = "PodGroupNotFound"
+)
+
+// missingGroupWarnAfter is how long a pod may wait for the PodGroup the workload controller
+// creates for it before it is warned: a quarter of its profile's jobGroupTimeout (30 s of
+// the default 120). The controller creates a group within a second or two of the workload
+// when it runs and leads; a quarter of the timeout is well past that, scales with what the
+// operator allowed for a slow controller, and leaves most of the wait, after the Warning,
+// before the pods are scheduled without a gang (PodGroupMissing).
+func (m *Model) missingGroupWarnAfter(pod *v1.Pod) time.Duration {
+	timeout := 2 * time.Minute
+	if prof := m.profiles[pod.Spec.SchedulerName]; prof != nil && prof.JobGroupTimeout > 0 {
+		timeout = prof.JobGroupTimeout
+	}
+	return timeout / 4
+}
+
+// createdGroupLocked reports whether the missing PodGroup k of a pod is one lockstep's
+// workload controller creates, and if so the unit whose pods wait for it and since when the
+// pod does: the mirror of the object its labels name (from the pod's creation), or its Job's
+// gang (GroupWaitStart; the Job may not be seen yet). A PodGroup the pod's label names is
+// not.
+func (m *Model) createdGroupLocked(pod *v1.Pod, k Key) (filing.Unit, time.Time, bool) {
+	if _, labeled := filing.GroupNameOf(pod); labeled {
+		return "", time.Time{}, false
+	}
+	if object, ok := m.book.Workloads().Labelled(pod); ok && object == k.Namespace+"/"+k.Name {
+		return filing.LabelledUnit(object), pod.CreationTimestamp.Time, true
+	}
+	if owner, ok := filing.JobOwner(pod); ok {
+		job, _ := m.book.Job(pod)
+		return filing.JobUnit(owner.UID), filing.GroupWaitStart(pod, job), true
+	}
+	return "", time.Time{}, false
+}
+
+// noticeMissingGroupLocked tells a pod whose PodGroup k does not exist why it waits (msg), by
+// one event of each type at most: Normal while the workload controller may still be creating
+// k, Warning once the pod has waited missingGroupWarnAfter, or at once when no controller
+// creates k. For a pod told Normal it returns its unit and when to look at it again (zero
+// otherwise).
+func (m *Model) noticeMissingGroupLocked(logger klog.Logger, pod *v1.Pod, k Key, msg string) (filing.Unit, time.Time) {
+	told := m.noticed[pod.UID]
+	if m.recorder == nil || told == v1.EventTypeWarning {
+		return "", time.Time{}
+	}
+	unit, since, created := m.createdGroupLocked(pod, k)
+	if !created {
+		m.noticed[pod.UID] = v1.EventTypeWarning
+		m.recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonPodGroupNotFound, "Scheduling", "%s", msg)
+		return "", time.Time{}
+	}
+	after := m.missingGroupWarnAfter(pod)
+	if waited := m.clock.Now().Sub(since); waited >= after {
+		m.noticed[pod.UID] = v1.EventTypeWarning
+		logger.V(4).Info("Pod still waits for the PodGroup the workload controller creates; warned", "pod", klog.KObj(pod), "group", k, "waited", waited.Round(time.Second))
+		m.recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonPodGroupNotFound, "Scheduling",
+			"%s: still missing after %s (is lockstep's workload controller running and leading? see its log and the workload's events)", msg, waited.Round(time.Second))
+		return "", time.Time{}
+	}
+	if told == "" {
+		m.noticed[pod.UID] = v1.EventTypeNormal
+		logger.V(4).Info("Pod waits for the PodGroup the workload controller creates", "pod", klog.KObj(pod), "group", k, "warnAfter", after)
+		m.recorder.Eventf(pod, nil, v1.EventTypeNormal, ReasonWaitingForPodGroup, "Scheduling", "%s", msg)
+	}
+	return unit, since.Add(after)
+}
+
+// armGroupWarningLocked makes unit u's timer look at its pods waiting for their PodGroup at
+// at, unless it looks sooner already: one timer per unit, not per pod, whatever the number
+// of its pods.
+func (m *Model) armGroupWarningLocked(u filing.Unit, at time.Time) {
+	if armed, ok := m.groupWarnings[u]; ok && !at.Before(armed) {
+		return
+	}
+	m.groupWarnings[u] = at
+	m.clock.AfterFunc(at.Sub(m.clock.Now()), func() { m.groupStillMissing(u, at) })
+}
+
+// groupStillMissing warns the pods of unit u still waiting for the PodGroup the workload
+// controller creates that waited longer than it should need, and arms the unit's timer
+// again for the next of them, if any. Pods rejected at PreEnqueue are not looked at again
+// without news, so the Warning is the timer's. A timer that a sooner one replaced does
+// nothing.
+func (m *Model) groupStillMissing(u filing.Unit, at time.Time) {
+	m.update(m.logger, func(*effects) {
+		if armed, ok := m.groupWarnings[u]; !ok || !armed.Equal(at) {
+			return
+		}
+		delete(m.groupWarnings, u)
+		next := map[filing.Unit]time.Time{}
+		for _, pod := range m.book.PodsOf(u) {
+			mem := m.members.Of(pod.UID)
+			if mem == nil || pod.Spec.NodeName != "" || terminated(pod) || m.index.Get(mem.Group).Exists() {
+				continue
+			}
+			if pu, again := m.noticeMissingGroupLocked(m.logger, pod, mem.Group, m.missingGroupMessage(pod, mem.Group)); !again.IsZero() {
+				if t, ok := next[pu]; !ok || again.Before(t) {
+					next[pu] = again
+				}
+			}
+		}
+		for pu, t := range next {
+			m.armGroupWarningLocked(pu, t)
+		}
+	})
+}

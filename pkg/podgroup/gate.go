@@ -85,9 +85,11 @@ const (
 // Admit answers PreEnqueue: a pod waits out of the queue until its PodGroup and every
 // ancestor exist, its tree is valid and enough pods exist for its path to be ready (or its
 // group was initially scheduled), and while its tree backs off after a failed attempt. Pods held because the model has not seen them yet are
-// activated when it has. A pod whose PodGroup does not exist gets one event saying so (events
-// are recorded while the scheduler leads; becoming leader announces again). A pod let in
-// gets its queue-sort key, fixed while it is queued.
+// activated when it has. A pod whose PodGroup does not exist is told so by an event: Normal
+// while lockstep's workload controller is creating it, Warning once the wait is longer than
+// it should need or at once for a group nobody else creates (noticeMissingGroupLocked;
+// events are recorded while the scheduler leads; becoming leader announces again). A pod
+// let in gets its queue-sort key, fixed while it is queued.
 func (g *Gate) Admit(logger klog.Logger, pod *v1.Pod) Verdict {
 	v, key := g.check(logger, pod, modeEnqueue)
 	if v.Code == Proceed {
@@ -140,10 +142,10 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 		msg := m.missingGroupMessage(pod, k)
 		if mode == modeEnqueue {
 			m.awaitGroupLocked(pod)
-			// No group object to carry a condition: tell the pod, once.
-			if !m.noticed.Has(pod.UID) && m.recorder != nil {
-				m.noticed.Insert(pod.UID)
-				m.recorder.Eventf(pod, nil, v1.EventTypeWarning, "PodGroupNotFound", "Scheduling", "%s", msg)
+			// No group object to carry a condition: tell the pod, Normal while the workload
+			// controller may still be creating it, Warning once that is not what it waits for.
+			if u, again := m.noticeMissingGroupLocked(logger, pod, k, msg); !again.IsZero() {
+				m.armGroupWarningLocked(u, again)
 			}
 		}
 		return Verdict{Code: MissingGroup, Group: k, Message: msg}, SortKey{}

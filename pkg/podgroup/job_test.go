@@ -3,6 +3,7 @@ package podgroup
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
@@ -138,5 +140,137 @@ func TestJobPodsWaitForNoGroupNobodyCreates(t *testing.T) {
 	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(filing.JobGroupName("train", job.UID)).Gang(1).Obj())
 	if v := m.Gate().Admit(klog.Background(), p); v.Code != Proceed || v.Group.Name != filing.JobGroupName("train", job.UID) {
 		t.Errorf("Admit with the PodGroup created = %+v, want Proceed as its member", v)
+	}
+}
+
+// typedEvents is an EventRecorder that keeps "<object name> <type> <reason>" of each event.
+type typedEvents struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (e *typedEvents) Eventf(regarding, _ runtime.Object, eventtype, reason, _, _ string, _ ...interface{}) {
+	name := "?"
+	if o, ok := regarding.(metav1.Object); ok {
+		name = o.GetName()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, name+" "+eventtype+" "+reason)
+}
+
+// take returns and forgets the events recorded, sorted.
+func (e *typedEvents) take() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.events
+	e.events = nil
+	slices.Sort(out)
+	return out
+}
+
+// A pod whose PodGroup does not exist is told so by one event: Normal (WaitingForPodGroup)
+// while lockstep's workload controller is creating the group (a Job's gang, as healthy Jobs'
+// pods all wait a moment), Warning (PodGroupNotFound) once the wait is longer than a quarter
+// of the profile's jobGroupTimeout (30 s of 120), or at once for a group the pod's label
+// names, which no controller creates. Each pod is told once of each; nothing is kept of a
+// pod that is gone.
+func TestMissingGroupIsAWarningOnlyOnceTheWaitIsLong(t *testing.T) {
+	const normal, warning = v1.EventTypeNormal, v1.EventTypeWarning
+	tests := []struct {
+		name string
+		// labelled: the pods name PodGroup "g" by their label (else they are a Job's).
+		labelled bool
+		// steps: how long after the pods' creation the test looks, and the events then
+		// (at 0 the pods are admitted); created: the PodGroup is created after the last.
+		steps   []time.Duration
+		want    [][]string
+		created bool
+		// readmit: the scheduler's queue looks at the pods again at every step (a retry, a
+		// flush); otherwise only at 0, and the model's timer tells them.
+		readmit bool
+	}{
+		{
+			name:  "an auto-grouped Job's pods: Normal while its group is created",
+			steps: []time.Duration{0, 10 * time.Second, 25 * time.Second},
+			want: [][]string{{"train-0 Normal WaitingForPodGroup", "train-1 Normal WaitingForPodGroup"},
+				nil, nil},
+			created: true,
+		},
+		{
+			name:  "an auto-grouped Job's pods: Warning once the wait passes the bound",
+			steps: []time.Duration{0, 29 * time.Second, 31 * time.Second, 90 * time.Second},
+			want: [][]string{{"train-0 Normal WaitingForPodGroup", "train-1 Normal WaitingForPodGroup"},
+				nil, {"train-0 Warning PodGroupNotFound", "train-1 Warning PodGroupNotFound"}, nil},
+		},
+		{
+			name:  "an auto-grouped Job's pods looked at again: each event once",
+			steps: []time.Duration{0, 29 * time.Second, 31 * time.Second, 90 * time.Second},
+			want: [][]string{{"train-0 Normal WaitingForPodGroup", "train-1 Normal WaitingForPodGroup"},
+				nil, {"train-0 Warning PodGroupNotFound", "train-1 Warning PodGroupNotFound"}, nil},
+			readmit: true,
+		},
+		{
+			name:     "a group the pods' label names, which nobody creates: Warning at once",
+			labelled: true,
+			steps:    []time.Duration{0, time.Minute},
+			want:     [][]string{{"g-0 Warning PodGroupNotFound", "g-1 Warning PodGroupNotFound"}, nil},
+			readmit:  true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk, _ := testModel(t)
+			ev := &typedEvents{}
+			m.recorder = ev
+			job := lt.MakeJob().Namespace("ns").Name("train").Indexed(2).Obj()
+			factory := informers.NewSharedInformerFactory(kubefake.NewClientset(job), 0)
+			m.book.SetJobs(factory.Batch().V1().Jobs().Lister())
+			if err := factory.Batch().V1().Jobs().Informer().GetStore().Add(job); err != nil {
+				t.Fatal(err)
+			}
+			var pods []*v1.Pod
+			for i := range 2 {
+				p := lt.Member("ns", "g", i).Obj()
+				if !tc.labelled {
+					p = lt.Member("ns", job.Name, i).Obj()
+					p.Labels = nil
+					p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+				}
+				pods = append(pods, p)
+				m.OnPod(nil, p)
+			}
+			for i, at := range tc.steps {
+				clk.Step(epoch.Add(at).Sub(clk.Now()))
+				for _, p := range pods {
+					if at > 0 && !tc.readmit {
+						break
+					}
+					if v := m.Gate().Admit(klog.Background(), p); v.Code != MissingGroup {
+						t.Fatalf("Admit(%s) at %s = %+v, want MissingGroup", p.Name, at, v)
+					}
+				}
+				if got := ev.take(); !slices.Equal(got, tc.want[i]) {
+					t.Errorf("events at %s: %v, want %v", at, got, tc.want[i])
+				}
+			}
+			if tc.created {
+				name := filing.JobGroupName(job.Name, job.UID)
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(2).Obj())
+				clk.Step(time.Minute)
+				if got := ev.take(); len(got) != 0 {
+					t.Errorf("events once the group exists: %v, want none", got)
+				}
+			}
+			for _, p := range pods {
+				m.OnPodDelete(p)
+			}
+			clk.Step(time.Hour)
+			for _, kind := range []string{"noticed", "groupWarnings"} {
+				if n := m.Sizes()[kind]; n != 0 {
+					t.Errorf("the model keeps %d %s once the pods are gone", n, kind)
+				}
+			}
+		})
 	}
 }

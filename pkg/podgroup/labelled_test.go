@@ -125,8 +125,8 @@ func TestLabelledPodWaitsForItsObject(t *testing.T) {
 	if v.Code != MissingGroup || v.Group != mirror || !strings.Contains(v.Message, `"ns/mpi", named by the pod's labels`) {
 		t.Fatalf("Admit = %+v, want MissingGroup for %s, naming the object", v, mirror)
 	}
-	if got := ev.take(); !slices.Equal(got, []string{"mpi-0 PodGroupNotFound"}) {
-		t.Errorf("events %v, want PodGroupNotFound on mpi-0", got)
+	if got := ev.take(); !slices.Equal(got, []string{"mpi-0 WaitingForPodGroup"}) {
+		t.Errorf("events %v, want WaitingForPodGroup on mpi-0 (its mirror is the workload controller's to make)", got)
 	}
 	rec.take()
 

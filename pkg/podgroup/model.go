@@ -58,8 +58,14 @@ type Model struct {
 	// held are pods turned away before the model could answer for them (not synced yet, or
 	// not seen by the model's own pod handler yet); they are activated once it can.
 	held map[types.UID]*v1.Pod
-	// noticed are the pods told, by an event, that their PodGroup does not exist: once each.
-	noticed sets.Set[types.UID]
+	// noticed are the pods told, by an event, that their PodGroup does not exist, and the
+	// type of the last event each was told (once each: Normal, then Warning; see
+	// noticeMissingGroupLocked).
+	noticed map[types.UID]string
+	// groupWarnings are, per unit (a Job, the object its pods' labels name), when its timer
+	// looks again at its pods still waiting for the PodGroup the workload controller
+	// creates, to warn those that waited too long (groupStillMissing).
+	groupWarnings map[filing.Unit]time.Time
 	// knownReady remembers, per PodGroup, whether its path was ready by the pods that exist
 	// at the last refresh: a flip to ready activates its gated members.
 	knownReady map[Key]bool
@@ -158,8 +164,10 @@ func New(opts Options) *Model {
 		profiles:   map[string]*Profile{},
 		synced:     func() bool { return true },
 		held:       map[types.UID]*v1.Pod{},
-		noticed:    sets.New[types.UID](),
+		noticed:    map[types.UID]string{},
 		knownReady: map[Key]bool{},
+
+		groupWarnings: map[filing.Unit]time.Time{},
 	}
 	if m.clock == nil {
 		m.clock = RealClock{}
@@ -516,7 +524,7 @@ func (m *Model) OnPodDelete(obj any) {
 		m.gate.forget(pod.UID)
 		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
 		delete(m.held, pod.UID)
-		m.noticed.Delete(pod.UID)
+		delete(m.noticed, pod.UID)
 		if pod.Spec.NodeName != "" {
 			m.permits.pokeStalledLocked(fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
 		}
@@ -608,7 +616,7 @@ func (m *Model) priorityLocked(pod *v1.Pod, root Key) int32 {
 func (m *Model) Lead() {
 	m.mu.Lock()
 	m.leading = true
-	m.noticed = sets.New[types.UID]()
+	m.noticed = map[types.UID]string{}
 	roots := sets.New[Key]()
 	for _, k := range m.index.Keys() {
 		if !m.index.Get(k).PartialSince().IsZero() {
@@ -643,7 +651,7 @@ func (m *Model) Sizes() map[string]int {
 		"groups": len(m.index.entries), "exclusive": m.index.exclusive.Len(),
 		"members": len(ms.byUID), "memberGroups": len(ms.byGroup), "bound": len(ms.bound), "ran": len(ms.ran), "kueueGated": len(ms.kueueGated),
 		"attempts": len(as.byPod), "attemptGroups": len(as.byGroup), "inFlight": len(as.inFlight), "rounds": len(as.rounds), "outcomes": len(as.outcomes),
-		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": m.noticed.Len(), "gone": m.permits.gone.Len(),
+		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": len(m.noticed), "groupWarnings": len(m.groupWarnings), "gone": m.permits.gone.Len(),
 	}
 	for k, v := range m.book.Sizes() {
 		out["book."+k] = v

@@ -20,7 +20,7 @@ var metrics = struct {
 	events: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 		Subsystem:      podgroup.Subsystem,
 		Name:           "reservations_total",
-		Help:           "Reservations of domains for starving gangs, by event: started, bound (the gang was scheduled), timeout, lapsed (the gang stopped asking for it), released (no longer starving or eligible, or gone).",
+		Help:           "Reservations of domains for starving gangs, by how each started and ended, once: started, bound (the gang was scheduled, also by a preemption it gave the reservation up for), timeout, lapsed (the gang stopped asking for it), released (it gave way to a gang that waited longer; the gang no longer starves or is eligible, starved again after preempting, or is gone).",
 		StabilityLevel: k8smetrics.ALPHA,
 	}, []string{"event"}),
 	held: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{

@@ -45,6 +45,9 @@ import (
 //     tree waits its turn again, from the back of the line), or when the tree stops asking
 //     for it (it is refreshed each time the tree fails, and lapses otherwise). A domain that
 //     cannot hold the plan any more (a higher-priority pod took room in it) is chosen again.
+//   - It also ends when preemption frees a domain for the tree instead (pods evicted, or the
+//     last pods in the way already leaving); then how it ended is counted by what becomes of
+//     the tree (Preempts): bound if it is scheduled, released if it starves again.
 
 // Reservation is a domain held for one tree.
 type Reservation struct {
@@ -114,6 +117,10 @@ type Reservations struct {
 	// line of starving trees; they end when the tree is scheduled or gone, or at Deadline.
 	followers map[podgroup.Key]*Reservation
 	waiters   map[podgroup.Key]Waiter
+	// preempting are the reservations of trees that preempt instead (Preempts): nothing is
+	// held for them any more, but how each ended is not known until its tree is scheduled,
+	// starves again or is gone.
+	preempting map[podgroup.Key]*Reservation
 	// requeued are the trees whose reservation timed out, and when: they wait their turn
 	// again from then.
 	requeued map[podgroup.Key]time.Time
@@ -132,7 +139,8 @@ const TTL = 2 * time.Minute
 // New returns an empty store on the clock now.
 func New(now func() time.Time) *Reservations {
 	return &Reservations{byRoot: map[podgroup.Key]*Reservation{}, followers: map[podgroup.Key]*Reservation{},
-		waiters: map[podgroup.Key]Waiter{}, requeued: map[podgroup.Key]time.Time{}, published: map[v1.ResourceName]bool{}, now: now}
+		waiters: map[podgroup.Key]Waiter{}, preempting: map[podgroup.Key]*Reservation{}, requeued: map[podgroup.Key]time.Time{},
+		published: map[v1.ResourceName]bool{}, now: now}
 }
 
 // SetClock makes the store tell time by now.
@@ -149,7 +157,8 @@ func (rs *Reservations) Now() time.Time { return rs.now() }
 func (rs *Reservations) Sizes() map[string]int {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return map[string]int{"reservations": len(rs.byRoot), "followers": len(rs.followers), "waiters": len(rs.waiters), "requeued": len(rs.requeued)}
+	return map[string]int{"reservations": len(rs.byRoot), "followers": len(rs.followers), "waiters": len(rs.waiters),
+		"preempting": len(rs.preempting), "requeued": len(rs.requeued)}
 }
 
 // Get returns the live reservation of root, nil if it has none.
@@ -181,6 +190,7 @@ func (rs *Reservations) liveLocked(root podgroup.Key) *Reservation {
 func (rs *Reservations) All() []*Reservation {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	rs.expirePreemptingLocked()
 	out := make([]*Reservation, 0, len(rs.byRoot)+len(rs.followers))
 	for root := range rs.byRoot {
 		if r := rs.liveLocked(root); r != nil {
@@ -304,11 +314,13 @@ func (rs *Reservations) WaitingSince(root podgroup.Key, started time.Time) time.
 	return started
 }
 
-// store keeps a reservation, replacing the tree's earlier one.
+// store keeps a reservation, replacing the tree's earlier one. A new one ends the one the
+// tree gave up for a preemption, if any: the preemption did not place the tree.
 func (rs *Reservations) Store(r *Reservation) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if _, had := rs.byRoot[r.Root]; !had {
+		rs.settleLocked(r.Root, "released")
 		metrics.events.WithLabelValues("started").Inc()
 	}
 	rs.byRoot[r.Root] = r
@@ -328,12 +340,68 @@ func (rs *Reservations) releaseLocked(root podgroup.Key, why string) *Reservatio
 		return nil
 	}
 	delete(rs.byRoot, root)
+	rs.endedLocked(r, why)
+	rs.gaugesLocked()
+	return r
+}
+
+// endedLocked counts how a reservation ended, once: bound observes how long its gang waited
+// from its start.
+func (rs *Reservations) endedLocked(r *Reservation, why string) {
 	metrics.events.WithLabelValues(why).Inc()
 	if why == "bound" {
 		metrics.bindWait.Observe(rs.now().Sub(r.Since).Seconds())
 	}
+}
+
+// Preempts ends root's reservation, if any, because preemption frees a domain for the tree
+// instead: pods evicted, or pods already leaving — often the last of those the reservation
+// waited for, or pods of lower priority left in its domain once those of its priority ended.
+// Nothing is held for the tree any more, but how the reservation ended is what becomes of
+// the tree: bound if it is scheduled (TreeScheduled), released if it starves again (Starves,
+// or a new reservation) or is gone, timeout if none of this happened by its deadline.
+// Counted released now, a gang that binds a moment later in the room its reservation kept
+// for it would never be counted bound, nor its wait observed. It returns the reservation
+// that ended, nil if root had none.
+func (rs *Reservations) Preempts(root podgroup.Key) *Reservation {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.liveLocked(root) // one past its deadline or expiry ended so
+	if r == nil {
+		return nil
+	}
+	delete(rs.byRoot, root)
+	rs.preempting[root] = r
 	rs.gaugesLocked()
 	return r
+}
+
+// Starves records that root failed again and preemption could not help: a reservation it
+// gave up for a preemption (Preempts) did not bring it its room, and ended released.
+func (rs *Reservations) Starves(root podgroup.Key) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.settleLocked(root, "released")
+}
+
+// settleLocked counts how the reservation root gave up for a preemption ended, if it has one.
+func (rs *Reservations) settleLocked(root podgroup.Key, why string) {
+	if r := rs.preempting[root]; r != nil {
+		delete(rs.preempting, root)
+		rs.endedLocked(r, why)
+	}
+}
+
+// expirePreemptingLocked ends, as timed out, the reservations given up for a preemption
+// whose tree was neither scheduled, nor starved again, nor gone by their deadline: held,
+// they would have ended so too.
+func (rs *Reservations) expirePreemptingLocked() {
+	now := rs.now()
+	for root, r := range rs.preempting {
+		if now.After(r.Deadline) {
+			rs.settleLocked(root, "timeout")
+		}
+	}
 }
 
 // gaugesLocked publishes how many reservations are held and how much capacity they reserve;
@@ -420,7 +488,8 @@ func Refusal(rs []*Reservation, ni fwk.NodeInfo, req capacity.Resources) string 
 	return fmt.Sprintf("node(s) reserved for gang %s (%s)", by[0].Root.Name, by[0].Domain)
 }
 
-// TreeScheduled releases what was held for a tree that was scheduled.
+// TreeScheduled releases what was held for a tree that was scheduled: its reservation, or
+// the one it gave up for the preemption that placed it, ends bound.
 func (rs *Reservations) TreeScheduled(root podgroup.Key) { rs.forget(root, "bound") }
 
 // TreeGone releases what was held for a group that is gone (a root's reservation).
@@ -430,6 +499,7 @@ func (rs *Reservations) forget(root podgroup.Key, why string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.releaseLocked(root, why)
+	rs.settleLocked(root, why)
 	delete(rs.followers, root)
 	delete(rs.waiters, root)
 	delete(rs.requeued, root)

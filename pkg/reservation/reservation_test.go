@@ -104,3 +104,97 @@ func TestReservedCapacityGoesBackToZero(t *testing.T) {
 		}
 	}
 }
+
+// Each reservation is counted once, by how it ended, whatever the store hears after: bound
+// observes its gang's wait; one given up for a preemption is counted by what became of its
+// gang (bound once scheduled, released if it starves again, gets another reservation or is
+// gone, timeout if none of this happens by its deadline), and holds nothing meanwhile.
+func TestReservationEndsCountedOnce(t *testing.T) {
+	RegisterMetrics()
+	root := podgroup.PodGroupKey("ns", "big")
+	type step func(rs *Reservations, now *time.Time)
+	var (
+		store = func(rs *Reservations, now *time.Time) {
+			rs.Store(&Reservation{Root: root, Domain: "rack r0", Since: *now, Deadline: now.Add(time.Hour), Expires: now.Add(TTL),
+				Need: map[string]capacity.Resources{"n1": {MilliCPU: 4000}}})
+		}
+		later      = func(rs *Reservations, now *time.Time) { *now = now.Add(time.Minute) }
+		preempts   = func(rs *Reservations, now *time.Time) { rs.Preempts(root) }
+		starves    = func(rs *Reservations, now *time.Time) { rs.Starves(root) }
+		scheduled  = func(rs *Reservations, now *time.Time) { rs.TreeScheduled(root) }
+		gone       = func(rs *Reservations, now *time.Time) { rs.TreeGone(root) }
+		released   = func(rs *Reservations, now *time.Time) { rs.Release(root, "released") }
+		pastExpiry = func(rs *Reservations, now *time.Time) { *now = now.Add(2 * time.Hour); rs.All() }
+		pastTTL    = func(rs *Reservations, now *time.Time) { *now = now.Add(TTL + time.Second) }
+	)
+	tests := []struct {
+		name  string
+		steps []step
+		// want counts each event; waits is the bind waits observed.
+		want  map[string]float64
+		waits uint64
+	}{
+		{name: "held until its gang is scheduled, then gone", steps: []step{store, later, scheduled, scheduled, gone},
+			want: map[string]float64{"started": 1, "bound": 1}, waits: 1},
+		{name: "given up for a preemption that places its gang", steps: []step{store, later, preempts, preempts, later, scheduled, gone},
+			want: map[string]float64{"started": 1, "bound": 1}, waits: 1},
+		{name: "given up for a preemption, its gang starves again", steps: []step{store, preempts, starves, scheduled},
+			want: map[string]float64{"started": 1, "released": 1}},
+		{name: "given up for a preemption, its gang gets another", steps: []step{store, preempts, later, store, later, scheduled},
+			want: map[string]float64{"started": 2, "released": 1, "bound": 1}, waits: 1},
+		{name: "given up for a preemption, its gang is gone", steps: []step{store, preempts, gone, scheduled},
+			want: map[string]float64{"started": 1, "released": 1}},
+		{name: "given up for a preemption, its gang neither scheduled nor gone by its deadline", steps: []step{store, preempts, pastExpiry, scheduled},
+			want: map[string]float64{"started": 1, "timeout": 1}},
+		{name: "lapsed before its gang preempts", steps: []step{store, pastTTL, preempts, scheduled},
+			want: map[string]float64{"started": 1, "lapsed": 1}},
+		{name: "released, then its gang is scheduled", steps: []step{store, released, scheduled},
+			want: map[string]float64{"started": 1, "released": 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Now()
+			rs := New(func() time.Time { return now })
+			before := eventCounts(t)
+			waits, _ := testutil.GetHistogramMetricCount(metrics.bindWait.ObserverMetric)
+			for _, s := range tc.steps {
+				s(rs, &now)
+				if _, ok := rs.preempting[root]; ok {
+					held, _ := testutil.GetGaugeMetricValue(metrics.held)
+					cpu, _ := testutil.GetGaugeMetricValue(metrics.capacity.WithLabelValues("cpu"))
+					if held != 0 || cpu != 0 {
+						t.Errorf("a reservation given up for a preemption is still published: %v held, %v cpu", held, cpu)
+					}
+				}
+			}
+			after := eventCounts(t)
+			for _, event := range []string{"started", "bound", "timeout", "lapsed", "released"} {
+				if got := after[event] - before[event]; got != tc.want[event] {
+					t.Errorf("%s: %v, want %v", event, got, tc.want[event])
+				}
+			}
+			if got, _ := testutil.GetHistogramMetricCount(metrics.bindWait.ObserverMetric); got-waits != tc.waits {
+				t.Errorf("bind waits observed: %d, want %d", got-waits, tc.waits)
+			}
+			rs.TreeGone(root)
+			for kind, n := range rs.Sizes() {
+				if n != 0 {
+					t.Errorf("the store keeps %d %s after the tree is gone", n, kind)
+				}
+			}
+		})
+	}
+}
+
+func eventCounts(t *testing.T) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, event := range []string{"started", "bound", "timeout", "lapsed", "released"} {
+		v, err := testutil.GetCounterMetricValue(metrics.events.WithLabelValues(event))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[event] = v
+	}
+	return out
+}

@@ -81,7 +81,12 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 	if choice == nil {
 		return starving("no_victims", why)
 	}
-	pl.plans.reservations.Release(p.Root, "released")
+	// The reservation, if any, ends: how is counted once the tree is scheduled or starves
+	// again (its gang often binds in the room it held, once the last pods in the way leave).
+	if r := pl.plans.reservations.Preempts(p.Root); r != nil {
+		logger.V(4).Info("Gang gives up its reservation for preemption; it ends bound if the gang is scheduled", "root", p.Root,
+			"reserved", r.Domain, "freed", choice.Domain.Name, "victims", len(choice.Victims))
+	}
 	pl.notes.NoteReserving(p.Root, "")
 	if len(choice.Victims) == 0 {
 		// Pods already terminating (earlier victims, or pods being deleted) make room: wait

@@ -38,6 +38,8 @@ const fitRecheck = 30 * time.Second
 func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo) string {
 	logger := klog.FromContext(ctx)
 	rs := pl.plans.reservations
+	// Preemption could not help: a reservation the tree gave up for one did not place it.
+	rs.Starves(p.Root)
 	now := rs.Now()
 	r := rs.Get(p.Root) // one held as long as it may is gone: the tree waits its turn again
 	// After a reservation timed out, the tree waits reserveAfter again, from then, before

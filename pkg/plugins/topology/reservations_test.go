@@ -1,17 +1,25 @@
 package topology
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
@@ -259,4 +267,219 @@ func TestMemberNarrowedToOneHostMeetsReservations(t *testing.T) {
 			t.Error("the replacement took room reserved for another gang")
 		}
 	}
+}
+
+// reservationLife is gang "big" (2 pods × 4 cpu, priority 10, rack-required) on
+// labeledNodes("4"), every rack full of pods of its priority but z1-r1, where the pods in
+// the way are blockers, and gang "older" (as big) to take the rack level from it. Its steps
+// are what happens to the gang as the scheduler and the cluster see it, through the calls
+// the plugins make: a failed attempt (the gang's PostFilter, then this plugin's), pods in
+// the way leaving and gone, the gang placed and allowed at Permit, its group deleted.
+type reservationLife struct {
+	t       *testing.T
+	env     *testEnv
+	members []*v1.Pod
+	group   *v1alpha1.PodGroup
+	older   *podgroup.GroupView
+	now     time.Time
+	pol     podgroup.Policy
+}
+
+func newReservationLife(t *testing.T, blockers []*v1.Pod) *reservationLife {
+	t.Helper()
+	var pods []*v1.Pod
+	for _, r := range []string{"z0-r0", "z0-r1", "z1-r0"} {
+		pods = append(pods, runningRack(r, 10)...)
+	}
+	pods = append(pods, blockers...)
+	l := &reservationLife{t: t, group: lt.MakePodGroup().Namespace("ns").Name("big").Gang(2).Topology(lt.Required(rackKey)).Obj(),
+		pol: podgroup.Policy{PermitTimeout: time.Minute, Backoff: 10 * time.Second, ReserveAfter: time.Minute, ReservationTimeout: time.Hour}}
+	for i := range 2 {
+		l.members = append(l.members, lt.Member("ns", "big", i).Req(lt.CPU("4")).Priority(10).Obj())
+	}
+	older := lt.Members("ns", "older", 2, lt.CPU("4"))
+	for _, p := range older {
+		p.Spec.Priority = ptr.To[int32](10)
+	}
+	groups := []runtime.Object{l.group, lt.MakePodGroup().Namespace("ns").Name("older").Gang(2).Topology(lt.Required(rackKey)).Obj()}
+	l.env = newTestEnvOpts(t, groups, append(append(pods, l.members...), older...), labeledNodes("4"), podgrouptest.Options{Filters: true})
+	var ok bool
+	if l.older, ok = l.env.Components.Model.Gate().Tree(older[0]); !ok {
+		t.Fatal("no tree for older")
+	}
+	// The store's clock starts past reserveAfter of the gang's first failure (the model's
+	// clock is the wall clock).
+	l.now = time.Now().Add(2 * l.pol.ReserveAfter)
+	l.env.plans.reservations.SetClock(func() time.Time { return l.now })
+	return l
+}
+
+func (l *reservationLife) root() podgroup.Key { return podgroup.PodGroupKey("ns", "big") }
+
+// fail is an attempt of the gang that failed: the gang's PostFilter tells the model, then
+// this plugin's decides preemption or a reservation.
+func (l *reservationLife) fail() {
+	l.t.Helper()
+	l.now = l.now.Add(10 * time.Second)
+	l.env.Components.Model.Permits().Fail(klog.Background(), l.members[0], "0/8 nodes are available", l.pol)
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+	_, s := l.env.plugin.PostFilter(l.env.Ctx, framework.NewCycleState(), l.members[0], statuses)
+	l.t.Logf("PostFilter: %v", s)
+}
+
+// pods applies change to the named pods of the scheduler's snapshot.
+func (l *reservationLife) pods(change func(ni *framework.NodeInfo, p *v1.Pod), names ...string) {
+	l.t.Helper()
+	for _, ni := range l.env.NodeInfos(l.t) {
+		for _, pi := range ni.GetPods() {
+			if slices.Contains(names, pi.GetPod().Name) {
+				change(ni.(*framework.NodeInfo), pi.GetPod())
+			}
+		}
+	}
+}
+
+// leaving marks pods in the way terminating (deleted, in their grace period).
+func (l *reservationLife) leaving(names ...string) {
+	l.pods(func(_ *framework.NodeInfo, p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: l.now} }, names...)
+}
+
+// gone takes pods in the way out of the snapshot.
+func (l *reservationLife) gone(names ...string) {
+	l.pods(func(ni *framework.NodeInfo, p *v1.Pod) {
+		if err := ni.RemovePod(klog.Background(), p); err != nil {
+			l.t.Fatal(err)
+		}
+	}, names...)
+}
+
+// bind runs Reserve for the gang's members in z1-r1, then Permit: the tree is allowed whole,
+// and the model tells the plans (its observer) that it is scheduled.
+func (l *reservationLife) bind() {
+	l.t.Helper()
+	l.now = l.now.Add(10 * time.Second)
+	permits := l.env.Components.Model.Permits()
+	for i, p := range l.members {
+		permits.Reserve(klog.Background(), p, fmt.Sprintf("z1-r1-h%d", i))
+	}
+	for _, p := range l.members {
+		if d := permits.Permit(klog.Background(), p, l.pol); !d.Allow {
+			l.t.Fatalf("member %s not allowed: %+v", p.Name, d)
+		}
+	}
+}
+
+// Each reservation is counted once, by how it ended: bound (with its wait observed) when its
+// gang is scheduled — also when the gang's last pods in the way were leaving, or could be
+// preempted, so that the reservation ended a moment before the gang bound — and released
+// when it gave way; its group deleted afterwards counts nothing more.
+func TestReservationCountedByHowItEnded(t *testing.T) {
+	reservation.RegisterMetrics()
+	eq := func(name, node string) *v1.Pod { return running(name, node, "2", 10, "") }
+	low := func(name, node string) *v1.Pod { return running(name, node, "2", 5, "") }
+	tests := []struct {
+		name     string
+		blockers []*v1.Pod
+		life     func(l *reservationLife)
+		// started, bound, released: reservations counted so; samples: bind waits observed.
+		started, bound, released, samples float64
+	}{
+		{
+			name:     "the pods in the way end, the gang binds",
+			blockers: []*v1.Pod{eq("a", "z1-r1-h0"), eq("b", "z1-r1-h1")},
+			life: func(l *reservationLife) {
+				l.gone("a", "b")
+				l.bind()
+			},
+			started: 1, bound: 1, samples: 1,
+		},
+		{
+			name:     "the last pods in the way are leaving when the gang fails again, then it binds",
+			blockers: []*v1.Pod{eq("a", "z1-r1-h0"), eq("b", "z1-r1-h1")},
+			life: func(l *reservationLife) {
+				l.gone("a")
+				l.fail()
+				l.leaving("b")
+				l.fail()
+				l.gone("b")
+				l.bind()
+			},
+			started: 1, bound: 1, samples: 1,
+		},
+		{
+			name:     "the pods in the way left may be preempted, the gang preempts, then binds",
+			blockers: []*v1.Pod{eq("a", "z1-r1-h0"), low("l", "z1-r1-h1")},
+			life: func(l *reservationLife) {
+				l.gone("a")
+				l.fail()
+				if plan := l.env.plans.Get(l.root()); plan == nil || len(plan.Victims) != 1 {
+					l.t.Fatalf("plan %+v, want the gang preempting l", plan)
+				}
+				l.gone("l")
+				l.bind()
+			},
+			started: 1, bound: 1, samples: 1,
+		},
+		{
+			name:     "it gives way to a gang that waited longer, which then binds elsewhere",
+			blockers: []*v1.Pod{eq("a", "z1-r1-h0"), eq("b", "z1-r1-h1")},
+			life: func(l *reservationLife) {
+				p := starving("older", l.now.Add(-time.Hour))
+				p.Priority = 10
+				if msg := l.env.plugin.reserve(l.env.Ctx, l.older, p, l.env.NodeInfos(l.t)); msg == "" {
+					l.t.Fatal("the gang that waited longer got no reservation")
+				}
+				l.gone("a", "b")
+				l.bind()
+			},
+			started: 2, released: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newReservationLife(t, tc.blockers)
+			before := reservationMetrics(t)
+			l.fail()
+			if l.env.plans.reservations.Get(l.root()) == nil {
+				t.Fatal("the starving gang got no reservation")
+			}
+			tc.life(l)
+			l.env.Components.Model.OnGroupDelete(l.group)
+			after := reservationMetrics(t)
+			for _, c := range []struct {
+				what      string
+				got, want float64
+			}{
+				{"started", after.events["started"] - before.events["started"], tc.started},
+				{"bound", after.events["bound"] - before.events["bound"], tc.bound},
+				{"released", after.events["released"] - before.events["released"], tc.released},
+				{"timeout or lapsed", after.events["timeout"] + after.events["lapsed"] - before.events["timeout"] - before.events["lapsed"], 0},
+				{"bind waits observed", after.samples - before.samples, tc.samples},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// observedReservations are the reservations' counts by event and the bind waits observed.
+type observedReservations struct {
+	events  map[string]float64
+	samples float64
+}
+
+func reservationMetrics(t *testing.T) observedReservations {
+	t.Helper()
+	events, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, "lockstep_reservations_total", nil, "event")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits, err := testutil.GetHistogramVecFromGatherer(legacyregistry.DefaultGatherer, "lockstep_reservation_bind_wait_seconds", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return observedReservations{events: events, samples: float64(waits.GetAggregatedSampleCount())}
 }

@@ -283,8 +283,10 @@ func TestAnnotationOptsANonIndexedJobIn(t *testing.T) {
 }
 
 // Without lockstep's Job controller, the scheduler holds a gang Job's pods, says why on the
-// pod, and (here with a short jobGroupTimeoutSeconds) schedules them without gang semantics
-// rather than block the Job forever.
+// pod (a Normal event while the controller should be creating the group, a Warning once
+// the wait passes a quarter of jobGroupTimeoutSeconds), and (here with a short
+// jobGroupTimeoutSeconds) schedules them without gang semantics rather than block the Job
+// forever.
 func TestPodsWaitForTheJobsPodGroupThenFallBack(t *testing.T) {
 	e := &env{Env: testenv.Start(t), t: t}
 	e.ns = e.Namespace(t, "nocontroller")
@@ -295,7 +297,9 @@ func TestPodsWaitForTheJobsPodGroupThenFallBack(t *testing.T) {
 	name := filing.JobGroupName("orphan", job.UID)
 	pods := e.waitPods("orphan", 2, 0)
 	for p := range pods {
-		e.WaitEvent(t, e.ns, p, "PodGroupNotFound", fmt.Sprintf("waiting for lockstep's workload controller to create PodGroup %q", name))
+		waiting := fmt.Sprintf("waiting for lockstep's workload controller to create PodGroup %q", name)
+		e.WaitEvent(t, e.ns, p, "WaitingForPodGroup", waiting)
+		e.WaitEvent(t, e.ns, p, "PodGroupNotFound", waiting+` for Job "orphan": still missing after`)
 		break
 	}
 	e.waitPods("orphan", 2, 2)
