@@ -4,7 +4,7 @@
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "${ROOT}"
-paths=(pkg/generated pkg/apis manifests/crds charts/lockstep/crds charts/lockstep/files docs/reference)
+paths=(pkg/generated pkg/apis manifests/crds manifests/monitoring charts/lockstep/crds charts/lockstep/files docs/reference)
 before="$(git status --porcelain -- "${paths[@]}")"
 ./hack/update-codegen.sh
 after="$(git status --porcelain -- "${paths[@]}")"

@@ -80,6 +80,7 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 	if err := model.Watch(ctx, handle.SharedInformerFactory(), factory); err != nil {
 		return nil, err
 	}
+	pendingSource.Store(model) // lockstep_gangs_pending and lockstep_gang_oldest_pending_seconds
 	return &Components{Model: model, Status: status, Frameworks: frameworks, informers: factory}, nil
 }
 

@@ -83,6 +83,7 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites, metrics.partialBinds, metrics.released, metrics.lostDecisions)
+		legacyregistry.CustomMustRegister(&pendingCollector{})
 		// Every known label value is exposed from the start (at 0), so that rates, dashboards
 		// and alerts see the series before the first event of its kind.
 		for _, result := range []string{"scheduled", "unschedulable", "timeout"} {

@@ -66,6 +66,19 @@ func helm(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// helmFails runs bin/helm expecting it to fail, and returns what it printed.
+func helmFails(t *testing.T, args ...string) string {
+	t.Helper()
+	helm(t, "version") // builds it if missing
+	cmd := exec.Command(filepath.Join(root(t), "bin", "helm"), args...)
+	cmd.Dir = root(t)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Errorf("helm %s succeeded, want it to fail:\n%s", strings.Join(args, " "), out)
+	}
+	return string(out)
+}
+
 // allOptions turns on every optional object and changes every value a template reads.
 var allOptions = []string{
 	"--set", "image.repository=registry.example.com/lockstep-scheduler,image.tag=v9.8.7",
@@ -76,6 +89,7 @@ var allOptions = []string{
 	"--set", "config.gang.backoffSeconds=3,config.bind.maxBindsInFlight=8",
 	"--set", "podDisruptionBudget.enabled=false,spreadReplicas=false,replicas=3",
 	"--set", "extraArgs={-v=4}",
+	"--set", "podSchedulerName=other-scheduler",
 	"--set-json", `config.addedAffinity={"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["gpu"]}]}]}}`,
 }
 
@@ -116,6 +130,9 @@ func TestChartValues(t *testing.T) {
 	}
 	if got := fmt.Sprint(container["command"]); !strings.Contains(got, "--workload-controller=false") || !strings.Contains(got, "-v=4") {
 		t.Errorf("command %s, want --workload-controller=false and -v=4", got)
+	}
+	if got := nested(t, deploy, "spec", "template", "spec", "schedulerName"); got != "other-scheduler" {
+		t.Errorf("the pods' schedulerName %v, want podSchedulerName", got)
 	}
 	if got := nested(t, deploy, "spec", "replicas"); fmt.Sprint(got) != "3" {
 		t.Errorf("replicas %v", got)

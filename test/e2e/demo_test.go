@@ -35,8 +35,9 @@ import (
 // too-big gang waits with a condition that explains why, the JobSet gets its tree and binds
 // whole in one rack, Kueue admits the queued Jobs its quota holds and lockstep binds each
 // whole in one rack of Kueue's zone, each LeaderWorkerSet replica and the RayCluster bind
-// whole in one rack, the manifests install with kubectl apply -k, and the demo goes down
-// leaving no process behind.
+// whole in one rack, the manifests install with kubectl apply -k, a second release of the
+// chart installs and uninstalls next to the demo's, and the demo goes down leaving no process
+// behind.
 func TestDemo(t *testing.T) {
 	root := testenv.RepoRoot()
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok", "jobset-controller", "kueue-controller-manager", "lws-controller", "kuberay-operator", "lockstep-scheduler", "kubectl-lockstep"} {
@@ -188,6 +189,79 @@ func TestDemo(t *testing.T) {
 	}
 	if roles < 2 {
 		t.Errorf("found %d roles in the manifests", roles)
+	}
+	checkSecondRelease(ctx, t, c)
+}
+
+// checkSecondRelease installs the chart next to the demo's release as docs/install.md says:
+// a release of another name, in another namespace, with a schedulerName of its own, whose
+// pods the demo's lockstep places (the demo runs no default scheduler) and KWOK runs. It
+// shares no cluster-scoped object with the demo's release, and uninstalling it leaves the
+// demo's scheduler its RBAC and the CRDs.
+func checkSecondRelease(ctx context.Context, t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	const release, ns = "lockstep-try", "lockstep-try"
+	helm := func(args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "helm"), append([]string{"--kubeconfig=" + c.Kubeconfig()}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("helm %v: %v\n%s", args, err, out)
+		}
+	}
+	helm("install", release, filepath.Join(c.Root, "charts", "lockstep"), "--namespace", ns, "--create-namespace",
+		"--set", "config.schedulerName=lockstep-try", "--set", "podSchedulerName=lockstep-scheduler")
+	kube, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []v1.Pod
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=lockstep-try-lockstep-scheduler"})
+		if err != nil {
+			return false, nil
+		}
+		pods = list.Items
+		running := 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" && p.Status.Phase == v1.PodRunning {
+				running++
+			}
+		}
+		return len(pods) == 2 && running == 2, nil
+	}); err != nil {
+		for _, p := range pods {
+			t.Logf("pod %s: node %q, phase %s, conditions %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
+		}
+		t.Fatalf("release %s: want its 2 replicas placed and running, have %d pods", release, len(pods))
+	}
+	for _, p := range pods {
+		t.Logf("release %s: pod %s placed on %s by the demo's lockstep, %s", release, p.Name, p.Spec.NodeName, p.Status.Phase)
+	}
+	rbac := kube.RbacV1()
+	for _, name := range []string{"lockstep-try-lockstep-scheduler", "lockstep-try-lockstep-metrics-reader"} {
+		if _, err := rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("release %s's ClusterRole %s: %v", release, name, err)
+		}
+	}
+	helm("uninstall", release, "--namespace", ns, "--wait")
+	// The demo's release keeps what its scheduler runs as and reads with.
+	for _, name := range []string{"lockstep-scheduler", "lockstep-metrics-reader"} {
+		if _, err := rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("after uninstalling %s, the demo's ClusterRole %s: %v", release, name, err)
+		}
+		if _, err := rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("after uninstalling %s, the demo's ClusterRoleBinding %s: %v", release, name, err)
+		}
+	}
+	if _, err := rbac.ClusterRoles().Get(ctx, "lockstep-try-lockstep-scheduler", metav1.GetOptions{}); err == nil {
+		t.Errorf("release %s's ClusterRole outlived it", release)
+	}
+	client, err := c.Lockstep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.SchedulingV1alpha1().PodGroups(cluster.Namespace).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("after uninstalling %s, lockstep's API: %v", release, err)
 	}
 }
 
