@@ -43,7 +43,7 @@ IMAGE_BUILDFLAGS ?= -trimpath
 IMAGE_TAR ?= $(CURDIR)/_output/lockstep-scheduler-$(VERSION).oci.tar
 
 .PHONY: all build image print-platforms test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
-	demo demo-down demo-test demo-binaries bench bench-perf
+	demo demo-down demo-test demo-core demo-controllers demo-binaries bench bench-perf
 
 all: build
 
@@ -72,7 +72,7 @@ print-platforms:
 
 ## demo: a local cluster on 127.0.0.1 (control plane from k8s.io/kubernetes, KWOK nodes,
 ## lockstep) running the examples of manifests/examples; it keeps running
-demo: demo-binaries
+demo: demo-core
 	$(GO) run ./hack/demo up
 
 ## demo-down: stop everything make demo started
@@ -83,20 +83,28 @@ demo-down:
 demo-test: demo-binaries
 	$(GO) test -count=1 -timeout 20m ./test/e2e/...
 
-demo-binaries: build etcd helm
-	@echo "==> building kube-apiserver, kube-controller-manager and kubectl from k8s.io/kubernetes (minutes on a cold Go cache)"
-	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+## demo-core: what the demo's first stage runs: lockstep, etcd, Helm, kube-apiserver,
+## kube-controller-manager, kubectl (from k8s.io/kubernetes) and KWOK
+demo-core: build etcd helm
+	@echo "==> building kube-apiserver, kube-controller-manager and kubectl from k8s.io/kubernetes (the longest part of a first build)"
+	@hack/progress.sh kube-apiserver $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	@hack/progress.sh kube-controller-manager $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	@hack/progress.sh kubectl $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 	@echo "==> building KWOK $(KWOK_VERSION)"
-	@[ -x $(BIN)/kwok ] && $(BIN)/kwok --version 2>/dev/null | grep -q "$(KWOK_VERSION:v%=%)" || GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
-	@echo "==> building the JobSet controller from tools/controllers (its own module; minutes on a cold Go cache)"
-	cd tools/controllers && $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
-	@echo "==> building the Kueue controller manager from tools/kueue (its own module; minutes on a cold Go cache)"
-	cd tools/kueue && $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
+	@[ -x $(BIN)/kwok ] && $(BIN)/kwok --version 2>/dev/null | grep -q "$(KWOK_VERSION:v%=%)" || GOBIN=$(BIN) hack/progress.sh kwok $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+
+## demo-controllers: the JobSet, Kueue, LeaderWorkerSet and KubeRay controllers of the demo's
+## second stage (make demo builds them while the first stage's gangs run)
+demo-controllers:
+	@echo "==> building the JobSet controller from tools/controllers (its own module)"
+	@cd tools/controllers && ../../hack/progress.sh jobset-controller $(GO) build -o $(BIN)/jobset-controller sigs.k8s.io/jobset
+	@echo "==> building the Kueue controller manager from tools/kueue (its own module)"
+	@cd tools/kueue && ../../hack/progress.sh kueue-controller-manager $(GO) build -o $(BIN)/kueue-controller-manager sigs.k8s.io/kueue/cmd/kueue
 	@echo "==> building the LeaderWorkerSet controller and the KubeRay operator from tools/lws-kuberay (their own module)"
-	cd tools/lws-kuberay && $(GO) build -o $(BIN)/lws-controller sigs.k8s.io/lws/cmd
-	cd tools/lws-kuberay && $(GO) build -o $(BIN)/kuberay-operator github.com/ray-project/kuberay/ray-operator
+	@cd tools/lws-kuberay && ../../hack/progress.sh lws-controller $(GO) build -o $(BIN)/lws-controller sigs.k8s.io/lws/cmd
+	@cd tools/lws-kuberay && ../../hack/progress.sh kuberay-operator $(GO) build -o $(BIN)/kuberay-operator github.com/ray-project/kuberay/ray-operator
+
+demo-binaries: demo-core demo-controllers
 
 ## controllers: the upstream JobSet, Kubeflow Trainer, Kueue, LeaderWorkerSet and KubeRay
 ## controllers the integration tests run, built before the tests start so that their

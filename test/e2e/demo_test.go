@@ -54,8 +54,12 @@ func TestDemo(t *testing.T) {
 	t.Cleanup(func() {
 		if started {
 			pids := readPids(t, c.Dir)
+			discovery := discoveryCacheOf(t, c)
 			if err := c.Down(); err != nil {
 				t.Errorf("demo down: %v", err)
+			}
+			if _, err := os.Stat(discovery); err == nil {
+				t.Errorf("demo down left kubectl's cache of the demo's API server, %s", discovery)
 			}
 			for name, pid := range pids {
 				if running(pid) {
@@ -68,6 +72,12 @@ func TestDemo(t *testing.T) {
 	started = true
 	if err := c.Up(ctx); err != nil {
 		t.Fatalf("demo up: %v", err)
+	}
+	// Two stages: the examples that need no other controller are placed and reported before
+	// the other projects' controllers start.
+	first, jobSet := strings.Index(out.String(), "Gangs in namespace"), strings.Index(out.String(), "installing the JobSet CRD")
+	if first < 0 || jobSet < 0 || first > jobSet || !strings.Contains(out.String()[first:jobSet], "Scheduled: ") {
+		t.Errorf("the first examples were not placed and reported before the JobSet controller started (report at %d, JobSet at %d)", first, jobSet)
 	}
 	roots, err := c.Gangs(ctx)
 	if err != nil {
@@ -485,4 +495,32 @@ func readPids(t *testing.T, dir string) map[string]int {
 		}
 	}
 	return out
+}
+
+// discoveryCacheOf is where kubectl, run by a user with the demo's kubeconfig, caches the
+// demo's API server: ~/.kube/cache/discovery/127.0.0.1_PORT. It runs such a kubectl, so that
+// the entry exists for make demo-down to remove.
+func discoveryCacheOf(t *testing.T, c *cluster.Cluster) string {
+	t.Helper()
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(c.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := regexp.MustCompile(`server: https://127\.0\.0\.1:(\d+)`).FindStringSubmatch(string(data))
+	if server == nil {
+		t.Fatalf("no server in %s", c.Kubeconfig())
+	}
+	cmd := exec.Command(filepath.Join(c.Bin, "kubectl"), "--kubeconfig="+c.Kubeconfig(), "api-resources")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("kubectl api-resources: %v\n%s", err, out)
+	}
+	dir := filepath.Join(home, ".kube", "cache", "discovery", "127.0.0.1_"+server[1])
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("kubectl cached nothing of the demo's API server: %v", err)
+	}
+	return dir
 }

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -70,20 +71,47 @@ func (c *Cluster) step(format string, args ...any) {
 }
 
 // Up starts the cluster (or finds it running), submits the examples and reports where
-// their pods landed. It is safe to run again.
+// their pods landed. It is safe to run again. It comes up in two stages, so that a newcomer
+// sees gangs land within minutes of the first build: the control plane, KWOK's nodes and
+// lockstep with the examples that need no other controller first; then (building them if
+// bin/ lacks them) the JobSet, Kueue, LeaderWorkerSet and KubeRay controllers and their
+// examples. lockstep watches those kinds from the moment their CRDs are served.
 func (c *Cluster) Up(ctx context.Context) error {
-	if c.running(ctx) {
+	// A cluster whose core runs is kept, with its controllers all running or none started
+	// yet (an earlier make demo stopped while building them); anything else starts afresh.
+	if c.running(ctx, coreProcesses) && (c.running(ctx, integrationProcesses) || !c.anyAlive(integrationProcesses)) {
 		c.step("the demo cluster is already running")
-	} else {
-		if err := c.fresh(ctx); err != nil {
+	} else if err := c.fresh(ctx); err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, filepath.Join(c.Dir, "logs"))
+	}
+	core, integrations, err := c.examples()
+	if err != nil {
+		return err
+	}
+	c.step("submitting the examples that need no other controller to namespace %s", Namespace)
+	if err := c.apply(ctx, core); err != nil {
+		return err
+	}
+	c.step("waiting for them to be placed")
+	if err := c.Settle(ctx, 3*time.Minute); err != nil {
+		fmt.Fprintf(c.Out, "    (%v)\n", err)
+	}
+	if err := c.Report(ctx, c.Out); err != nil {
+		return err
+	}
+	if !c.running(ctx, integrationProcesses) {
+		if err := c.buildIntegrations(ctx); err != nil {
+			return err
+		}
+		if err := c.startIntegrations(ctx); err != nil {
 			return fmt.Errorf("%w (logs in %s)", err, filepath.Join(c.Dir, "logs"))
 		}
 	}
-	c.step("submitting the examples of manifests/examples to namespace %s", Namespace)
-	if err := c.kubectl(ctx, "apply", "-n", Namespace, "-f", filepath.Join(c.Root, "manifests", "examples")); err != nil {
+	c.step("submitting the examples of the JobSet, Kueue, LeaderWorkerSet and KubeRay controllers")
+	if err := c.apply(ctx, integrations); err != nil {
 		return err
 	}
-	c.step("waiting for the examples to be placed")
+	c.step("waiting for every example to be placed")
 	if err := c.Settle(ctx, 3*time.Minute); err != nil {
 		fmt.Fprintf(c.Out, "    (%v)\n", err)
 	}
@@ -104,22 +132,145 @@ Logs are in %s. Stop everything with: make demo-down
 	return nil
 }
 
+// integrationExamples are the examples that need a controller other than Kubernetes' own.
+var integrationExamples = map[string]bool{"08-jobset.yaml": true, "09-kueue.yaml": true, "10-leaderworkerset.yaml": true, "11-raycluster.yaml": true}
+
+// examples lists manifests/examples: those that need no other controller, and the others.
+func (c *Cluster) examples() (core, integrations []string, err error) {
+	files, err := filepath.Glob(filepath.Join(c.Root, "manifests", "examples", "*.yaml"))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range files {
+		if integrationExamples[filepath.Base(f)] {
+			integrations = append(integrations, f)
+		} else {
+			core = append(core, f)
+		}
+	}
+	return core, integrations, nil
+}
+
+// apply submits example files to the demo namespace.
+func (c *Cluster) apply(ctx context.Context, files []string) error {
+	args := []string{"apply", "-n", Namespace}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	return c.kubectl(ctx, args...)
+}
+
+// The demo's processes: the core cluster and lockstep, and the other projects' controllers.
+var (
+	coreProcesses        = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "lockstep-scheduler"}
+	integrationProcesses = []string{"jobset-controller", kueueProcess, lwsProcess, kubeRayProcess}
+	integrationBinaries  = []string{"jobset-controller", "kueue-controller-manager", "lws-controller", "kuberay-operator"}
+)
+
+// lockedWriter serializes writes.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// anyAlive reports whether any of the named processes of the demo is alive.
+func (c *Cluster) anyAlive(names []string) bool {
+	pids := c.pids()
+	for _, n := range names {
+		if _, ok := pids[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// buildIntegrations builds the other projects' controllers into bin/ unless they are there
+// (make demo-controllers; minutes on a cold Go cache), saying every half minute that it still
+// builds.
+func (c *Cluster) buildIntegrations(ctx context.Context) error {
+	missing := false
+	for _, b := range integrationBinaries {
+		if _, err := os.Stat(filepath.Join(c.Bin, b)); err != nil {
+			missing = true
+		}
+	}
+	if !missing {
+		return nil
+	}
+	c.step("building the JobSet, Kueue, LeaderWorkerSet and KubeRay controllers from their modules (make demo-controllers; the gangs above keep running meanwhile)")
+	return c.build(ctx, "demo-controllers")
+}
+
+// build runs make target in the repository, showing its output, and a line every 30 s while
+// it runs silently.
+func (c *Cluster) build(ctx context.Context, target string) error {
+	out := &lockedWriter{w: c.Out} // make's output and the progress lines come from two goroutines
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", c.Root, target)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	start := time.Now()
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("make %s: %w", target, err)
+			}
+			return nil
+		case <-tick.C:
+			fmt.Fprintf(out, "    ... still building (%s)\n", time.Since(start).Round(time.Second))
+		}
+	}
+}
+
 // Down stops every process of the demo and removes its work directory.
 func (c *Cluster) Down() error {
+	portsKnown := c.loadPorts() == nil
 	err := c.stopAll()
 	if err == nil {
 		err = os.RemoveAll(c.Dir)
 	}
+	if portsKnown {
+		c.forgetDiscovery()
+	}
 	return err
 }
 
-// running reports whether the demo's processes run and its API server answers.
-func (c *Cluster) running(ctx context.Context) bool {
+// forgetDiscovery removes what kubectl cached of the demo's API server in the user's home
+// (~/.kube/cache/discovery/127.0.0.1_PORT, one per run, as each run picks a free port); the
+// demo's own kubectl caches under the work directory (kubectlCache).
+func (c *Cluster) forgetDiscovery() {
+	home, err := os.UserHomeDir()
+	if err != nil || c.ports.APIServer == 0 {
+		return
+	}
+	_ = os.RemoveAll(filepath.Join(home, ".kube", "cache", "discovery", fmt.Sprintf("127.0.0.1_%d", c.ports.APIServer)))
+}
+
+// kubectlArgs are the flags of every kubectl the demo runs: its kubeconfig, and a cache
+// under its work directory, which goes with it.
+func (c *Cluster) kubectlArgs(args ...string) []string {
+	return append([]string{"--kubeconfig=" + c.Kubeconfig(), "--cache-dir=" + filepath.Join(c.Dir, "kubectl-cache")}, args...)
+}
+
+// running reports whether the named processes of the demo run and its API server answers.
+func (c *Cluster) running(ctx context.Context, names []string) bool {
 	if err := c.loadPorts(); err != nil {
 		return false
 	}
 	pids := c.pids()
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "jobset-controller", kueueProcess, lwsProcess, kubeRayProcess, "lockstep-scheduler"} {
+	for _, name := range names {
 		if _, ok := pids[name]; !ok {
 			return false
 		}
@@ -210,13 +361,7 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		return err
 	}
 
-	// The JobSet CRD goes in with lockstep's: lockstep watches JobSets only if their API is
-	// served when it starts.
-	c.step("installing lockstep with its Helm chart (charts/lockstep: CRDs, RBAC, configuration; no replicas, the demo runs the binary on this machine), and the JobSet CRD")
-	jobSetCRD, err := c.jobSetCRD(ctx)
-	if err != nil {
-		return err
-	}
+	c.step("installing lockstep with its Helm chart (charts/lockstep: CRDs, RBAC, configuration; no replicas, the demo runs the binary on this machine)")
 	if err := c.helm(ctx, "install", "lockstep", filepath.Join(c.Root, "charts", "lockstep"),
 		"--namespace", lockstepNamespace, "--create-namespace", "--set", "replicas=0",
 		"--set", "metrics.readerSubjects[0].kind=ServiceAccount,metrics.readerSubjects[0].name="+MetricsReader+
@@ -224,14 +369,6 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		return err
 	}
 	if err := c.kubectl(ctx, "create", "serviceaccount", MetricsReader, "-n", lockstepNamespace); err != nil {
-		return err
-	}
-	// Server-side: the JobSet CRD (800 kB) is too big for client-side apply's
-	// last-applied-configuration annotation.
-	if err := c.kubectl(ctx, "apply", "--server-side", "-f", jobSetCRD); err != nil {
-		return err
-	}
-	if err := c.waitJobSetsServed(ctx); err != nil {
 		return err
 	}
 	if err := c.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
@@ -254,7 +391,32 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		return err
 	}
 
-	c.step("starting the JobSet controller (without webhooks: JobSets set what they would default)")
+	c.step("starting lockstep-scheduler (with its workload controller) as ServiceAccount lockstep-system/lockstep-scheduler")
+	if err := c.startLockstep(ctx, server, pkiDir); err != nil {
+		return err
+	}
+	return c.waitHTTP(ctx, "lockstep-scheduler", fmt.Sprintf("https://127.0.0.1:%d/healthz", c.ports.Lockstep), 2*time.Minute)
+}
+
+// startIntegrations installs the other projects' CRDs and starts their controllers.
+func (c *Cluster) startIntegrations(ctx context.Context) error {
+	client, err := c.client()
+	if err != nil {
+		return err
+	}
+	// Server-side: the JobSet CRD (800 kB) is too big for client-side apply's
+	// last-applied-configuration annotation.
+	c.step("installing the JobSet CRD and starting the JobSet controller (without webhooks: JobSets set what they would default)")
+	jobSetCRD, err := c.jobSetCRD(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.kubectl(ctx, "apply", "--server-side", "-f", jobSetCRD); err != nil {
+		return err
+	}
+	if err := c.waitJobSetsServed(ctx); err != nil {
+		return err
+	}
 	if err := c.startJobSet(ctx); err != nil {
 		return err
 	}
@@ -286,11 +448,7 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		return err
 	}
 
-	c.step("starting lockstep-scheduler (with its workload controller) as ServiceAccount lockstep-system/lockstep-scheduler")
-	if err := c.startLockstep(ctx, server, pkiDir); err != nil {
-		return err
-	}
-	return c.waitHTTP(ctx, "lockstep-scheduler", fmt.Sprintf("https://127.0.0.1:%d/healthz", c.ports.Lockstep), 2*time.Minute)
+	return nil
 }
 
 // startLockstep runs the scheduler with the manifests' configuration, authenticated with a
@@ -458,7 +616,7 @@ func (c *Cluster) restConfig() (*rest.Config, error) {
 
 // kubectl runs bin/kubectl against the cluster, showing its output.
 func (c *Cluster) kubectl(ctx context.Context, args ...string) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "kubectl"), append([]string{"--kubeconfig=" + c.Kubeconfig()}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "kubectl"), c.kubectlArgs(args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kubectl %v: %w\n%s", args, err, out)
@@ -487,7 +645,7 @@ func (c *Cluster) MetricsURL() string {
 
 // output runs bin/kubectl and returns its standard output.
 func (c *Cluster) output(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "kubectl"), append([]string{"--kubeconfig=" + c.Kubeconfig()}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "kubectl"), c.kubectlArgs(args...)...)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("kubectl %v: %w", args, err)

@@ -156,8 +156,8 @@ func (c *Cluster) QueuedJobs(ctx context.Context) ([]QueuedJob, error) {
 		return nil, err
 	}
 	jobs, err := kube.BatchV1().Jobs(Namespace).List(ctx, metav1.ListOptions{LabelSelector: kueueQueueLabel})
-	if err != nil {
-		return nil, err
+	if err != nil || len(jobs.Items) == 0 {
+		return nil, err // none queued (before the demo's second stage, Kueue is not installed)
 	}
 	workloads, err := dyn.Resource(workloadGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# progress.sh WHAT COMMAND...: runs COMMAND, saying every 30 s that it still builds WHAT, so
+# that a long cold build (go build prints nothing until it is done) never looks stuck.
+set -uo pipefail
+what=$1
+shift
+"$@" &
+pid=$!
+start=$SECONDS
+while kill -0 "$pid" 2>/dev/null; do
+	for _ in $(seq 30); do
+		kill -0 "$pid" 2>/dev/null || break 2
+		sleep 1
+	done
+	kill -0 "$pid" 2>/dev/null && echo "    ... still building $what ($((SECONDS - start))s)"
+done
+wait "$pid"
