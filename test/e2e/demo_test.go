@@ -86,6 +86,7 @@ func TestDemo(t *testing.T) {
 	if ok, pending := cluster.Settled(roots); !ok {
 		t.Fatalf("examples not settled: %s", pending)
 	}
+	checkREADMEOutput(t, root, out.String())
 
 	byName := map[string]*tree.Group{}
 	var walk func(g *tree.Group)
@@ -523,4 +524,41 @@ func discoveryCacheOf(t *testing.T, c *cluster.Cluster) string {
 		t.Errorf("kubectl cached nothing of the demo's API server: %v", err)
 	}
 	return dir
+}
+
+// checkREADMEOutput: the groups the README shows make demo printing are printed so, up to
+// their condition's words (which name racks the run chose): kind, name, policy, topology
+// and pod counts. A change of the report's format fails here, not in a reader's terminal.
+func checkREADMEOutput(t *testing.T, root, report string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(data), "```\nCompositePodGroup demo/")
+	if start < 0 {
+		t.Fatal("README.md shows no make demo output")
+	}
+	block := string(data)[start+4:]
+	block = block[:strings.Index(block, "```")]
+	checked := 0
+	for _, line := range strings.Split(block, "\n") {
+		line = strings.TrimLeft(line, "├└│─ ")
+		if !strings.HasPrefix(line, "PodGroup ") && !strings.HasPrefix(line, "CompositePodGroup ") {
+			continue
+		}
+		head := line
+		for _, status := range []string{"  Scheduled: ", "  Unschedulable: "} {
+			if i := strings.Index(head, status); i >= 0 {
+				head = head[:i+len(status)]
+			}
+		}
+		if !strings.Contains(report, head) {
+			t.Errorf("README.md shows %q; make demo printed no such line:\n%s", head, report)
+		}
+		checked++
+	}
+	if checked < 3 {
+		t.Errorf("checked %d of the README's group lines; want at least 3", checked)
+	}
 }
