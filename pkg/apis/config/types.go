@@ -64,7 +64,8 @@ type LockstepTopologyArgs struct {
 type LockstepBindArgs struct {
 	metav1.TypeMeta
 
-	// MaxBindsInFlight bounds the bind requests the profile has outstanding at once; more
+	// MaxBindsInFlight is the most bind requests the profile has outstanding at once (the
+	// ceiling of its adaptive window); more
 	// wait their turn in the order they came, so that a released gang of a thousand pods
 	// does not send a thousand requests to the apiserver at the same moment.
 	MaxBindsInFlight int32

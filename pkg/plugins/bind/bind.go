@@ -5,9 +5,11 @@
 //   - its client is its own, with its own rate limit, so that binds never wait behind the
 //     scheduler's other writes (pod status patches after failed attempts, nominations,
 //     preemptions), which share kube-scheduler's client and its clientConnection limit;
-//   - at most maxBindsInFlight binds are outstanding at once, taken in the order the pods
-//     reached the binder, so that a released gang goes out at a bounded concurrency instead
-//     of as one request per member at the same moment.
+//   - the binds outstanding at once are bounded by a window that adapts to what the
+//     apiserver sustains (window.go: it grows while binds succeed promptly, and shrinks when
+//     they are refused, fail or slow down), at most maxBindsInFlight, taken in the order the
+//     pods reached the binder: a released gang goes out as fast as the apiserver takes its
+//     binds, never as one request per member at the same moment.
 package bind
 
 import (
@@ -36,7 +38,7 @@ const Name = "LockstepBind"
 // Bind is the LockstepBind plugin.
 type Bind struct {
 	client kubernetes.Interface
-	slots  *Slots
+	window *Window
 }
 
 var _ fwk.BindPlugin = &Bind{}
@@ -60,7 +62,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		return nil, err
 	}
 	RegisterMetrics()
-	return &Bind{client: client, slots: NewSlots(int64(args.MaxBindsInFlight))}, nil
+	return &Bind{client: client, window: newObservedWindow(int64(args.MaxBindsInFlight))}, nil
 }
 
 // clientConfig is the bind client's configuration: the scheduler's, with a rate limiter of
@@ -98,22 +100,26 @@ func getArgs(obj runtime.Object) (*config.LockstepBindArgs, error) {
 // Name returns the name of the plugin.
 func (b *Bind) Name() string { return Name }
 
-// Bind takes a slot (waiting behind the binds that came first), then binds the pod as
-// DefaultBinder does.
+// Bind waits for room in the window (behind the binds that came first), then binds the pod
+// as DefaultBinder does, and tells the window how it went.
 func (b *Bind) Bind(ctx context.Context, _ fwk.CycleState, p *v1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
-	if err := b.slots.Acquire(ctx); err != nil {
-		return fwk.AsStatus(fmt.Errorf("waiting for a bind slot: %w", err))
+	if err := b.window.Acquire(ctx); err != nil {
+		return fwk.AsStatus(fmt.Errorf("waiting for room among the binds in flight: %w", err))
 	}
-	defer b.slots.Release()
 	metrics.slotWait.Observe(time.Since(start).Seconds())
+	metrics.inFlight.Inc()
 	logger.V(3).Info("Attempting to bind pod to node", "pod", klog.KObj(p), "node", klog.KRef("", nodeName))
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
-	if err := util.BindPod(ctx, b.client, binding); err != nil {
+	sent := time.Now()
+	err := util.BindPod(ctx, b.client, binding)
+	metrics.inFlight.Dec()
+	b.window.Release(err, time.Since(sent))
+	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,10 +60,11 @@ func newBind(slots int64, b *bindings) *Bind {
 	b.bound = map[string]string{}
 	client := fake.NewClientset()
 	client.PrependReactor("create", "pods", b.react)
-	return &Bind{client: client, slots: NewSlots(slots)}
+	return &Bind{client: client, window: NewWindow(slots, time.Now)}
 }
 
-// A released gang's binds go out at most maxBindsInFlight at a time, and every member binds.
+// A released gang's binds go out at most maxBindsInFlight at a time (the window never grows
+// past it), and every member binds.
 func TestBindsInFlightAreBounded(t *testing.T) {
 	for _, tc := range []struct {
 		slots int64
@@ -135,7 +137,7 @@ func TestBindWaitingForSlotCancelled(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	b := &bindings{}
 	pl := newBind(1, b)
-	if err := pl.slots.Acquire(ctx); err != nil {
+	if err := pl.window.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)

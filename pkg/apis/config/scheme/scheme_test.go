@@ -59,7 +59,7 @@ func TestDecodeLockstepBindArgs(t *testing.T) {
 		args string
 		want *config.LockstepBindArgs
 	}{
-		{name: "defaults", args: "{}", want: &config.LockstepBindArgs{MaxBindsInFlight: 32}},
+		{name: "defaults", args: "{}", want: &config.LockstepBindArgs{MaxBindsInFlight: 1024}},
 		{name: "explicit", args: "maxBindsInFlight: 8\n          qps: 300\n          burst: 600", want: &config.LockstepBindArgs{MaxBindsInFlight: 8, QPS: 300, Burst: 600}},
 	}
 	for _, tc := range tests {

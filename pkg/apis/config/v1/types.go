@@ -77,8 +77,11 @@ type LockstepTopologyArgs struct {
 type LockstepBindArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// maxBindsInFlight bounds the bind requests the profile has outstanding at once; more
-	// wait their turn in the order they came. Default 32.
+	// maxBindsInFlight is the most bind requests the profile has outstanding at once. Below
+	// it, how many go out at once adapts to what the apiserver sustains: a window that starts
+	// at 32, grows while binds succeed promptly and shrinks when the apiserver refuses
+	// (429), fails or slows them; binds beyond it wait their turn in the order they came.
+	// Default 1024.
 	// +optional
 	MaxBindsInFlight *int32 `json:"maxBindsInFlight,omitempty"`
 	// qps is the bind client's rate limit, in requests per second. Default 0: the
