@@ -75,17 +75,7 @@ func cluster(withScheduler bool) (kubernetes.Interface, versioned.Interface) {
 
 func get(t *testing.T, withScheduler bool, args ...string) (string, string, error) {
 	t.Helper()
-	kube, ls := cluster(withScheduler)
-	var out, errOut bytes.Buffer
-	o := &getOptions{clusterOptions: clusterOptions{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}}
-	o.clients = func() (kubernetes.Interface, versioned.Interface, string, error) { return kube, ls, "demo", nil }
-	cmd := newGetCommand(o)
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	return run(t, withScheduler, nil, "get", args...)
 }
 
 func TestGetFindsAGroupByItsWorkloadsName(t *testing.T) {

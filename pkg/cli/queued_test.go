@@ -53,13 +53,18 @@ func kueueCluster(objs ...runtime.Object) dynamic.Interface {
 	return dyn
 }
 
-func runWith(t *testing.T, dyn dynamic.Interface, command string, args ...string) (string, string, error) {
+// run runs `kubectl lockstep command args` on the cluster of get's tests (with the
+// scheduler's Deployment or not), with dyn as its dynamic client (nil: none), and returns its
+// output, its error output and its error.
+func run(t *testing.T, withScheduler bool, dyn dynamic.Interface, command string, args ...string) (string, string, error) {
 	t.Helper()
-	kube, ls := cluster(true)
+	kube, ls := cluster(withScheduler)
 	var out, errOut bytes.Buffer
 	co := clusterOptions{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}
 	co.clients = func() (kubernetes.Interface, versioned.Interface, string, error) { return kube, ls, "demo", nil }
-	co.dynamicClient = func() (dynamic.Interface, error) { return dyn, nil }
+	if dyn != nil {
+		co.dynamicClient = func() (dynamic.Interface, error) { return dyn, nil }
+	}
 	cmd := newGetCommand(&getOptions{clusterOptions: co})
 	if command == "explain" {
 		cmd = newExplainCommand(&explainOptions{clusterOptions: co, now: nowForTests})
@@ -94,7 +99,7 @@ func TestGetAndExplainSayWhatKueueHolds(t *testing.T) {
 		{args: []string{"jobset/train"}, wantErr: "no gang tree holds jobset/train"},
 	} {
 		for _, command := range []string{"get", "explain"} {
-			out, _, err := runWith(t, dyn, command, tc.args...)
+			out, _, err := run(t, true, dyn, command, tc.args...)
 			if tc.wantErr == "" && err != nil {
 				t.Errorf("%s %q: %v", command, tc.args, err)
 			}
@@ -107,7 +112,7 @@ func TestGetAndExplainSayWhatKueueHolds(t *testing.T) {
 		}
 	}
 	// With a tree found, what Kueue holds is said after it; as YAML, apart from the list.
-	out, errOut, err := runWith(t, dyn, "get", "other", "job/train", "-o", "yaml")
+	out, errOut, err := run(t, true, dyn, "get", "other", "job/train", "-o", "yaml")
 	if err != nil || !strings.Contains(out, "kind: GangTreeList") || strings.Contains(out, "Kueue") || !strings.Contains(errOut, "Job demo/train is queued in Kueue") {
 		t.Errorf("get other job/train -o yaml: %v\nout:\n%s\nerr:\n%s\nwant the tree as YAML and Kueue's word apart", err, out, errOut)
 	}
