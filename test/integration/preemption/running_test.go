@@ -101,7 +101,14 @@ func TestReplacementPreemptsInItsDomain(t *testing.T) {
 	if placed["train-3"] != h1 {
 		t.Errorf("replacement bound on %s, want %s in its gang's rack", placed["train-3"], h1)
 	}
-	got := podNames(kubelets.Removed())
+	// train-2 is the test's own deletion: the kubelet stand-in may see it go (grace 0 races
+	// its watch), and it is no eviction.
+	var got []string
+	for _, name := range podNames(kubelets.Removed()) {
+		if name != "train-2" {
+			got = append(got, name)
+		}
+	}
 	if len(got) != 1 || (got[0] != "filler-h1" && got[0] != "squatter") {
 		t.Errorf("evicted %v, want one low-priority pod of h1", got)
 	}
