@@ -81,8 +81,14 @@ type Round struct {
 	deadlineTimer Timer
 	// backoff is the gang policy of the profile whose member first waited.
 	backoff time.Duration
-	// activated: the tree's pending members were activated on the attempt's first wait.
-	activated bool
+	// scout is the member let into the queue to try the tree for all while it is not open
+	// (scout.go); scoutTried: it reached a scheduling cycle; scoutTimer opens the tree if it
+	// does not in time. open: every member is let in, from the start of an attempt until the
+	// tree fails whole.
+	scout      types.UID
+	scoutTried bool
+	scoutTimer Timer
+	open       bool
 	// unplaceable is why a planner found no place for the tree in this attempt.
 	unplaceable string
 
@@ -175,7 +181,7 @@ func (as *Attempts) Add(a *Attempt) bool {
 	if started {
 		r.id++
 		clear(r.failed)
-		r.activated, r.unplaceable = false, ""
+		r.unplaceable = ""
 		r.deadline = time.Time{}
 		stopTimer(&r.deadlineTimer)
 	}
@@ -326,6 +332,7 @@ func (as *Attempts) ForgetGroup(k Key) {
 		stopTimer(&r.deadlineTimer)
 		stopTimer(&r.releaseTimer)
 		stopTimer(&r.partialTimer)
+		stopTimer(&r.scoutTimer)
 		if len(r.waiting) > 0 {
 			as.waitingRoots--
 			metrics.waitingGangs.Set(float64(as.waitingRoots))

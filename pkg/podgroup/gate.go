@@ -54,9 +54,12 @@ const (
 	// AwaitingKueue: Kueue has not placed every pod of the tree yet (its topology scheduling
 	// gate): the gang is tried once it has, with every member's node selector final.
 	AwaitingKueue
+	// AwaitingScout: the tree has no attempt in progress, and another member (its scout) is
+	// trying it for all (scout.go).
+	AwaitingScout
 )
 
-var verdictNames = [...]string{"Proceed", "NotMember", "MissingGroup", "Invalid", "WaitingForPods", "BackingOff", "Syncing", "Unseen", "Suspended", "AwaitingKueue"}
+var verdictNames = [...]string{"Proceed", "NotMember", "MissingGroup", "Invalid", "WaitingForPods", "BackingOff", "Syncing", "Unseen", "Suspended", "AwaitingKueue", "AwaitingScout"}
 
 func (c VerdictCode) String() string { return verdictNames[c] }
 
@@ -84,8 +87,9 @@ const (
 
 // Admit answers PreEnqueue: a pod waits out of the queue until its PodGroup and every
 // ancestor exist, its tree is valid and enough pods exist for its path to be ready (or its
-// group was initially scheduled), and while its tree backs off after a failed attempt. Pods held because the model has not seen them yet are
-// activated when it has. A pod whose PodGroup does not exist is told so by an event: Normal
+// group was initially scheduled), while its tree backs off after a failed attempt, and,
+// for a gang with no attempt in progress, until its scout found room for it (scout.go).
+// Pods held because the model has not seen them yet are activated when it has. A pod whose PodGroup does not exist is told so by an event: Normal
 // while lockstep's workload controller is creating it, Warning once the wait is longer than
 // it should need or at once for a group nobody else creates (noticeMissingGroupLocked;
 // events are recorded while the scheduler leads; becoming leader announces again). A pod
@@ -171,14 +175,31 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 	}
 	// A tree backing off is held out of the queue too (PreEnqueue): a member popped only to be
 	// turned away would get its PodScheduled condition written with the backoff's words, then
-	// with the next attempt's, at every attempt. The model activates the tree's pending
-	// members when the backoff ends or news comes.
-	if mode != modePeek {
-		if left := m.permits.backoffLeftLocked(root); left > 0 {
+	// with the next attempt's, at every attempt. The model activates a scout of the tree
+	// (scout.go) when the backoff ends or news comes.
+	// Queueing hints ask too: the model, not the hint, retries a tree backing off.
+	if left := m.permits.backoffLeftLocked(root); left > 0 {
+		if mode != modePeek {
 			logger.V(4).Info("Gang backs off", "pod", klog.KObj(pod), "group", k, "root", root, "left", left)
-			return Verdict{Code: BackingOff, Group: k, Root: root,
-				// The same words at every retry: the pod's PodScheduled condition is not written again.
-				Message: fmt.Sprintf("gang %s backs off after a failed attempt; retried when the backoff ends or the cluster changes", root.Name)}, SortKey{}
+		}
+		return Verdict{Code: BackingOff, Group: k, Root: root,
+			// The same words at every retry: the pod's PodScheduled condition is not written again.
+			Message: fmt.Sprintf("gang %s backs off after a failed attempt; retried when the backoff ends or the cluster changes", root.Name)}, SortKey{}
+	}
+	// A tree with no attempt in progress is tried by its scout alone (scout.go).
+	if !grp.Scheduled() && m.index.needsMany(k) {
+		switch mode {
+		case modeEnqueue:
+			if scout, held := m.permits.scoutHoldsLocked(logger, pod, k, root); held {
+				logger.V(5).Info("Member waits for its gang's scout", "pod", klog.KObj(pod), "group", k, "root", root, "scout", scout)
+				return m.awaitingScoutLocked(k, root, scout), SortKey{}
+			}
+		case modePeek:
+			if scout, held := m.permits.scoutPeekLocked(pod, root); held {
+				return m.awaitingScoutLocked(k, root, scout), SortKey{}
+			}
+		case modeCycle:
+			m.permits.scoutTriedLocked(pod.UID, root)
 		}
 	}
 	v := Verdict{Code: Proceed, Group: k, Root: root, MinResources: m.minResourcesLocked(k)}
@@ -190,6 +211,14 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 		t = last
 	}
 	return v, SortKey{Priority: m.priorityLocked(pod, root), Finishing: m.halfBoundLocked(root), Time: t, Root: root.String()}
+}
+
+func (m *Model) awaitingScoutLocked(k, root Key, scout types.UID) Verdict {
+	var pod *v1.Pod
+	if mem := m.members.Of(scout); mem != nil {
+		pod = mem.Pod
+	}
+	return Verdict{Code: AwaitingScout, Group: k, Root: root, Message: scoutMessage(root, pod)}
 }
 
 // halfBoundLocked reports whether some members of root's tree are bound (or ran) although

@@ -131,3 +131,7 @@ func reservePermit(m *Model, p *v1.Pod) PermitDecision {
 	m.Permits().Reserve(klog.Background(), a, "n1")
 	return m.Permits().Permit(klog.Background(), a, testPolicy)
 }
+
+// admittedOrScouted reports whether a verdict lets a member into the queue, or holds it only
+// while its tree's scout tries the tree for all.
+func admittedOrScouted(v Verdict) bool { return v.Code == Proceed || v.Code == AwaitingScout }

@@ -550,6 +550,26 @@ func (ix *Index) RootOf(k Key) (Key, bool) {
 	return Key{}, false
 }
 
+// needsMany reports whether a member of PodGroup k binds only with others: some group on
+// its path to the root is a gang whose minimum is more than one.
+func (ix *Index) needsMany(k Key) bool {
+	for i := 0; i <= v1alpha1.MaxTreeDepth; i++ {
+		g := ix.entries[k]
+		if !g.Exists() {
+			return false
+		}
+		if g.IsGang() && g.Minimum() > 1 {
+			return true
+		}
+		pk, ok := g.ParentKey()
+		if !ok {
+			return false
+		}
+		k = pk
+	}
+	return false
+}
+
 // Path returns k and its ancestors up to the root (k first); false while k's hierarchy is
 // invalid.
 func (ix *Index) Path(k Key) ([]Key, bool) {

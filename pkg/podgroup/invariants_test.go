@@ -98,6 +98,9 @@ type simPod struct {
 	deadline time.Time // the framework's permit timeout while waiting
 	rejected bool      // rejected at Permit by the framework; Unreserve pending
 	wait     int       // numbers the pod's waits, for the framework's timer
+	// gated: PreEnqueue held the pod for its gang's scout; like the queue, the scheduler
+	// tries it again only once the model activates it.
+	gated bool
 }
 
 type world struct {
@@ -105,6 +108,8 @@ type world struct {
 	rng   *rand.Rand
 	clk   *simClock
 	model sut
+	// activations counts the pods the model activated (settle tries again after some).
+	activations int
 	// cluster objects
 	groups map[Key]runtime.Object
 	pods   map[types.UID]*simPod
@@ -214,7 +219,17 @@ func (w *world) reject(p *v1.Pod, msg string) {
 	w.logf("rejected %s: %s", p.Name, msg)
 }
 
-func (w *world) activate([]*v1.Pod) {}
+// activate counts activations: settle tries the pending pods again after a pass that
+// activated some (the queue pops a pod activated while its tree is open, a scout's gang),
+// and lets a pod held for its gang's scout be tried again.
+func (w *world) activate(pods []*v1.Pod) {
+	w.activations += len(pods)
+	for _, p := range pods {
+		if sp := w.pods[p.UID]; sp != nil {
+			sp.gated = false
+		}
+	}
+}
 
 func (w *world) live(p *v1.Pod) bool {
 	sp := w.pods[p.UID]
@@ -432,7 +447,11 @@ func (w *world) scheduleOne() {
 
 func (w *world) cycle(sp *simPod, allFit bool) {
 	p := sp.obj
-	if ok, _ := w.model.preEnqueue(p); !ok {
+	if sp.gated {
+		return
+	}
+	if ok, why := w.model.preEnqueue(p); !ok {
+		sp.gated = strings.Contains(why, scoutWords)
 		return
 	}
 	if ok, _ := w.model.preFilter(p); !ok {
@@ -594,6 +613,7 @@ func (w *world) restart() {
 		if sp.state == stateWaiting || sp.state == stateBinding {
 			sp.state, sp.rejected, sp.assumed = statePending, false, nil
 		}
+		sp.gated = false // the new scheduler's queue runs PreEnqueue for every pod
 	}
 	w.clk.timers = nil // the old model's timers die with it
 	w.model = newSUT(w.t, w.clk, w)
@@ -776,6 +796,9 @@ func (w *world) checkQuiet() {
 	}
 }
 
+// scoutWords are in the message of a member held for its gang's scout.
+const scoutWords = "first; its other members are scheduled once"
+
 // settle lets the world reach quiescence with room for every pod: informers catch up,
 // timeouts pass, the scheduler retries every pod it may schedule, bindings complete.
 func (w *world) settle() {
@@ -785,10 +808,16 @@ func (w *world) settle() {
 			w.runUnreserve()
 			w.deliver(w.lagging())
 		}
-		for _, sp := range w.sortedPods() {
-			if sp.state == statePending {
-				w.cycle(sp, true)
-				w.checkBatch()
+		for pass := 0; pass < 4; pass++ {
+			before := w.activations
+			for _, sp := range w.sortedPods() {
+				if sp.state == statePending {
+					w.cycle(sp, true)
+					w.checkBatch()
+				}
+			}
+			if w.activations == before {
+				break
 			}
 		}
 		for _, sp := range w.sortedPods() {
@@ -813,7 +842,12 @@ func (w *world) settle() {
 		if sp.state != statePending {
 			continue
 		}
-		if ok, _ := w.model.preEnqueue(sp.obj); ok {
+		ok, why := w.model.preEnqueue(sp.obj)
+		if !ok && strings.Contains(why, scoutWords) {
+			// Every pod was tried again and again with room for all: a scout's tree is open.
+			w.violation("pending pod %s still waits for a scout (%s), yet never bound", sp.obj.Name, why)
+		}
+		if ok {
 			if ok, msg := w.model.preFilter(sp.obj); ok {
 				w.violation("pending pod %s may be scheduled and fits, yet never bound", sp.obj.Name)
 			} else if strings.TrimSpace(msg) == "" {

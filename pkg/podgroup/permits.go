@@ -71,21 +71,30 @@ const permitGrace = 5 * time.Second
 // starts an attempt. A pod the model does not count as a member (deleted, not seen, left its
 // group) is not recorded: it is never counted from the scheduler's copy.
 func (p *Permits) Reserve(logger klog.Logger, pod *v1.Pod, node string) {
-	m := p.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	mem := m.members.Of(pod.UID)
-	if mem == nil {
+	p.m.update(logger, func(eff *effects) {
+		m := p.m
+		mem := m.members.Of(pod.UID)
+		if mem == nil {
+			return
+		}
+		root, ok := m.index.RootOf(mem.Group)
+		if !ok {
+			return
+		}
+		p.addLocked(eff, &Attempt{Pod: pod, Group: mem.Group, Root: root, Node: node, State: Reserved})
+		logger.V(5).Info("Member reserved", "pod", klog.KObj(pod), "group", mem.Group, "root", root, "node", node)
+	})
+}
+
+// addLocked records a reservation. The first of an attempt opens the tree: its pending
+// members, held back while its scout tried it or rejected in an earlier attempt, are
+// activated (scout.go).
+func (p *Permits) addLocked(eff *effects, a *Attempt) {
+	if !p.attempts.Add(a) {
 		return
 	}
-	root, ok := m.index.RootOf(mem.Group)
-	if !ok {
-		return
-	}
-	if p.attempts.Add(&Attempt{Pod: pod, Group: mem.Group, Root: root, Node: node, State: Reserved}) {
-		logger.V(4).Info("Gang attempt started", "pod", klog.KObj(pod), "group", mem.Group, "root", root)
-	}
-	logger.V(5).Info("Member reserved", "pod", klog.KObj(pod), "group", mem.Group, "root", root, "node", node)
+	eff.logger.V(4).Info("Gang attempt started", "pod", klog.KObj(a.Pod), "group", a.Group, "root", a.Root)
+	p.openLocked(eff, a.Root, p.attempts.RoundOf(a.Root), "its attempt started")
 }
 
 // PermitDecision tells the gang plugin what to answer at Permit.
@@ -141,7 +150,7 @@ func (p *Permits) permitLocked(eff *effects, logger klog.Logger, pod *v1.Pod, po
 			node = a.Node
 		}
 		a = &Attempt{Pod: pod, Group: k, Root: root, Node: node, State: Reserved}
-		p.attempts.Add(a)
+		p.addLocked(eff, a)
 	}
 	if p.gone.Has(a.Node) {
 		// Placed from a cache that had not yet lost the node: allowed, it would bind there.
@@ -169,10 +178,6 @@ func (p *Permits) permitLocked(eff *effects, logger klog.Logger, pod *v1.Pod, po
 		r.backoff = pol.Backoff
 	}
 	p.armDeadlineLocked(root, r)
-	if !r.activated {
-		r.activated = true
-		eff.activate = append(eff.activate, m.pendingLocked(root)...)
-	}
 	placed := m.index.readiness(p.placedCounter(), true)
 	msg := fmt.Sprintf("waiting for the rest of the gang %s: %s", root.Name, placed.shortfall(k, "placed"))
 	logger.V(4).Info("Member waits for its gang", "pod", klog.KObj(pod), "group", k, "root", root, "node", a.Node,
@@ -374,6 +379,10 @@ func (p *Permits) failLocked(eff *effects, logger klog.Logger, pod *v1.Pod, reas
 	possible = m.index.readiness(p.possibleCounter(root), true)
 	if possible.path(k) {
 		logger.V(4).Info("Member fits nowhere; its gang can still be ready", "pod", klog.KObj(pod), "group", k, "root", root, "why", reason)
+		if !r.open {
+			// The others may fit where this one did not: they are tried.
+			p.openLocked(eff, root, r, fmt.Sprintf("member %s fits nowhere, and the gang can be ready without it", pod.Name))
+		}
 		return ""
 	}
 	placed, total := p.treeCountsLocked(root)
@@ -602,6 +611,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 			r.newsAt = time.Time{}
 		}
 		r.stalled, r.lastFailure = true, now
+		p.closeLocked(r)
 		if r.waitingSince.IsZero() {
 			r.waitingSince = now
 		}
@@ -683,6 +693,7 @@ func (p *Permits) memberGoneLocked(eff *effects, uid types.UID, root Key, hasRoo
 			delete(r.failed, uid)
 		}
 		p.releaseHopelessLocked(eff, p.m.logger, root, why)
+		p.scoutGoneLocked(eff, uid, root)
 	}
 }
 

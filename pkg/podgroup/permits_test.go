@@ -359,17 +359,28 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	if v := m.Gate().Admit(bg, pods[1]); v.Code != BackingOff {
 		t.Errorf("Admit during backoff = %v, want BackingOff", v.Code)
 	}
-	// With no news, the tree is retried when the backoff ends: its members are activated
-	// (PreEnqueue runs again) and admitted.
+	// With no news, the tree is retried when the backoff ends, by one scout (a member that did
+	// not fail): the others wait out of the queue until it has found room for the gang.
 	clk.Step(10 * time.Second)
-	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-0", "a-1", "a-2"}) {
-		t.Errorf("retry after backoff activates %v, want all 3 members", activated)
+	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-0"}) {
+		t.Errorf("retry after backoff activates %v, want the scout a-0 alone", activated)
+	}
+	if v := m.Gate().Admit(bg, pods[0]); v.Code != Proceed {
+		t.Errorf("Admit of the scout after backoff = %v, want Proceed", v.Code)
+	}
+	if v := m.Gate().Admit(bg, pods[1]); v.Code != AwaitingScout || !strings.Contains(v.Message, "a-0") {
+		t.Errorf("Admit of another member after backoff = %v %q, want AwaitingScout naming a-0", v.Code, v.Message)
 	}
 	if v := m.Gate().Check(bg, pods[0]); v.Code != Proceed {
 		t.Errorf("Check after backoff = %v, want Proceed", v.Code)
 	}
+	// The scout's plan holds room: the attempt starts, and the others are let in.
+	m.Permits().Reserve(bg, assumed(pods[0], "n1"), "n1")
+	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-1", "a-2"}) {
+		t.Errorf("the scout's reservation activates %v, want the other members", activated)
+	}
 	if v := m.Gate().Admit(bg, pods[1]); v.Code != Proceed {
-		t.Errorf("Admit after backoff = %v, want Proceed", v.Code)
+		t.Errorf("Admit once the attempt started = %v, want Proceed", v.Code)
 	}
 	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); c.Message != details {
 		t.Errorf("condition %q, want the failure", c.Message)
@@ -405,9 +416,9 @@ func TestNewsRetriesAFailedTreeNow(t *testing.T) {
 			}
 			event(m)
 			clk.Step(newsDelay)
-			activated, _, _ := rec.take()
-			if !contains(activated, "a-0") || !contains(activated, "a-1") {
-				t.Errorf("activated %v, want the tree's members", activated)
+			// One scout tries the tree (not a-0, which just failed).
+			if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-1"}) {
+				t.Errorf("activated %v, want the scout a-1", activated)
 			}
 			if v := m.Gate().Check(bg, pods[0]); v.Code != Proceed {
 				t.Errorf("Check after news = %v %q, want Proceed", v.Code, v.Message)
@@ -426,8 +437,8 @@ func TestNewsRetriesAFailedTreeNow(t *testing.T) {
 		t.Errorf("retried within the floor: %v", activated)
 	}
 	clk.Step(DefaultRetryFloor)
-	if activated, _, _ := rec.take(); len(activated) != 3 {
-		t.Errorf("retry at the floor activated %v, want the 3 members", activated)
+	if activated, _, _ := rec.take(); len(activated) != 1 {
+		t.Errorf("retry at the floor activated %v, want one scout", activated)
 	}
 	// The attempt news prompted fails at once (the scheduler's cache had not caught up): it
 	// backs off for the floor only, then the full backoff.
@@ -625,8 +636,8 @@ func TestNewsRetriesFailedTreesTogether(t *testing.T) {
 	batches := rec.batches
 	rec.mu.Unlock()
 	activated, _, _ := rec.take()
-	if !cmp.Equal(activated, []string{"early-0", "early-1", "late-0", "late-1"}) || batches != 1 {
-		t.Errorf("activated %v in %d batches, want both trees in one", activated, batches)
+	if !cmp.Equal(activated, []string{"early-1", "late-1"}) || batches != 1 {
+		t.Errorf("activated %v in %d batches, want both trees' scouts in one", activated, batches)
 	}
 }
 

@@ -72,7 +72,7 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 	})
 }
 
-// retryLocked ends a tree's backoff and activates its pending members.
+// retryLocked ends a tree's backoff and lets a scout try it again (scout.go).
 func (p *Permits) retryLocked(eff *effects, root Key, why string) {
 	m := p.m
 	r := p.attempts.RoundOf(root)
@@ -82,11 +82,7 @@ func (p *Permits) retryLocked(eff *effects, root Key, why string) {
 	if r.news != "" {
 		why, r.news, r.newsAt = r.news, "", m.clock.Now()
 	}
-	pending := m.pendingLocked(root)
-	eff.activate = append(eff.activate, pending...)
-	if len(pending) > 0 {
-		eff.logger.V(4).Info("Retrying gang", "root", root, "pods", len(pending), "why", why)
-	}
+	p.retryScoutLocked(eff, root, r, why)
 }
 
 // armRetryLocked makes sure the tree is retried at the latest at at.

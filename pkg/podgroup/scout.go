@@ -1,0 +1,152 @@
+package podgroup
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// A gang (some group on a member's path needs more than one pod) that has no attempt in
+// progress is tried by one of its members, its scout: the scout's scheduling cycle plans the
+// whole tree, and the other members enter the scheduling queue only once that plan holds
+// room for them (the attempt starts, Reserve). A tree that
+// cannot fit then costs one scheduling cycle per try, not one per member: without a scout,
+// a 10,000-member gang retried on news sends 10,000 high-priority pods through the queue,
+// each popped only to be turned away, ahead of every lower-priority pod that could bind
+// (upstream's starvation workload; docs/benchmarks.md). Upstream's own pod-group cycle pops
+// a group as one for the same reason.
+//
+// The tree is open (every member is let in) from the start of an attempt until the tree
+// fails whole; a scout's failure that leaves the tree able to be ready (more members than its
+// minimum) opens it too, as does a scout not tried within scoutGrace of being let in (another
+// plugin's PreEnqueue holds it, say): the scout saves work, and never holds a gang back.
+
+// scoutGrace is how long a scout let into the queue may take to reach a scheduling cycle
+// before its tree is opened to every member.
+const scoutGrace = 10 * time.Second
+
+// scoutHoldsLocked reports whether the member pod of group k (not scheduled) must wait for
+// its tree's scout, making it the scout if the tree has none. Enqueue (PreEnqueue) only: a
+// member already in the queue or in a cycle goes on.
+func (p *Permits) scoutHoldsLocked(logger klog.Logger, pod *v1.Pod, k, root Key) (types.UID, bool) {
+	r := p.attempts.RoundOf(root)
+	if r.open || r.active > 0 {
+		return "", false
+	}
+	if r.scout == "" || r.scout == pod.UID || p.m.members.Of(r.scout) == nil {
+		p.sendScoutLocked(logger, root, r, pod)
+		return "", false
+	}
+	return r.scout, true
+}
+
+// scoutPeekLocked answers scoutHoldsLocked's question without side effects (queueing hints).
+func (p *Permits) scoutPeekLocked(pod *v1.Pod, root Key) (types.UID, bool) {
+	r := p.attempts.Round(root)
+	if r == nil || r.open || r.active > 0 || r.scout == "" || r.scout == pod.UID || p.m.members.Of(r.scout) == nil {
+		return "", false
+	}
+	return r.scout, true
+}
+
+// sendScoutLocked makes pod the scout of root's tree, let into the queue now, and arms the
+// timer that opens the tree if the scout is not tried in time.
+func (p *Permits) sendScoutLocked(logger klog.Logger, root Key, r *Round, pod *v1.Pod) {
+	m := p.m
+	if r.scout != pod.UID {
+		logger.V(4).Info("Gang scout chosen", "pod", klog.KObj(pod), "root", root)
+	}
+	r.scout, r.scoutTried = pod.UID, false
+	stopTimer(&r.scoutTimer)
+	uid := pod.UID
+	r.scoutTimer = m.clock.AfterFunc(scoutGrace, func() {
+		m.update(m.logger, func(eff *effects) {
+			r := p.attempts.Round(root)
+			if r == nil || r.scout != uid || r.scoutTried || r.open {
+				return
+			}
+			p.openLocked(eff, root, r, fmt.Sprintf("its scout was not tried within %s", scoutGrace))
+		})
+	})
+}
+
+// scoutTriedLocked records that a member reached its scheduling cycle (PreFilter).
+func (p *Permits) scoutTriedLocked(uid types.UID, root Key) {
+	if r := p.attempts.Round(root); r != nil && r.scout == uid {
+		r.scoutTried = true
+		stopTimer(&r.scoutTimer)
+	}
+}
+
+// openLocked lets every member of root's tree into the queue, and activates those pending
+// (but those that failed in this attempt: they are tried again on news).
+func (p *Permits) openLocked(eff *effects, root Key, r *Round, why string) {
+	r.open, r.scout, r.scoutTried = true, "", false
+	stopTimer(&r.scoutTimer)
+	var pending []*v1.Pod
+	for _, pod := range p.m.pendingLocked(root) {
+		if _, failed := r.failed[pod.UID]; !failed {
+			pending = append(pending, pod)
+		}
+	}
+	eff.activate = append(eff.activate, pending...)
+	if len(pending) > 0 {
+		eff.logger.V(4).Info("Gang open to all its members", "root", root, "pods", len(pending), "why", why)
+	}
+}
+
+// closeLocked ends the tree's opening after it failed whole: its next try is a scout's.
+func (p *Permits) closeLocked(r *Round) {
+	r.open, r.scout, r.scoutTried = false, "", false
+	stopTimer(&r.scoutTimer)
+}
+
+// retryScoutLocked lets a tree that failed be tried again: by a new scout, activated now, or
+// by every pending member if the tree is open.
+func (p *Permits) retryScoutLocked(eff *effects, root Key, r *Round, why string) {
+	if r.open || r.active > 0 {
+		p.openLocked(eff, root, r, why)
+		return
+	}
+	pending := p.m.pendingLocked(root)
+	if len(pending) == 0 {
+		return
+	}
+	scout := pending[0]
+	for _, pod := range pending {
+		if _, failed := r.failed[pod.UID]; !failed {
+			scout = pod
+			break
+		}
+	}
+	p.sendScoutLocked(eff.logger, root, r, scout)
+	eff.activate = append(eff.activate, scout)
+	eff.logger.V(4).Info("Retrying gang", "root", root, "scout", klog.KObj(scout), "pending", len(pending), "why", why)
+}
+
+// scoutGoneLocked sends a new scout when the scout of root's tree stopped being a pending
+// member (deleted, left its group, bound by someone else).
+func (p *Permits) scoutGoneLocked(eff *effects, uid types.UID, root Key) {
+	r := p.attempts.Round(root)
+	if r == nil || r.scout != uid {
+		return
+	}
+	r.scout, r.scoutTried = "", false
+	stopTimer(&r.scoutTimer)
+	if r.stalled || p.m.index.Get(root).Scheduled() {
+		return // the retry sends one
+	}
+	p.retryScoutLocked(eff, root, r, "its scout is gone")
+}
+
+// scoutMessage is what a member held for its tree's scout is told.
+func scoutMessage(root Key, scout *v1.Pod) string {
+	name := "another member"
+	if scout != nil {
+		name = "member " + scout.Name
+	}
+	return fmt.Sprintf("gang %s is tried by %s first; its other members are scheduled once it has found room for the gang", root.Name, name)
+}

@@ -1,0 +1,134 @@
+package podgroup
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+)
+
+// A gang with no attempt in progress is tried by one scout; its other members enter the queue
+// once the scout's reservation starts an attempt, or once the scout can no longer try the
+// tree for them.
+func TestScoutTriesTheTreeForAll(t *testing.T) {
+	type step func(t *testing.T, m *Model, clk *simClock, pods []*v1.Pod)
+	admit := func(i int, want VerdictCode) step {
+		return func(t *testing.T, m *Model, _ *simClock, pods []*v1.Pod) {
+			t.Helper()
+			if v := m.Gate().Admit(bg, pods[i]); v.Code != want {
+				t.Errorf("Admit %s = %v %q, want %v", pods[i].Name, v.Code, v.Message, want)
+			}
+		}
+	}
+	peek := func(i int, want VerdictCode) step {
+		return func(t *testing.T, m *Model, _ *simClock, pods []*v1.Pod) {
+			t.Helper()
+			if v := m.Gate().Peek(pods[i]); v.Code != want {
+				t.Errorf("Peek %s = %v, want %v", pods[i].Name, v.Code, want)
+			}
+		}
+	}
+	check := func(i int) step {
+		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) { m.Gate().Check(bg, pods[i]) }
+	}
+	reserve := func(i int) step {
+		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) {
+			m.Permits().Reserve(bg, assumed(pods[i], "n1"), "n1")
+		}
+	}
+	fail := func(i int) step {
+		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) {
+			m.Permits().Fail(bg, pods[i], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+		}
+	}
+	deletePod := func(i int) step {
+		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) { m.OnPodDelete(pods[i]) }
+	}
+	wait := func(d time.Duration) step {
+		return func(_ *testing.T, _ *Model, clk *simClock, _ []*v1.Pod) { clk.Step(d) }
+	}
+
+	tests := []struct {
+		name      string
+		min, pods int
+		steps     []step
+		// activated are the pods the steps activated.
+		activated []string
+	}{{
+		name: "the first member admitted is the scout; the others wait, hints too",
+		min:  3, pods: 3,
+		steps:     []step{admit(0, Proceed), admit(1, AwaitingScout), admit(2, AwaitingScout), peek(1, AwaitingScout), peek(0, Proceed), admit(0, Proceed)},
+		activated: nil,
+	}, {
+		name: "the scout's reservation lets the others in",
+		min:  3, pods: 3,
+		steps:     []step{admit(1, Proceed), admit(0, AwaitingScout), check(1), reserve(1), admit(0, Proceed), admit(2, Proceed)},
+		activated: []string{"a-0", "a-2"},
+	}, {
+		name: "a scout deleted sends another",
+		min:  2, pods: 3,
+		steps:     []step{admit(0, Proceed), admit(1, AwaitingScout), deletePod(0)},
+		activated: []string{"a-1"},
+	}, {
+		name: "a scout not tried in time opens the tree",
+		min:  3, pods: 3,
+		steps:     []step{admit(0, Proceed), admit(1, AwaitingScout), wait(scoutGrace)},
+		activated: []string{"a-0", "a-1", "a-2"},
+	}, {
+		name: "a scout tried keeps the tree closed past the grace",
+		min:  3, pods: 3,
+		steps:     []step{admit(0, Proceed), check(0), wait(scoutGrace), admit(1, AwaitingScout)},
+		activated: nil,
+	}, {
+		name: "a scout that fails where the gang can be ready without it opens the tree",
+		min:  2, pods: 3,
+		steps:     []step{admit(0, Proceed), check(0), fail(0), admit(1, Proceed)},
+		activated: []string{"a-1", "a-2"},
+	}, {
+		name: "a scout that fails the gang whole backs it off; no member is let in",
+		min:  3, pods: 3,
+		steps:     []step{admit(0, Proceed), check(0), fail(0), admit(0, BackingOff), admit(1, BackingOff), peek(1, BackingOff)},
+		activated: nil,
+	}, {
+		name: "a gang of one needs no scout",
+		min:  1, pods: 3,
+		steps:     []step{admit(0, Proceed), admit(1, Proceed), admit(2, Proceed)},
+		activated: nil,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk, rec := testModel(t)
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(int32(tc.min)).Obj())
+			pods := addPods(m, "a", tc.pods)
+			rec.take()
+			for _, s := range tc.steps {
+				s(t, m, clk, pods)
+			}
+			if activated, _, _ := rec.take(); !cmp.Equal(activated, tc.activated) {
+				t.Errorf("activated %v, want %v", activated, tc.activated)
+			}
+		})
+	}
+}
+
+// A member of a group already scheduled (a replacement) is never held for a scout.
+func TestReplacementNeedsNoScout(t *testing.T) {
+	m, _, rec := testModel(t)
+	pods := gangWithWaiters(m, rec, "a", 2, 1)
+	if d := reservePermit(m, pods[1]); !d.Allow {
+		t.Fatalf("Permit of the last member = %+v, want allowed", d)
+	}
+	for i, p := range pods {
+		m.OnPod(p, lt.Member("ns", "a", i).Node("n1").Obj())
+	}
+	for i := 2; i < 4; i++ {
+		p := lt.Member("ns", "a", i).Obj()
+		m.OnPod(nil, p)
+		if v := m.Gate().Admit(bg, p); v.Code != Proceed {
+			t.Errorf("Admit of replacement %s = %v %q, want Proceed", p.Name, v.Code, v.Message)
+		}
+	}
+}
