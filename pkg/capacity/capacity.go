@@ -133,3 +133,25 @@ func (r Resources) AtLeastZero() Resources {
 	}
 	return out
 }
+
+// Allocatable returns what a node offers pods, in the units of Resources.
+func Allocatable(node *v1.Node) Resources {
+	r := Resources{}
+	for name, q := range node.Status.Allocatable {
+		switch name {
+		case v1.ResourceCPU:
+			r.MilliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			r.Memory = q.Value()
+		case v1.ResourcePods:
+			r.Pods = q.Value()
+		case v1.ResourceEphemeralStorage:
+		default:
+			if r.Scalar == nil {
+				r.Scalar = map[v1.ResourceName]int64{}
+			}
+			r.Scalar[name] = q.Value()
+		}
+	}
+	return r
+}

@@ -1,9 +1,11 @@
 package capacity
 
 import (
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 const gpu = v1.ResourceName("nvidia.com/gpu")
@@ -43,5 +45,19 @@ func TestArithmetic(t *testing.T) {
 	left.Add(Resources{MilliCPU: 1000})
 	if left.MilliCPU != 0 {
 		t.Errorf("Add: %d milli-CPU, want 0", left.MilliCPU)
+	}
+}
+
+func TestAllocatable(t *testing.T) {
+	node := &v1.Node{Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceCPU:              resource.MustParse("3500m"),
+		v1.ResourceMemory:           resource.MustParse("8Gi"),
+		v1.ResourcePods:             resource.MustParse("110"),
+		v1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+		gpu:                         resource.MustParse("8"),
+	}}}
+	want := Resources{MilliCPU: 3500, Memory: 8 << 30, Pods: 110, Scalar: map[v1.ResourceName]int64{gpu: 8}}
+	if got := Allocatable(node); !reflect.DeepEqual(got, want) {
+		t.Errorf("Allocatable = %+v, want %+v", got, want)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 )
 
 // Attempts records the scheduler's work on trees: which members hold a reservation (and
@@ -103,6 +105,15 @@ type Round struct {
 	// news prompted last ran.
 	news   string
 	newsAt time.Time
+	// quietRetry: the current try is the backoff's end, no news prompted it; quiet counts
+	// the consecutive such tries that failed (quietBackoff). lookAgain: the backoff is the
+	// retry floor's second look after news.
+	quietRetry, lookAgain bool
+	quiet                 int
+	// need is, resource by resource, the least a pending member requested when the tree last
+	// failed whole (needKnown): room on a node that cannot fit it is no news for the tree.
+	need      capacity.Resources
+	needKnown bool
 
 	// releaseTimer releases the tree if it stays half bound after a failed attempt
 	// (release.go); partialTimer decides its partial binds when they are due (partial.go).

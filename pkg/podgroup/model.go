@@ -58,6 +58,8 @@ type Model struct {
 	// held are pods turned away before the model could answer for them (not synced yet, or
 	// not seen by the model's own pod handler yet); they are activated once it can.
 	held map[types.UID]*v1.Pod
+	// room is what each node has free, to tell news that can help a waiting gang (room.go).
+	room *nodeRoom
 	// noticed are the pods told, by an event, that their PodGroup does not exist, and the
 	// type of the last event each was told (once each: Normal, then Warning; see
 	// noticeMissingGroupLocked).
@@ -164,6 +166,7 @@ func New(opts Options) *Model {
 		profiles:   map[string]*Profile{},
 		synced:     func() bool { return true },
 		held:       map[types.UID]*v1.Pod{},
+		room:       newNodeRoom(),
 		noticed:    map[types.UID]string{},
 		knownReady: map[Key]bool{},
 
@@ -496,16 +499,21 @@ func (m *Model) goneLocked(k Key) {
 // --- pods ---
 
 // OnPod records a pod that was added (old nil) or updated.
-func (m *Model) OnPod(_, obj any) {
+func (m *Model) OnPod(oldObj, obj any) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return
 	}
+	old, _ := oldObj.(*v1.Pod)
 	m.update(m.logger, func(eff *effects) {
 		if m.servesLocked(pod) {
 			m.book.Remember(pod)
 		}
 		m.filePodLocked(eff, pod)
+		m.room.pod(old, pod)
+		if holdsRoom(old) && !holdsRoom(pod) {
+			m.permits.pokeRoomLocked(old.Spec.NodeName, fmt.Sprintf("pod %s/%s finished on node %s", pod.Namespace, pod.Name, old.Spec.NodeName))
+		}
 	})
 }
 
@@ -525,8 +533,9 @@ func (m *Model) OnPodDelete(obj any) {
 		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
 		delete(m.held, pod.UID)
 		delete(m.noticed, pod.UID)
+		m.room.pod(pod, nil)
 		if pod.Spec.NodeName != "" {
-			m.permits.pokeStalledLocked(fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
+			m.permits.pokeRoomLocked(pod.Spec.NodeName, fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
 		}
 	})
 }
@@ -539,10 +548,21 @@ func (m *Model) onNodeUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 {
 		return
 	}
-	if why := nodeNews(o, n); why != "" {
-		m.OnCapacity(fmt.Sprintf("node %s %s", n.Name, why))
+	m.mu.Lock()
+	m.room.setNode(n)
+	switch why := nodeNews(o, n); why {
+	case "":
+	case nodeGrew:
+		m.permits.pokeRoomLocked(n.Name, fmt.Sprintf("node %s %s", n.Name, why))
+	default:
+		m.permits.pokeStalledLocked(fmt.Sprintf("node %s %s", n.Name, why))
 	}
+	m.mu.Unlock()
 }
+
+// nodeGrew is nodeNews for a node whose allocatable grew: news only for gangs it can now take
+// a member of.
+const nodeGrew = "grew"
 
 // nodeNews says how a node changed in a way that may let a pod fit, or "".
 func nodeNews(o, n *v1.Node) string {
@@ -556,7 +576,7 @@ func nodeNews(o, n *v1.Node) string {
 	}
 	for name, q := range n.Status.Allocatable {
 		if oq, ok := o.Status.Allocatable[name]; !ok || q.Cmp(oq) > 0 {
-			return "grew"
+			return nodeGrew
 		}
 	}
 	return ""
@@ -573,18 +593,25 @@ func (m *Model) OnNodeDelete(obj any) {
 	if !ok {
 		return
 	}
-	m.update(m.logger, func(eff *effects) { m.permits.nodeGoneLocked(eff, node.Name) })
+	m.update(m.logger, func(eff *effects) {
+		m.room.deleteNode(node.Name)
+		m.permits.nodeGoneLocked(eff, node.Name)
+	})
 }
 
 // OnNodeAdd retries the trees that failed for want of room; a node added under the name of
 // one deleted is a node again.
 func (m *Model) OnNodeAdd(obj any) {
-	if node, ok := obj.(*v1.Node); ok {
-		m.mu.Lock()
-		m.permits.gone.Delete(node.Name)
-		m.mu.Unlock()
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		m.OnCapacity("node added")
+		return
 	}
-	m.OnCapacity("node added")
+	m.mu.Lock()
+	m.permits.gone.Delete(node.Name)
+	m.room.setNode(node)
+	m.permits.pokeRoomLocked(node.Name, fmt.Sprintf("node %s added", node.Name))
+	m.mu.Unlock()
 }
 
 // OnCapacity tells the model that room may have appeared (a node added or grown, a pod

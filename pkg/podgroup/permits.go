@@ -604,16 +604,32 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		// A half-bound tree gets its full backoff to finish, even after a failure that may be
 		// the cache's lag (below).
 		p.armReleaseLocked(root, r, max(backoff, p.retryFloor))
+		if r.quietRetry {
+			// Tried again for no news, and failed again: the next try without news waits
+			// twice as long (quietBackoff).
+			r.quiet++
+		} else {
+			r.quiet = 0
+		}
+		r.quietRetry = false
 		if !r.newsAt.IsZero() && now.Sub(r.newsAt) < 2*p.retryFloor {
 			// The attempt news prompted failed at once: the scheduler's cache may not have had
 			// the news yet. One more look soon; the full backoff after that.
 			backoff = min(backoff, p.retryFloor)
-			r.newsAt = time.Time{}
+			r.newsAt, r.lookAgain = time.Time{}, true
+		} else {
+			backoff = quietBackoff(backoff, r.quiet)
 		}
 		r.stalled, r.lastFailure = true, now
 		p.closeLocked(r)
+		pending := m.pendingLocked(root)
+		r.need, r.needKnown = smallestNeed(pending), len(pending) > 0
 		if r.waitingSince.IsZero() {
 			r.waitingSince = now
+		}
+		if due := r.waitingSince.Add(r.reserveAfter); r.reserveAfter > 0 && due.After(now.Add(p.retryFloor)) && due.Before(now.Add(backoff)) {
+			// Tried when it has waited long enough for a reservation, whatever the backoff.
+			backoff = due.Sub(now)
 		}
 		r.backoffUntil = now.Add(backoff)
 		p.armRetryLocked(root, r, r.backoffUntil)

@@ -24,6 +24,44 @@ func (p *Permits) pokeStalledLocked(why string) {
 	p.newsLocked(roots, why)
 }
 
+// pokeRoomLocked retries the trees held back after a failed attempt that room on node can
+// help: those it can take a member of, and those whose members' needs are not known
+// (room.go).
+func (p *Permits) pokeRoomLocked(node, why string) {
+	var roots []Key
+	for root, r := range p.attempts.rounds {
+		if !r.stalled && len(r.failed) == 0 {
+			continue
+		}
+		if r.needKnown && !p.m.room.helps(node, r.need) {
+			continue
+		}
+		roots = append(roots, root)
+	}
+	p.newsLocked(roots, why)
+}
+
+// maxQuietBackoff bounds how long a tree that keeps failing waits without news: as long as
+// upstream's scheduling queue keeps an unschedulable pod before it tries it again anyway.
+const maxQuietBackoff = 5 * time.Minute
+
+// quietBackoff is how long a tree that failed waits for news before it is tried anyway: the
+// backoff, doubled for each of the quiet consecutive tries (tries no news prompted) that
+// failed, at most maxQuietBackoff. A gang that cannot fit is tried again on news that can help
+// it; without news, less and less often: ten thousand waiting gangs in a quiet cluster cost
+// a few tries a second, not a thousand.
+func quietBackoff(backoff time.Duration, quiet int) time.Duration {
+	if backoff >= maxQuietBackoff {
+		return backoff
+	}
+	for ; quiet > 0; quiet-- {
+		if backoff *= 2; backoff >= maxQuietBackoff {
+			return maxQuietBackoff
+		}
+	}
+	return backoff
+}
+
 // newsDelay is how long after news failed trees are retried (see newsLocked).
 const newsDelay = 50 * time.Millisecond
 
@@ -98,6 +136,7 @@ func (p *Permits) armRetryLocked(root Key, r *Round, at time.Time) {
 			if r := p.attempts.Round(root); r != nil && r.retryAt.Equal(at) {
 				r.retryTimer = nil
 				if r.stalled || len(r.failed) > 0 {
+					r.quietRetry, r.lookAgain = r.news == "" && !r.lookAgain, false
 					p.retryLocked(eff, root, "backoff ended")
 				}
 			}

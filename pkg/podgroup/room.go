@@ -1,0 +1,90 @@
+package podgroup
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
+)
+
+// nodeRoom is what each node has free as the model's informers last saw it: its allocatable
+// minus the requests of the pods bound there that have not finished. It tells whether news
+// of room on a node (a pod gone or finished there, the node added or grown) can help a gang
+// that failed for want of room: only if the node can now take one of its members. A waiting
+// gang is then tried again on news that can help it, not on every pod that leaves the
+// cluster: a thousand waiting gangs are not planned again for each small pod of a churn.
+//
+// It ignores reservations, nominations and the scheduler's assumed pods, which only make it
+// say yes more often; a node it does not know is news for every gang.
+type nodeRoom struct {
+	alloc map[string]capacity.Resources
+	used  map[string]capacity.Resources
+}
+
+func newNodeRoom() *nodeRoom {
+	return &nodeRoom{alloc: map[string]capacity.Resources{}, used: map[string]capacity.Resources{}}
+}
+
+// setNode records a node's allocatable.
+func (n *nodeRoom) setNode(node *v1.Node) { n.alloc[node.Name] = capacity.Allocatable(node) }
+
+// deleteNode forgets a node.
+func (n *nodeRoom) deleteNode(name string) { delete(n.alloc, name) }
+
+// pod records that a pod changed from old to cur (nil for none): what it holds on its node.
+func (n *nodeRoom) pod(old, cur *v1.Pod) {
+	if holdsRoom(old) {
+		u := n.used[old.Spec.NodeName]
+		u.Sub(capacity.PodRequests(old))
+		if u.Pods <= 0 {
+			delete(n.used, old.Spec.NodeName)
+		} else {
+			n.used[old.Spec.NodeName] = u
+		}
+	}
+	if holdsRoom(cur) {
+		u := n.used[cur.Spec.NodeName].Clone()
+		u.Add(capacity.PodRequests(cur))
+		n.used[cur.Spec.NodeName] = u
+	}
+}
+
+// free returns what node has free, false for a node it does not know.
+func (n *nodeRoom) free(node string) (capacity.Resources, bool) {
+	a, ok := n.alloc[node]
+	if !ok {
+		return capacity.Resources{}, false
+	}
+	f := a.Clone()
+	f.Sub(n.used[node])
+	return f, true
+}
+
+// helps reports whether news of room on node can help a gang whose smallest member needs
+// need: the node is unknown, or it can take that member now.
+func (n *nodeRoom) helps(node string, need capacity.Resources) bool {
+	f, ok := n.free(node)
+	return !ok || f.Fits(need)
+}
+
+// holdsRoom reports whether a pod holds room on a node: bound and not finished.
+func holdsRoom(p *v1.Pod) bool {
+	return p != nil && p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+}
+
+// smallestNeed is, resource by resource, the least any of pods requests: a node that cannot
+// fit it fits none of them.
+func smallestNeed(pods []*v1.Pod) capacity.Resources {
+	var out capacity.Resources
+	for i, p := range pods {
+		r := capacity.PodRequests(p)
+		if i == 0 {
+			out = r.Clone()
+			continue
+		}
+		out.MilliCPU, out.Memory, out.Pods = min(out.MilliCPU, r.MilliCPU), min(out.Memory, r.Memory), min(out.Pods, r.Pods)
+		for name, v := range out.Scalar {
+			out.Scalar[name] = min(v, r.Scalar[name])
+		}
+	}
+	return out
+}

@@ -1,0 +1,216 @@
+package podgroup
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+)
+
+// A gang that failed for want of room is tried again on news of room only where a node can
+// now take one of its members: a small pod leaving a full node is no news for a gang of 2-CPU
+// pods, a large one is, and so are a pod finishing, a node added or grown, and room on a node
+// the model does not know.
+func TestRoomNewsOnlyWhereAMemberFits(t *testing.T) {
+	cpu := func(q string) map[v1.ResourceName]string { return map[v1.ResourceName]string{v1.ResourceCPU: q} }
+	big := lt.MakePod().Namespace("other").Name("big").UID("big").Req(cpu("3")).Node("n1").Obj()
+	small := lt.MakePod().Namespace("other").Name("small").UID("small").Req(cpu("10m")).Node("n1").Obj()
+	tests := []struct {
+		name string
+		news func(m *Model)
+		want []string
+	}{{
+		name: "a small pod leaves the full node",
+		news: func(m *Model) { m.OnPodDelete(small) },
+	}, {
+		name: "the large pod leaves",
+		news: func(m *Model) { m.OnPodDelete(big) },
+		want: []string{"a-1"},
+	}, {
+		name: "the large pod finishes",
+		news: func(m *Model) {
+			done := big.DeepCopy()
+			done.Status.Phase = v1.PodSucceeded
+			m.OnPod(big, done)
+		},
+		want: []string{"a-1"},
+	}, {
+		name: "a small pod finishes",
+		news: func(m *Model) {
+			done := small.DeepCopy()
+			done.Status.Phase = v1.PodSucceeded
+			m.OnPod(small, done)
+		},
+	}, {
+		name: "a node too small for a member is added",
+		news: func(m *Model) { m.OnNodeAdd(lt.MakeNode("n2", "1").Obj()) },
+	}, {
+		name: "a node that fits a member is added",
+		news: func(m *Model) { m.OnNodeAdd(lt.MakeNode("n2", "4").Obj()) },
+		want: []string{"a-1"},
+	}, {
+		name: "the full node grows",
+		news: func(m *Model) { m.onNodeUpdate(lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n1", "8").Obj()) },
+		want: []string{"a-1"},
+	}, {
+		name: "the full node is relabeled (its fit for a member may change)",
+		news: func(m *Model) {
+			m.onNodeUpdate(lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n1", "4").Label("pool", "gpu").Obj())
+		},
+		want: []string{"a-1"},
+	}, {
+		name: "a pod leaves a node the model does not know",
+		news: func(m *Model) {
+			m.OnPodDelete(lt.MakePod().Namespace("other").Name("x").UID("x").Req(cpu("10m")).Node("unknown").Obj())
+		},
+		want: []string{"a-1"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk, rec := testModel(t)
+			m.OnNodeAdd(lt.MakeNode("n1", "4").Obj())
+			m.OnPod(nil, big)
+			m.OnPod(nil, small)
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+			pods := []*v1.Pod{lt.Member("ns", "a", 0).Req(cpu("2")).Obj(), lt.Member("ns", "a", 1).Req(cpu("2")).Obj()}
+			for _, p := range pods {
+				m.OnPod(nil, p)
+			}
+			m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+			clk.Step(2 * time.Second) // past the retry floor, within the backoff
+			rec.take()
+			tc.news(m)
+			clk.Step(newsDelay)
+			if activated, _, _ := rec.take(); !cmp.Equal(activated, tc.want) {
+				t.Errorf("activated %v, want %v", activated, tc.want)
+			}
+		})
+	}
+}
+
+func TestNodeRoomCountsBoundPodsThatHaveNotFinished(t *testing.T) {
+	r := newNodeRoom()
+	r.setNode(lt.MakeNode("n1", "4").Obj())
+	p := lt.MakePod().Name("p").UID("p").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()
+	bound := p.DeepCopy()
+	bound.Spec.NodeName = "n1"
+	done := bound.DeepCopy()
+	done.Status.Phase = v1.PodFailed
+	for _, step := range []struct {
+		old, cur *v1.Pod
+		wantCPU  int64
+	}{
+		{nil, p, 4000},       // pending: holds nothing
+		{p, bound, 3000},     // bound
+		{bound, bound, 3000}, // a resync changes nothing
+		{bound, done, 4000},  // finished
+		{done, nil, 4000},    // deleted after it finished
+		{nil, bound, 3000},   // seen bound at once (a restart)
+		{bound, nil, 4000},   // deleted
+		{nil, nil, 4000},     // nothing
+	} {
+		r.pod(step.old, step.cur)
+		if f, _ := r.free("n1"); f.MilliCPU != step.wantCPU {
+			t.Errorf("after %v → %v: free %dm, want %dm", name(step.old), name(step.cur), f.MilliCPU, step.wantCPU)
+		}
+	}
+	if len(r.used) != 0 {
+		t.Errorf("used keeps %v for nodes without pods", r.used)
+	}
+	r.deleteNode("n1")
+	if _, ok := r.free("n1"); ok {
+		t.Errorf("a deleted node is still known")
+	}
+}
+
+func name(p *v1.Pod) string {
+	if p == nil {
+		return "nil"
+	}
+	return p.Name + "/" + p.Spec.NodeName + "/" + string(p.Status.Phase)
+}
+
+func TestQuietBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		backoff time.Duration
+		quiet   int
+		want    time.Duration
+	}{
+		{10 * time.Second, 0, 10 * time.Second},
+		{10 * time.Second, 1, 20 * time.Second},
+		{10 * time.Second, 4, 160 * time.Second},
+		{10 * time.Second, 5, maxQuietBackoff},
+		{10 * time.Second, 100, maxQuietBackoff},
+		{10 * time.Minute, 3, 10 * time.Minute}, // a longer backoff is the operator's
+	} {
+		if got := quietBackoff(tc.backoff, tc.quiet); got != tc.want {
+			t.Errorf("quietBackoff(%s, %d) = %s, want %s", tc.backoff, tc.quiet, got, tc.want)
+		}
+	}
+}
+
+// A tree that keeps failing with no news is tried less and less often (10 s, 20 s, 40 s...);
+// news brings the short backoff back, and a tree is tried when it has waited long enough for
+// a reservation, whatever its backoff.
+func TestQuietTriesSpreadOut(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	pods := addPods(m, "a", 2)
+	pol := testPolicy
+	pol.ReserveAfter = 0
+	var gaps []time.Duration
+	rec.take()
+	last := clk.Now()
+	m.Permits().Fail(bg, pods[0], "no room", pol)
+	for len(gaps) < 4 {
+		clk.Step(time.Second)
+		if activated, _, _ := rec.take(); len(activated) > 0 {
+			gaps = append(gaps, clk.Now().Sub(last).Round(time.Second))
+			last = clk.Now()
+			m.Permits().Fail(bg, pods[0], "no room", pol)
+		}
+	}
+	if want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second}; !cmp.Equal(gaps, want) {
+		t.Errorf("quiet tries after %v, want %v", gaps, want)
+	}
+	// News: tried at once; its failure brings back the floor, then the plain backoff.
+	clk.Step(2 * time.Second)
+	m.OnCapacity("node added")
+	clk.Step(newsDelay)
+	if activated, _, _ := rec.take(); len(activated) != 1 {
+		t.Fatalf("news activated %v, want a scout", activated)
+	}
+	m.Permits().Fail(bg, pods[0], "no room", pol)
+	clk.Step(DefaultRetryFloor)
+	if activated, _, _ := rec.take(); len(activated) != 1 {
+		t.Fatalf("after a failure news prompted, activated %v at the floor, want a scout", activated)
+	}
+	m.Permits().Fail(bg, pods[0], "no room", pol)
+	clk.Step(10 * time.Second)
+	if activated, _, _ := rec.take(); len(activated) != 1 {
+		t.Errorf("the next quiet try after news: activated %v at 10 s, want a scout", activated)
+	}
+
+	// reserveAfter: tried when the gang has waited that long.
+	m2, clk2, rec2 := testModel(t)
+	m2.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Obj())
+	pods2 := addPods(m2, "b", 2)
+	pol.ReserveAfter = 45 * time.Second
+	start := clk2.Now()
+	var tries []time.Duration
+	rec2.take()
+	m2.Permits().Fail(bg, pods2[0], "no room", pol)
+	for clk2.Now().Sub(start) < 75*time.Second {
+		clk2.Step(time.Second)
+		if activated, _, _ := rec2.take(); len(activated) > 0 {
+			tries = append(tries, clk2.Now().Sub(start).Round(time.Second))
+			m2.Permits().Fail(bg, pods2[0], "no room", pol)
+		}
+	}
+	if want := []time.Duration{10 * time.Second, 30 * time.Second, 45 * time.Second}; !cmp.Equal(tries, want) {
+		t.Errorf("tries at %v since the first failure, want %v (the third when it may reserve)", tries, want)
+	}
+}
