@@ -87,10 +87,10 @@ type Round struct {
 	// (scout.go); scoutTried: it reached a scheduling cycle; scoutTimer opens the tree if it
 	// does not in time. open: every member is let in, from the start of an attempt until the
 	// tree fails whole.
-	scout      types.UID
-	scoutTried bool
-	scoutTimer Timer
-	open       bool
+	scout, lastScout types.UID
+	scoutTried       bool
+	scoutTimer       Timer
+	open             bool
 	// unplaceable is why a planner found no place for the tree in this attempt.
 	unplaceable string
 

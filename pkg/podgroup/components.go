@@ -71,6 +71,7 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 	model := New(Options{
 		Scheduler: frameworks,
 		Evictor:   NewEvictor(handle.ClientSet(), opts.Recorder),
+		Teller:    NewTeller(handle.ClientSet()),
 		Status:    status,
 		Recorder:  opts.Recorder,
 		Observer:  opts.Observer,

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
@@ -26,7 +27,31 @@ type recorder struct {
 	allowed   []string
 	rejected  map[string]string
 	evicted   []string
+	told      map[string]string
 	gone      sets.Set[types.UID]
+}
+
+func (r *recorder) Tell(_ klog.Logger, pods []*v1.Pod, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range pods {
+		r.told[p.Name] = msg
+	}
+}
+
+// takeTold waits for the Teller's goroutine to tell want pods (at most a second), then returns
+// and forgets what it was told.
+func (r *recorder) takeTold(want int) map[string]string {
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		if len(r.told) >= want || time.Now().After(deadline) {
+			out := r.told
+			r.told = map[string]string{}
+			r.mu.Unlock()
+			return out
+		}
+		r.mu.Unlock()
+	}
 }
 
 func (r *recorder) Evict(_ klog.Logger, pods []*v1.Pod, _ string) {
@@ -90,8 +115,8 @@ func testModel(t *testing.T) (*Model, *simClock, *recorder) {
 	t.Helper()
 	logger, _ := ktesting.NewTestContext(t)
 	clk := newSimClock(epoch)
-	rec := &recorder{rejected: map[string]string{}, gone: sets.New[types.UID]()}
-	m := New(Options{Scheduler: rec, Evictor: rec, Clock: clk, Logger: logger})
+	rec := &recorder{rejected: map[string]string{}, told: map[string]string{}, gone: sets.New[types.UID]()}
+	m := New(Options{Scheduler: rec, Evictor: rec, Teller: rec, Clock: clk, Logger: logger})
 	m.AddProfile(Profile{Name: testScheduler})
 	return m, clk, rec
 }

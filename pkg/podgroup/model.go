@@ -45,6 +45,7 @@ type Model struct {
 	gate     *Gate
 	sched    Scheduler
 	evictor  Evictor
+	teller   Teller
 	status   StatusQueue
 	recorder events.EventRecorder
 	clock    Clock
@@ -137,7 +138,9 @@ type Options struct {
 	Scheduler Scheduler
 	// Evictor evicts the bound members of half-bound gangs the model releases (nil: none
 	// is).
-	Evictor  Evictor
+	Evictor Evictor
+	// Teller writes why they wait on gang members no scheduling cycle tried (nil: none is).
+	Teller   Teller
 	Status   StatusQueue
 	Recorder events.EventRecorder
 	Clock    Clock
@@ -159,6 +162,7 @@ func New(opts Options) *Model {
 		book:       filing.NewBook(opts.Workloads),
 		sched:      opts.Scheduler,
 		evictor:    opts.Evictor,
+		teller:     opts.Teller,
 		status:     opts.Status,
 		recorder:   opts.Recorder,
 		clock:      opts.Clock,
@@ -334,12 +338,19 @@ func (m *Model) validatorsLocked() []Validator {
 type effects struct {
 	logger   klog.Logger
 	activate []*v1.Pod
+	tell     []telling
 	reject   []rejection
 	evict    []eviction
 	ended    []Key
 	// dirty are the tops of trees to refresh (settle.go), true for those whose shape (groups,
 	// validity) may have changed.
 	dirty map[Key]bool
+}
+
+// telling is what members no cycle tried are told (Teller).
+type telling struct {
+	pods []*v1.Pod
+	msg  string
 }
 
 type rejection struct {
@@ -377,6 +388,14 @@ func (m *Model) apply(e *effects) {
 	}
 	m.permits.ended(e.ended)
 	m.activate(e.logger, e.activate)
+	if m.teller != nil && len(e.tell) > 0 {
+		// API writes, off the scheduling cycle that may have failed the gang.
+		go func(logger klog.Logger, tell []telling) {
+			for _, t := range tell {
+				m.teller.Tell(logger, t.pods, t.msg)
+			}
+		}(e.logger, e.tell)
+	}
 	if m.evictor != nil {
 		// Only the release timer (its own goroutine) evicts: no scheduling cycle waits.
 		for _, ev := range e.evict {

@@ -589,13 +589,16 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		}
 	}
 	now := m.clock.Now()
+	told := p.memberRejectionLocked(root, result)
+	tried := sets.New[types.UID]() // told by the framework
 	for _, w := range p.attempts.Waiting(root) {
 		if !whole && stillOK(w.Group) {
 			continue
 		}
 		metrics.permitWait.WithLabelValues("rejected").Observe(now.Sub(w.WaitStart).Seconds())
 		p.attempts.Remove(w.Pod.UID)
-		eff.rejectPod(w.Pod, p.memberRejectionLocked(root, result))
+		eff.rejectPod(w.Pod, told)
+		tried.Insert(w.Pod.UID)
 		logger.V(4).Info("Waiting member rejected", "pod", klog.KObj(w.Pod), "group", w.Group, "root", root, "why", msg)
 	}
 	r := p.attempts.RoundOf(root)
@@ -624,6 +627,14 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		p.closeLocked(r)
 		pending := m.pendingLocked(root)
 		r.need, r.needKnown = smallestNeed(pending), len(pending) > 0
+		for uid := range r.failed {
+			tried.Insert(uid)
+		}
+		if untold := m.untoldLocked(root, told, tried); len(untold) > 0 {
+			// Members its scout tried the gang for are told what the scheduler tells those
+			// it tried (the scout, the waiters, any the framework told since, are told once).
+			eff.tell = append(eff.tell, telling{pods: untold, msg: told})
+		}
 		if r.waitingSince.IsZero() {
 			r.waitingSince = now
 		}

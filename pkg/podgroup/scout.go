@@ -59,7 +59,7 @@ func (p *Permits) sendScoutLocked(logger klog.Logger, root Key, r *Round, pod *v
 	if r.scout != pod.UID {
 		logger.V(4).Info("Gang scout chosen", "pod", klog.KObj(pod), "root", root)
 	}
-	r.scout, r.scoutTried = pod.UID, false
+	r.scout, r.lastScout, r.scoutTried = pod.UID, pod.UID, false
 	stopTimer(&r.scoutTimer)
 	uid := pod.UID
 	r.scoutTimer = m.clock.AfterFunc(scoutGrace, func() {
@@ -115,12 +115,24 @@ func (p *Permits) retryScoutLocked(eff *effects, root Key, r *Round, why string)
 	if len(pending) == 0 {
 		return
 	}
-	scout := pending[0]
+	// The last scout again if it is still pending: one pod per gang carries the failures'
+	// condition and events (a series of one event, not an event per try). Else one that did
+	// not fail in the last attempt.
+	var scout, fresh *v1.Pod
 	for _, pod := range pending {
-		if _, failed := r.failed[pod.UID]; !failed {
+		if pod.UID == r.lastScout {
 			scout = pod
 			break
 		}
+		if _, failed := r.failed[pod.UID]; !failed && fresh == nil {
+			fresh = pod
+		}
+	}
+	if scout == nil {
+		scout = fresh
+	}
+	if scout == nil {
+		scout = pending[0]
 	}
 	p.sendScoutLocked(eff.logger, root, r, scout)
 	eff.activate = append(eff.activate, scout)

@@ -93,6 +93,11 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		steps:     []step{admit(0, Proceed), check(0), fail(0), admit(0, BackingOff), admit(1, BackingOff), peek(1, BackingOff)},
 		activated: nil,
 	}, {
+		name: "the scout that failed tries again (one pod carries the gang's condition and events)",
+		min:  3, pods: 3,
+		steps:     []step{admit(1, Proceed), check(1), fail(1), wait(10 * time.Second), admit(1, Proceed), admit(0, AwaitingScout)},
+		activated: []string{"a-1"},
+	}, {
 		name: "a gang of one needs no scout",
 		min:  1, pods: 3,
 		steps:     []step{admit(0, Proceed), admit(1, Proceed), admit(2, Proceed)},
@@ -130,5 +135,32 @@ func TestReplacementNeedsNoScout(t *testing.T) {
 		if v := m.Gate().Admit(bg, p); v.Code != Proceed {
 			t.Errorf("Admit of replacement %s = %v %q, want Proceed", p.Name, v.Code, v.Message)
 		}
+	}
+}
+
+// The members a scout tried the gang for are told why it did not fit on the pod itself, in
+// the scheduler's words, once: the scout is told by the framework, and a member that already
+// says it is not told again.
+func TestMembersTheScoutTriedForAreTold(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
+	pods := addPods(m, "a", 3)
+	m.Gate().Admit(bg, pods[0])
+	m.Gate().Check(bg, pods[0])
+	msg := m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	want := map[string]string{"a-1": msg, "a-2": msg}
+	if told := rec.takeTold(2); !cmp.Equal(told, want) {
+		t.Errorf("told %v, want %v", told, want)
+	}
+	// Their condition says it now (the scout's too, written by the framework).
+	for i, p := range pods {
+		said := p.DeepCopy()
+		said.Status.Conditions = []v1.PodCondition{*unschedulable(msg)}
+		m.OnPod(p, said)
+		pods[i] = said
+	}
+	m.Permits().Fail(bg, pods[1], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	if told := rec.takeTold(1); len(told) != 0 {
+		t.Errorf("told %v again, want nothing", told)
 	}
 }
