@@ -43,7 +43,7 @@ IMAGE_BUILDFLAGS ?= -trimpath
 IMAGE_TAR ?= $(CURDIR)/_output/lockstep-scheduler-$(VERSION).oci.tar
 
 .PHONY: all build image print-platforms test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
-	demo demo-down demo-test demo-core demo-controllers demo-binaries bench bench-perf
+	demo demo-down demo-test demo-core demo-controllers demo-binaries bench bench-perf bench-waiting
 
 all: build
 
@@ -176,6 +176,15 @@ bench-perf: etcd
 	$(GO) test ./test/integration/scheduler_perf/ $(PERF_FLAGS) -timeout 6h \
 		-args -perf-scheduling-label-filter=performance -data-items-dir=$(BENCH_DIR)/perf -perf-cpuprofile -perf-memprofile
 	$(GO) run ./hack/benchtable $(BENCH_DIR)/perf | tee $(BENCH_DIR)/perf/table.md
+
+## bench-waiting: what waiting costs (issue 34): 100, 1000 and (lockstep only) 10,000 gangs that
+## cannot fit at 5000 nodes, and 100 at 1000 and 15,000 nodes, lockstep, native and plain, each
+## measured over 60 s of churn with CPU and heap profiles; per-minute table in $(BENCH_DIR)/waiting
+bench-waiting: etcd
+	rm -rf $(BENCH_DIR)/waiting
+	$(GO) test ./test/integration/scheduler_perf/ $(PERF_FLAGS) -timeout 6h \
+		-args -perf-scheduling-label-filter=waiting -data-items-dir=$(BENCH_DIR)/waiting -perf-cpuprofile -perf-memprofile
+	$(GO) run ./hack/benchtable $(BENCH_DIR)/waiting | tee $(BENCH_DIR)/waiting/table.md
 
 ## run: run the scheduler against the cluster of $KUBECONFIG (CRDs must be applied)
 run: build

@@ -26,9 +26,11 @@ var filterScore = regexp.MustCompile(`^k8s\.io/kubernetes/pkg/scheduler\.(\(\*Sc
 	`|^k8s\.io/kubernetes/pkg/scheduler/framework/runtime\.\(\*frameworkImpl\)\.(RunPreFilterPlugins|RunFilterPlugins|RunFilterPluginsWithNominatedPods|RunPreScorePlugins|RunScorePlugins)($|\.)`)
 
 // cpuSeconds is a run's CPU time in the scheduler's code and in its node search, from
-// the CPU profile scheduler_perf writes for the measured op with -perf-cpuprofile.
+// the CPU profile scheduler_perf writes for the measured op with -perf-cpuprofile, and the
+// wall time the profile covers (the op: startCollectingMetrics to stopCollectingMetrics).
 type cpuSeconds struct {
 	scheduler, filterScore, total float64
+	seconds                       float64
 }
 
 // profileOf finds the profile of mode/shape in dir with suffix ("-cpu.prof",
@@ -59,7 +61,7 @@ func readCPU(path string) (cpuSeconds, error) {
 			cpu = i
 		}
 	}
-	var out cpuSeconds
+	out := cpuSeconds{seconds: float64(p.DurationNanos) / 1e9}
 	if cpu < 0 {
 		return out, nil
 	}

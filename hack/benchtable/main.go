@@ -4,7 +4,8 @@
 // second over the whole measured op, the process's heap, the ratios lockstep / native and
 // lockstep / plain (and heap / plain), and, where the run left them, the scheduler's CPU per
 // 1000 pods from the workload's CPU profile (cpu.go) and its writes per pod from the
-// apiserver's request counts.
+// apiserver's request counts. The waiting workloads, whose pods never schedule, get a table of
+// their own: their costs per minute of a window in which nothing fits (waiting.go).
 //
 //	go run ./hack/benchtable DIR|FILE...
 package main
@@ -38,6 +39,7 @@ type run struct {
 	cpu         *cpuSeconds // with -perf-cpuprofile
 	schedHeapMB float64     // with -perf-memprofile; -1 unknown
 	writes      float64     // the scheduler's requests to the apiserver; -1 unknown
+	window      *waitWindow // a waiting workload's window (waiting.go); nil for the others
 }
 
 func main() {
@@ -91,6 +93,9 @@ func load(paths []string) ([]*run, error) {
 				byName[key] = r
 				if r.writes, err = readWrites(filepath.Dir(f), mode, shape); err != nil {
 					return nil, fmt.Errorf("requests of %s: %w", key, err)
+				}
+				if r.window, err = readWindow(filepath.Dir(f), mode, shape); err != nil {
+					return nil, fmt.Errorf("window of %s: %w", key, err)
 				}
 				r.schedHeapMB = -1
 				if prof := profileOf(filepath.Dir(f), mode, shape, "-end-mem.prof"); prof != "" {
@@ -158,7 +163,29 @@ func family(mode string) (group, role string) {
 	return mode, mode
 }
 
+// write prints the table of the workloads that schedule their pods and, after it, that of
+// the waiting workloads (waiting.go), whose pods never schedule.
 func write(w io.Writer, runs []*run) {
+	var scheduling, waiting []*run
+	for _, r := range runs {
+		if r.window != nil {
+			waiting = append(waiting, r)
+		} else {
+			scheduling = append(scheduling, r)
+		}
+	}
+	if len(scheduling) > 0 {
+		writeScheduling(w, scheduling)
+	}
+	if len(waiting) > 0 {
+		if len(scheduling) > 0 {
+			fmt.Fprintln(w)
+		}
+		writeWaiting(w, waiting)
+	}
+}
+
+func writeScheduling(w io.Writer, runs []*run) {
 	plain := map[string]*run{}
 	native := map[string]*run{}
 	for _, r := range runs {

@@ -27,7 +27,8 @@ var lockstep = func() *scheduler.Scheduler {
 }()
 
 // BenchmarkPerfScheduling runs performance-config.yaml. Select workloads with
-// -perf-scheduling-label-filter (short: the small variants; performance: 5000 nodes).
+// -perf-scheduling-label-filter (short: the small variants; performance: 5000 nodes; waiting:
+// the waiting workloads at 1000 to 15,000 nodes).
 func BenchmarkPerfScheduling(b *testing.B) {
 	// A workload fails unless all its pods are scheduled in time: a gang left partially
 	// bound fails it. Native topology-aware scheduling of 1000-pod gangs takes minutes on 2
@@ -40,9 +41,11 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		perf.WithPrepareFn(prepare), perf.WithPodsSchedulingTimeout(timeout))
 }
 
-// prepare readies a workload's apiserver for lockstep and counts the requests it serves.
+// prepare readies a workload's apiserver for lockstep, counts the requests it serves and
+// records the window of a waiting workload (window_test.go).
 func prepare(tCtx ktesting.TContext) error {
 	countRequests(tCtx)
+	recordWindow(tCtx)
 	return installCRDs(tCtx)
 }
 

@@ -3,8 +3,9 @@
 // for its native gang and topology plugins, run for plain per-pod scheduling, the native
 // v1.37 plugins (feature gates on) and lockstep, in one run on one machine.
 //
-//	make bench        # the short variants (10-100 nodes): part of make test
-//	make bench-perf   # the 5000-node variants; see docs/benchmarks.md
+//	make bench           # the short variants (10-100 nodes): part of make test
+//	make bench-perf      # the 5000-node variants; see docs/benchmarks.md
+//	make bench-waiting   # what waiting gangs cost per minute (window_test.go)
 package schedulerperf
 
 import (
@@ -12,7 +13,10 @@ import (
 	"os"
 	"testing"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/kubernetes/pkg/features"
+	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 
 	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
@@ -27,9 +31,28 @@ func TestMain(m *testing.M) {
 	}
 	// Collect the per-plugin metrics of lockstep's plugins too.
 	perf.PluginNames = append(perf.PluginNames, gang.Name, topology.Name)
+	if err := registerSchedulerMetrics(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := perf.InitTests(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
+}
+
+// registerSchedulerMetrics registers kube-scheduler's metrics with GenericWorkload on. The
+// scheduler registers them once per process, those of native pod groups only if the gate is
+// on at that time, so the first workload's gates would decide: after a Warmup or a plain
+// workload, the native modes would count no pod-group attempt
+// (scheduler_podgroup_schedule_attempts_total, the waiting workloads' gang attempts).
+func registerSchedulerMetrics() error {
+	gate := utilfeature.DefaultMutableFeatureGate
+	was := gate.Enabled(features.GenericWorkload)
+	if err := gate.SetFromMap(map[string]bool{string(features.GenericWorkload): true}); err != nil {
+		return err
+	}
+	schedulermetrics.Register()
+	return gate.SetFromMap(map[string]bool{string(features.GenericWorkload): was})
 }
