@@ -1,12 +1,17 @@
 package gang
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -94,4 +99,130 @@ func TestReactionToNews(t *testing.T) {
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		t.Logf("reaction: %s → gang of 4 bound: %v (min %v, max %v; backoffSeconds 10)", e, ds, ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 	}
+}
+
+// Reaction under load (issue 34, item 3): a cluster whose nodes are full of pods of a higher
+// priority (nothing to preempt), gangs of 8 waiting (each tried and told why); room for one
+// gang appears. The gang that binds is the
+// one priority says — an urgent gang created last — whole, and no other binds a pod; room for
+// one more then goes to a gang of the next priority, whole. The time from the node's creation
+// to the gang bound is logged, not asserted. REACTION_NODES and REACTION_GANGS scale it
+// (defaults 200 and 50; docs/benchmarks.md records larger runs).
+func TestReactionUnderLoad(t *testing.T) {
+	nodes, gangs := envInt(t, "REACTION_NODES", 200), envInt(t, "REACTION_GANGS", 50)
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "load")
+	env.CreatePriorityClass(t, "urgent", 100, false)
+	env.CreatePriorityClass(t, "filler", 1000, false) // nothing the gangs may preempt
+	var full []*v1.Node
+	var fillers []*v1.Pod
+	for i := 0; i < nodes; i++ {
+		name := fmt.Sprintf("full-%d", i)
+		full = append(full, lt.MakeNode(name, "4").Obj())
+		f := lt.GroupPod(ns, "filler-"+name, "").Req(lt.CPU("3")).Node(name).Obj()
+		f.Spec.PriorityClassName = "filler"
+		fillers = append(fillers, f)
+	}
+	env.CreateNodes(t, full...)
+	env.CreatePods(t, fillers...)
+	env.StartScheduler(t, nil) // as deployed
+	var names []string
+	for i := 0; i < gangs; i++ {
+		g := fmt.Sprintf("gang-%03d", i)
+		names = append(names, g)
+		env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name(g).Gang(8).Obj())
+		env.CreatePods(t, lt.Members(ns, g, 8, lt.CPU("2"))...)
+	}
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("urgent").Gang(8).PriorityClass("urgent").Obj())
+	var urgent []*v1.Pod
+	for i := 0; i < 8; i++ {
+		p := lt.Member(ns, "urgent", i).Req(lt.CPU("2")).Obj()
+		p.Spec.PriorityClassName = "urgent" // the apiserver's Priority admission sets its priority
+		urgent = append(urgent, p)
+	}
+	env.CreatePods(t, urgent...)
+	// Every gang tried, and every member told why it waits (its scout's failure).
+	testenv.Eventually(t, 5*time.Minute, "every waiting member told why", func() (bool, string) {
+		pods, err := env.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		untold := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" && !podScheduledFalse(&p) {
+				untold++
+			}
+		}
+		return untold == 0, fmt.Sprintf("%d members without a PodScheduled condition", untold)
+	})
+	time.Sleep(1500 * time.Millisecond) // past the retry floor
+
+	bindsOf := func() map[string]int {
+		out := map[string]int{}
+		for pod, node := range env.Placement(t, ns) {
+			if node != "" && !strings.HasPrefix(pod, "filler-") {
+				out[pod[:strings.LastIndex(pod, "-")]]++
+			}
+		}
+		return out
+	}
+	room := func(node, want string) time.Duration {
+		start := time.Now()
+		env.CreateNodes(t, lt.MakeNode(node, "16").Obj())
+		for bindsOf()[want] < 8 {
+			if time.Since(start) > 2*time.Minute {
+				t.Fatalf("gang %s not bound 2 minutes after node %s was added: binds %v", want, node, bindsOf())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		took := time.Since(start)
+		time.Sleep(2 * time.Second) // time for a wrong bind to show
+		return took
+	}
+	tookUrgent := room("room-1", "urgent")
+	if binds := bindsOf(); len(binds) != 1 {
+		t.Fatalf("room for one gang: binds %v, want the urgent gang's 8 alone", binds)
+	}
+	start := time.Now()
+	env.CreateNodes(t, lt.MakeNode("room-2", "16").Obj())
+	var second string
+	testenv.Eventually(t, 2*time.Minute, "a second gang bound whole", func() (bool, string) {
+		binds := bindsOf()
+		for g, n := range binds {
+			if g != "urgent" && n == 8 {
+				second = g
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(binds)
+	})
+	tookSecond := time.Since(start)
+	time.Sleep(2 * time.Second)
+	if binds := bindsOf(); len(binds) != 2 {
+		t.Fatalf("room for one more gang: binds %v, want the urgent gang and %s alone, whole", binds, second)
+	}
+	t.Logf("reaction under load (%d full nodes, %d gangs of 8 waiting): node added → urgent gang bound %v; next node → %s (created %d of %d) bound %v",
+		nodes, gangs, tookUrgent.Round(time.Millisecond), second, slices.Index(names, second)+1, gangs, tookSecond.Round(time.Millisecond))
+}
+
+func podScheduledFalse(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
+			return true
+		}
+	}
+	return false
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return n
 }
