@@ -25,8 +25,10 @@ import (
 // plugin's PreEnqueue holds it, say): the scout saves work, and never holds a gang back.
 
 // scoutGrace is how long a scout let into the queue may take to reach a scheduling cycle
-// before its tree is opened to every member.
-const scoutGrace = 10 * time.Second
+// before its tree is opened to every member. Long: under load a scout may wait its turn in a
+// queue of a thousand others, and a tree opened for that floods the queue with its members,
+// which delays the other scouts past their grace in turn (10 s did, at 1000 waiting gangs).
+const scoutGrace = time.Minute
 
 // scoutHoldsLocked reports whether the member pod of group k (not scheduled) must wait for
 // its tree's scout, making it the scout if the tree has none. Enqueue (PreEnqueue) only: a
