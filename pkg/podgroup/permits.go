@@ -630,7 +630,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		for uid := range r.failed {
 			tried.Insert(uid)
 		}
-		if untold := m.untoldLocked(root, told, tried); len(untold) > 0 {
+		if untold := untold(pending, told, tried); len(untold) > 0 {
 			// Members its scout tried the gang for are told what the scheduler tells those
 			// it tried (the scout, the waiters, any the framework told since, are told once).
 			eff.tell = append(eff.tell, telling{pods: untold, msg: told})

@@ -14,31 +14,25 @@ import (
 func (p *Permits) pokeLocked(root Key, why string) { p.newsLocked([]Key{root}, why) }
 
 // pokeStalledLocked retries every tree held back after a failed attempt (see newsLocked).
-func (p *Permits) pokeStalledLocked(why string) {
-	var roots []Key
-	for root, r := range p.attempts.rounds {
-		if r.stalled || len(r.failed) > 0 {
-			roots = append(roots, root)
-		}
-	}
-	p.newsLocked(roots, why)
-}
+func (p *Permits) pokeStalledLocked(why string) { p.newsLocked(p.stalledLocked(nil), why) }
 
 // pokeRoomLocked retries the trees held back after a failed attempt that room on node can
 // help: those it can take a member of, and those whose members' needs are not known
 // (room.go).
 func (p *Permits) pokeRoomLocked(node, why string) {
+	p.newsLocked(p.stalledLocked(func(r *Round) bool { return !r.needKnown || p.m.room.helps(node, r.need) }), why)
+}
+
+// stalledLocked returns the roots held back after a failed attempt, those keep accepts (nil:
+// all).
+func (p *Permits) stalledLocked(keep func(*Round) bool) []Key {
 	var roots []Key
 	for root, r := range p.attempts.rounds {
-		if !r.stalled && len(r.failed) == 0 {
-			continue
+		if (r.stalled || len(r.failed) > 0) && (keep == nil || keep(r)) {
+			roots = append(roots, root)
 		}
-		if r.needKnown && !p.m.room.helps(node, r.need) {
-			continue
-		}
-		roots = append(roots, root)
 	}
-	p.newsLocked(roots, why)
+	return roots
 }
 
 // maxQuietBackoff bounds how long a tree that keeps failing waits without news: as long as

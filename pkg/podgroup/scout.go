@@ -38,17 +38,25 @@ func (p *Permits) scoutHoldsLocked(logger klog.Logger, pod *v1.Pod, k, root Key)
 	if r.open || r.active > 0 {
 		return "", false
 	}
-	if r.scout == "" || r.scout == pod.UID || p.m.members.Of(r.scout) == nil {
-		p.sendScoutLocked(logger, root, r, pod)
-		return "", false
+	if scout, held := p.otherScoutLocked(r, pod); held {
+		return scout, true
 	}
-	return r.scout, true
+	p.sendScoutLocked(logger, root, r, pod)
+	return "", false
 }
 
 // scoutPeekLocked answers scoutHoldsLocked's question without side effects (queueing hints).
 func (p *Permits) scoutPeekLocked(pod *v1.Pod, root Key) (types.UID, bool) {
 	r := p.attempts.Round(root)
-	if r == nil || r.open || r.active > 0 || r.scout == "" || r.scout == pod.UID || p.m.members.Of(r.scout) == nil {
+	if r == nil || r.open || r.active > 0 {
+		return "", false
+	}
+	return p.otherScoutLocked(r, pod)
+}
+
+// otherScoutLocked returns the tree's scout if it is a member other than pod.
+func (p *Permits) otherScoutLocked(r *Round, pod *v1.Pod) (types.UID, bool) {
+	if r.scout == "" || r.scout == pod.UID || p.m.members.Of(r.scout) == nil {
 		return "", false
 	}
 	return r.scout, true

@@ -46,11 +46,11 @@ func unschedulable(msg string) *v1.PodCondition {
 	return &v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg}
 }
 
-// untoldLocked returns the pending members of root's tree whose PodScheduled condition does
-// not say msg yet, but those the framework tells (tried).
-func (m *Model) untoldLocked(root Key, msg string, tried sets.Set[types.UID]) []*v1.Pod {
+// untold returns the pending members whose PodScheduled condition does not say msg yet, but
+// those the framework tells (tried).
+func untold(pending []*v1.Pod, msg string, tried sets.Set[types.UID]) []*v1.Pod {
 	var out []*v1.Pod
-	for _, pod := range m.pendingLocked(root) {
+	for _, pod := range pending {
 		if tried.Has(pod.UID) {
 			continue
 		}
