@@ -200,6 +200,10 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 			}
 		case modeCycle:
 			m.permits.scoutTriedLocked(pod.UID, root)
+			if why, yield := m.permits.yieldLocked(pod, root); yield {
+				logger.V(4).Info("Gang yields to news for a higher priority", "pod", klog.KObj(pod), "group", k, "root", root, "why", why)
+				return Verdict{Code: BackingOff, Group: k, Root: root, Message: why}, SortKey{}
+			}
 		}
 	}
 	v := Verdict{Code: Proceed, Group: k, Root: root, MinResources: m.minResourcesLocked(k)}

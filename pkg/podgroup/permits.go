@@ -40,6 +40,8 @@ type Permits struct {
 	// gone are the nodes deleted (until a node of that name is added again): the model may
 	// hear of a deletion before the scheduler's cache, which may still place a member there.
 	gone sets.Set[string]
+	// batches are the retries news armed that have not run yet (newsLocked).
+	batches []*newsBatch
 }
 
 func newPermits(m *Model, observer RoundObserver) *Permits {

@@ -1,7 +1,11 @@
 package podgroup
 
 import (
+	"fmt"
+	"slices"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // A tree whose attempt failed for want of room backs off (backoffSeconds), so that its
@@ -59,10 +63,19 @@ func quietBackoff(backoff time.Duration, quiet int) time.Duration {
 // newsDelay is how long after news failed trees are retried (see newsLocked).
 const newsDelay = 50 * time.Millisecond
 
+// newsBatch is a retry of failed trees that news armed and that has not run yet.
+type newsBatch struct {
+	why   string
+	roots []Key
+	// priority is the highest of its trees' priorities when it was armed.
+	priority int32
+}
+
 // newsLocked retries failed trees together, newsDelay from now and no sooner than retryFloor
 // after the latest of their failures. Together: their members reach the queue at once, and
 // leave it in the order of their trees' priority, so that when room appears for one of several
-// trees the higher-priority one gets it, whichever was tried last.
+// trees the higher-priority one gets it, whichever was tried last. A scout of a lower priority
+// that reaches its cycle meanwhile joins the batch rather than take the room (yieldLocked).
 //
 // The delay: the model hears of an event through its own handler, and the scheduler's cache
 // through another; an attempt made before the cache has the new node (or has lost the deleted
@@ -71,7 +84,7 @@ const newsDelay = 50 * time.Millisecond
 func (p *Permits) newsLocked(roots []Key, why string) {
 	m := p.m
 	at := m.clock.Now().Add(newsDelay)
-	var due []Key
+	b := &newsBatch{why: why}
 	for _, root := range roots {
 		r := p.attempts.Round(root)
 		if r == nil || (!r.stalled && len(r.failed) == 0) {
@@ -81,15 +94,20 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 			at = earliest
 		}
 		r.news = why
-		due = append(due, root)
+		if prio, ok := p.treePriorityLocked(root, r); ok && (len(b.roots) == 0 || prio > b.priority) {
+			b.priority = prio
+		}
+		b.roots = append(b.roots, root)
 	}
-	if len(due) == 0 {
+	if len(b.roots) == 0 {
 		return
 	}
+	p.batches = append(p.batches, b)
 	m.clock.AfterFunc(at.Sub(m.clock.Now()), func() {
 		m.update(m.logger, func(eff *effects) {
+			p.batches = slices.DeleteFunc(p.batches, func(x *newsBatch) bool { return x == b })
 			now := m.clock.Now()
-			for _, root := range due {
+			for _, root := range b.roots {
 				r := p.attempts.Round(root)
 				if r == nil || (!r.stalled && len(r.failed) == 0) {
 					continue
@@ -102,6 +120,43 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 			}
 		})
 	})
+}
+
+// treePriorityLocked is the priority root's tree is queued with: its root's priority class,
+// else its scout's priority (any pending member's if it has no scout).
+func (p *Permits) treePriorityLocked(root Key, r *Round) (int32, bool) {
+	if mem := p.m.members.Of(r.lastScout); mem != nil {
+		return p.m.priorityLocked(mem.Pod, root), true
+	}
+	if pending := p.m.pendingLocked(root); len(pending) > 0 {
+		return p.m.priorityLocked(pending[0], root), true
+	}
+	return 0, false
+}
+
+// yieldLocked reports whether the scout pod, in its scheduling cycle, must let a tree of a
+// higher priority that news is about to retry try first; if so, its own tree joins that retry
+// (newsLocked), and the queue orders the two. Without it, room that appears while a
+// low-priority scout is queued (its own timed retry, say) goes to that scout, which is popped
+// before news has retried the tree the room was for: at 15,000 nodes and 1,250 waiting gangs,
+// an urgent gang lost a new node so.
+func (p *Permits) yieldLocked(pod *v1.Pod, root Key) (string, bool) {
+	r := p.attempts.Round(root)
+	if r == nil || r.open || r.active > 0 || r.scout != pod.UID || len(p.batches) == 0 {
+		return "", false
+	}
+	prio := p.m.priorityLocked(pod, root)
+	for _, b := range p.batches {
+		if b.priority <= prio {
+			continue
+		}
+		if !slices.Contains(b.roots, root) {
+			b.roots = append(b.roots, root)
+		}
+		r.stalled, r.news, r.quietRetry = true, b.why, false
+		return fmt.Sprintf("gang %s lets gangs of a higher priority try first (%s); it is tried again with them", root.Name, b.why), true
+	}
+	return "", false
 }
 
 // retryLocked ends a tree's backoff and lets a scout try it again (scout.go).

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,8 +36,8 @@ const scoutGrace = time.Minute
 // member already in the queue or in a cycle goes on.
 func (p *Permits) scoutHoldsLocked(logger klog.Logger, pod *v1.Pod, k, root Key) (types.UID, bool) {
 	r := p.attempts.RoundOf(root)
-	if r.open || r.active > 0 {
-		return "", false
+	if r.open || r.active > 0 || gated(pod) {
+		return "", false // a gated pod is held by its gates, and scouts for none
 	}
 	if scout, held := p.otherScoutLocked(r, pod); held {
 		return scout, true
@@ -129,6 +130,10 @@ func (p *Permits) retryScoutLocked(eff *effects, root Key, r *Round, why string)
 	// condition and events (a series of one event, not an event per try). Else one that did
 	// not fail in the last attempt.
 	var scout, fresh *v1.Pod
+	pending = slices.DeleteFunc(pending, gated)
+	if len(pending) == 0 {
+		return // the first member whose gates go is let in as the scout (scoutHoldsLocked)
+	}
 	for _, pod := range pending {
 		if pod.UID == r.lastScout {
 			scout = pod
@@ -172,3 +177,7 @@ func scoutMessage(root Key, scout *v1.Pod) string {
 	}
 	return fmt.Sprintf("gang %s is tried by %s first; its other members are scheduled once it has found room for the gang", root.Name, name)
 }
+
+// gated reports whether pod has scheduling gates: the queue holds it whatever lockstep says,
+// so it cannot be a scout (one chosen so would hold its gang until the scout's grace ends).
+func gated(pod *v1.Pod) bool { return len(pod.Spec.SchedulingGates) > 0 }

@@ -47,6 +47,14 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 	deletePod := func(i int) step {
 		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) { m.OnPodDelete(pods[i]) }
 	}
+	gate := func(i int) step {
+		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) {
+			gated := pods[i].DeepCopy()
+			gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
+			m.OnPod(pods[i], gated)
+			pods[i] = gated
+		}
+	}
 	wait := func(d time.Duration) step {
 		return func(_ *testing.T, _ *Model, clk *simClock, _ []*v1.Pod) { clk.Step(d) }
 	}
@@ -97,6 +105,16 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		min:  3, pods: 3,
 		steps:     []step{admit(1, Proceed), check(1), fail(1), wait(10 * time.Second), admit(1, Proceed), admit(0, AwaitingScout)},
 		activated: []string{"a-1"},
+	}, {
+		name: "a gated member is no scout: its gates hold it, the next member scouts",
+		min:  3, pods: 3,
+		steps:     []step{gate(0), admit(0, Proceed), admit(1, Proceed), admit(2, AwaitingScout)},
+		activated: nil,
+	}, {
+		name: "a retry sends a member that is not gated",
+		min:  3, pods: 3,
+		steps:     []step{admit(1, Proceed), check(1), fail(1), gate(1), wait(10 * time.Second), admit(0, Proceed), admit(2, AwaitingScout)},
+		activated: []string{"a-0"},
 	}, {
 		name: "a gang of one needs no scout",
 		min:  1, pods: 3,
@@ -162,5 +180,71 @@ func TestMembersTheScoutTriedForAreTold(t *testing.T) {
 	m.Permits().Fail(bg, pods[1], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
 	if told := rec.takeTold(1); len(told) != 0 {
 		t.Errorf("told %v again, want nothing", told)
+	}
+}
+
+// Room that appears while a scout is queued goes to the tree priority says: a scout whose
+// own timed retry queued it lets a higher-priority tree that news is about to retry try
+// first, and is tried again with it; a scout of the same or a higher priority does not.
+func TestScoutYieldsToNewsForAHigherPriority(t *testing.T) {
+	cpu := map[v1.ResourceName]string{v1.ResourceCPU: "2"}
+	tests := []struct {
+		name                string
+		scoutPrio, newsPrio int32
+		want                VerdictCode
+	}{{
+		name:      "a lower-priority scout yields and joins the retry",
+		scoutPrio: 0, newsPrio: 100,
+		want: BackingOff,
+	}, {
+		name:      "a scout of the same priority goes on",
+		scoutPrio: 100, newsPrio: 100,
+		want: Proceed,
+	}, {
+		name:      "a higher-priority scout goes on",
+		scoutPrio: 200, newsPrio: 100,
+		want: Proceed,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk, rec := testModel(t)
+			m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
+			m.OnPod(nil, lt.MakePod().Namespace("other").Name("filler").UID("filler").Req(cpu).Node("n1").Obj())
+			gang := func(name string, prio int32) []*v1.Pod {
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(2).Obj())
+				pods := []*v1.Pod{lt.Member("ns", name, 0).Req(cpu).Priority(prio).Obj(), lt.Member("ns", name, 1).Req(cpu).Priority(prio).Obj()}
+				for _, p := range pods {
+					m.OnPod(nil, p)
+				}
+				if v := m.Gate().Admit(bg, pods[0]); v.Code != Proceed {
+					t.Fatalf("Admit %s = %v, want its scout let in", pods[0].Name, v.Code)
+				}
+				m.Gate().Check(bg, pods[0])
+				m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+				return pods
+			}
+			low := gang("low", tc.scoutPrio)
+			clk.Step(5 * time.Second)
+			gang("urgent", tc.newsPrio)
+			rec.take()
+			clk.Step(testPolicy.Backoff - 4*time.Second) // low's backoff ends: its scout is queued again
+			if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"low-0"}) {
+				t.Fatalf("activated %v after low's backoff, want its scout", activated)
+			}
+			if v := m.Gate().Admit(bg, low[0]); v.Code != Proceed {
+				t.Fatalf("Admit low-0 = %v, want Proceed", v.Code)
+			}
+			m.OnNodeAdd(lt.MakeNode("n2", "4").Obj()) // room for one gang: urgent's retry is armed
+			if v := m.Gate().Check(bg, low[0]); v.Code != tc.want {
+				t.Errorf("Check low-0 = %v %q, want %v", v.Code, v.Message, tc.want)
+			}
+			clk.Step(newsDelay) // both trees retried together, the queue orders them
+			if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"low-0", "urgent-0"}) {
+				t.Errorf("activated %v when the news retry ran, want both scouts", activated)
+			}
+			if v := m.Gate().Check(bg, low[0]); v.Code != Proceed {
+				t.Errorf("Check low-0 after the retry = %v %q, want Proceed", v.Code, v.Message)
+			}
+		})
 	}
 }
