@@ -137,11 +137,21 @@ func split(name string) (mode, shape string, ok bool) {
 	return parts[1], parts[2], true
 }
 
-var countRE = regexp.MustCompile(`(\d+)(Pods|Plain)(_|$)`)
+var (
+	countRE     = regexp.MustCompile(`(\d+)(Pods|Plain)(_|$)`)
+	preemptorRE = regexp.MustCompile(`(\d+)PreemptorGangs?_(\d+)Pods(_|$)`)
+)
 
 // podsOf reads the number of pods from a shape name: "5000Nodes_1000Gangs_3000Pods" → 3000,
-// "..._2000Pods_2000Plain" → 4000.
+// "..._2000Pods_2000Plain" → 4000. Upstream's workload_preemption names count pods per gang:
+// "100Nodes_10PreemptorGangs_10Pods_Evicting_1000InitPods" → 100 (the preemptors, the pods
+// measured).
 func podsOf(shape string) int {
+	if m := preemptorRE.FindStringSubmatch(shape); m != nil {
+		gangs, _ := strconv.Atoi(m[1])
+		perGang, _ := strconv.Atoi(m[2])
+		return gangs * perGang
+	}
 	n := 0
 	for _, m := range countRE.FindAllStringSubmatch(shape, -1) {
 		v, _ := strconv.Atoi(m[1])
@@ -154,7 +164,8 @@ func podsOf(shape string) int {
 func family(mode string) (group, role string) {
 	switch {
 	case strings.HasPrefix(mode, "Plain"):
-		return "", "plain" // Plain, PlainGPU...: the baseline of the shapes they run
+		// Plain, PlainGPU...: the baseline of the shapes they run.
+		return strings.TrimPrefix(mode, "Plain"), "plain"
 	case strings.HasPrefix(mode, "Native"):
 		return strings.TrimPrefix(mode, "Native"), "native"
 	case strings.HasPrefix(mode, "Lockstep"):
@@ -186,22 +197,34 @@ func write(w io.Writer, runs []*run) {
 }
 
 func writeScheduling(w io.Writer, runs []*run) {
-	plain := map[string]*run{}
+	plains := map[string]*run{}
 	native := map[string]*run{}
 	for _, r := range runs {
 		group, role := family(r.mode)
 		switch role {
 		case "plain":
-			plain[r.shape] = r
+			plains[group+"/"+r.shape] = r
 		case "native":
 			native[group+"/"+r.shape] = r
 		}
+	}
+	// plain is the baseline of a family's shape: its own plain mode's (PlainGPU for
+	// LockstepGPU), else Plain's (for LockstepGang, NativeTopology...). Families may share
+	// shape names (upstream's GangPreemptionBasic and GangPreemptionAffinity do).
+	plain := func(group, shape string) *run {
+		if p := plains[group+"/"+shape]; p != nil {
+			return p
+		}
+		return plains["/"+shape]
 	}
 	sort.Slice(runs, func(i, j int) bool {
 		gi, _ := family(runs[i].mode)
 		gj, _ := family(runs[j].mode)
 		if gi != gj {
-			return order(gi) < order(gj)
+			if order(gi) != order(gj) {
+				return order(gi) < order(gj)
+			}
+			return gi < gj
 		}
 		if runs[i].shape != runs[j].shape {
 			return runs[i].shape < runs[j].shape
@@ -216,22 +239,24 @@ func writeScheduling(w io.Writer, runs []*run) {
 			continue // shown with each family below
 		}
 		if role == "native" || (role == "lockstep" && native[group+"/"+r.shape] == nil) {
-			if p := plain[r.shape]; p != nil {
+			if p := plain(group, r.shape); p != nil {
 				fmt.Fprintln(w, row(p, "plain", "", "", ""))
 			}
 		}
 		vsNative, vsPlain, heap := "", "", ""
 		if role == "lockstep" {
 			vsNative = ratio(r, native[group+"/"+r.shape])
-			vsPlain = ratio(r, plain[r.shape])
-			heap = heapRatio(r, plain[r.shape])
+			vsPlain = ratio(r, plain(group, r.shape))
+			heap = heapRatio(r, plain(group, r.shape))
 		}
 		fmt.Fprintln(w, row(r, r.mode, vsNative, vsPlain, heap))
 	}
 }
 
 func order(group string) int {
-	for i, g := range []string{"Gang", "GangNoPlan", "Topology", "PreferredRack", "GPU", "AntiAffinity", "Composite", "Mixed"} {
+	for i, g := range []string{"Gang", "GangNoPlan", "Topology", "PreferredRack", "GPU", "AntiAffinity", "Composite", "Mixed",
+		"Exclusive", "Preemption", "GangPreemptionPodGroups", "GangPreemptionAffinity", "GangPreemptionRack",
+		"Starvation", "StarvationPodGroup"} {
 		if g == group {
 			return i
 		}

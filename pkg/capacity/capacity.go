@@ -89,6 +89,19 @@ func (r *Resources) addScaled(o Resources, k int64) {
 	}
 }
 
+// IsZero reports whether r holds nothing of any resource.
+func (r Resources) IsZero() bool {
+	if r.MilliCPU != 0 || r.Memory != 0 || r.Pods != 0 {
+		return false
+	}
+	for _, v := range r.Scalar {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Clone returns a copy that shares nothing with r.
 func (r Resources) Clone() Resources {
 	c := r

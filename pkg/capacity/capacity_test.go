@@ -46,6 +46,20 @@ func TestArithmetic(t *testing.T) {
 	if left.MilliCPU != 0 {
 		t.Errorf("Add: %d milli-CPU, want 0", left.MilliCPU)
 	}
+	for _, z := range []struct {
+		r    Resources
+		want bool
+	}{
+		{Resources{}, true},
+		{Resources{Scalar: map[v1.ResourceName]int64{gpu: 0}}, true},
+		{Resources{Scalar: map[v1.ResourceName]int64{gpu: 1}}, false},
+		{Resources{Pods: 1}, false},
+		{Resources{MilliCPU: -1}, false},
+	} {
+		if got := z.r.IsZero(); got != z.want {
+			t.Errorf("%+v.IsZero() = %v, want %v", z.r, got, z.want)
+		}
+	}
 }
 
 func TestAllocatable(t *testing.T) {

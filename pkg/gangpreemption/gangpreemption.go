@@ -38,6 +38,9 @@ const TimeLimit = 2 * time.Second
 type Trees interface {
 	Summary(pod *v1.Pod) (podgroup.Summary, bool)
 	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
+	// MayFree reports whether any pod on a node may be taken (or leaves anyway) for a tree
+	// of priority of: false spares the dry run a look at every pod of every node.
+	MayFree(of int32, orEqual bool) bool
 }
 
 // Domain is a set of nodes a tree may be placed in whole: a domain of the level its root
@@ -116,6 +119,10 @@ func New(handle fwk.PluginsRunner, trees Trees, pods corelisters.PodLister, pdbs
 // freed in (Preempt: Cost.Less; Reserve: Cost.Sooner), nil if none.
 func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode) *Choice {
 	logger := klog.FromContext(ctx)
+	if !e.trees.MayFree(p.Priority, mode == Reserve) {
+		logger.V(5).Info("Dry run skipped: no pod on any node may be taken", "root", tree.Key, "priority", p.Priority, "reserving", mode == Reserve)
+		return nil
+	}
 	units, leaving := e.units(infos, p, mode)
 	if len(units) == 0 && len(leaving) == 0 {
 		return nil

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -135,6 +136,16 @@ func (f *fakeTrees) UnitOf(pod *v1.Pod) (podgroup.Unit, bool) {
 		}
 	}
 	return u, true
+}
+
+func (f *fakeTrees) MayFree(of int32, orEqual bool) bool {
+	for _, p := range f.pods {
+		prio := corev1helpers.PodPriority(p)
+		if p.Spec.NodeName != "" && (p.DeletionTimestamp != nil || prio < of || (orEqual && prio == of)) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstFit is a planner that places each pending member, by name, on the first node of the

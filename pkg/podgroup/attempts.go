@@ -361,3 +361,6 @@ func stopTimer(t *Timer) {
 		*t = nil
 	}
 }
+
+// anyReserved reports whether any member holds a reservation.
+func (as *Attempts) anyReserved() bool { return len(as.byPod) > 0 }

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -106,6 +107,14 @@ func (g *Gate) Admit(logger klog.Logger, pod *v1.Pod) Verdict {
 
 // Check answers PreFilter: Admit's rules, and a tree that failed moments ago backs off.
 func (g *Gate) Check(logger klog.Logger, pod *v1.Pod) Verdict {
+	key, ok := g.SortKey(pod)
+	if !ok {
+		// As QueueSort orders a pod in no group, but by its creation, not its queue time.
+		key = SortKey{Priority: corev1helpers.PodPriority(pod), Time: pod.CreationTimestamp.Time, Root: "Pod " + pod.Namespace + "/" + pod.Name}
+	}
+	g.m.mu.Lock()
+	g.m.permits.cycleLocked(key)
+	g.m.mu.Unlock()
 	v, _ := g.check(logger, pod, modeCycle)
 	return v
 }
@@ -251,6 +260,22 @@ type SortKey struct {
 	Finishing bool
 	Time      time.Time
 	Root      string
+}
+
+// Before reports whether a pod of key k leaves the queue before one of key o: a higher
+// priority, a half-bound tree first, the earlier time, then the root's key (QueueSort breaks
+// the remaining ties by when each pod was queued).
+func (k SortKey) Before(o SortKey) bool {
+	if k.Priority != o.Priority {
+		return k.Priority > o.Priority
+	}
+	if k.Finishing != o.Finishing {
+		return k.Finishing
+	}
+	if !k.Time.Equal(o.Time) {
+		return k.Time.Before(o.Time)
+	}
+	return k.Root < o.Root
 }
 
 // SortKey returns the queue-sort key Admit gave a member when it last let it into the

@@ -42,6 +42,10 @@ type Permits struct {
 	gone sets.Set[string]
 	// batches are the retries news armed that have not run yet (newsLocked).
 	batches []*newsBatch
+	// cycles counts the scheduling cycles the model saw (Gate.Check), lastCycle is the sort
+	// key of the pod of the latest (scout.go).
+	cycles    uint64
+	lastCycle SortKey
 }
 
 func newPermits(m *Model, observer RoundObserver) *Permits {

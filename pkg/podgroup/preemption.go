@@ -118,6 +118,22 @@ func (g *Gate) UnitOf(pod *v1.Pod) (Unit, bool) {
 	return u, true
 }
 
+// MayFree reports whether a preemption's dry run for a tree of priority of can free anything:
+// some pod bound to a node and not finished has a priority below of (at or below, orEqual:
+// a reservation waits for pods of its own priority too), or is terminating, or some gang
+// member holds a reservation (the scheduler has it assumed, not bound: it may be a victim,
+// or the preemptor's own, being released). False means no victim exists on any node, and
+// the dry run need not look at them: in a cluster full of pods a waiting gang may not take,
+// its every try would otherwise read every pod of every node. The scheduler's assumed pods
+// that are no gang members are not counted: one placed moments ago is a victim at the next
+// try, once the informers see it bound.
+func (g *Gate) MayFree(of int32, orEqual bool) bool {
+	m := g.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.room.anyBelow(of, orEqual) || m.permits.attempts.anyReserved()
+}
+
 // rootOfLocked returns the root of a member's tree, false if the pod is no member or its tree
 // is not valid.
 func (m *Model) rootOfLocked(pod *v1.Pod) (Key, bool) {

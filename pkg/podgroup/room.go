@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	v1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/lockstep-sched/lockstep/pkg/capacity"
 )
@@ -15,13 +16,21 @@ import (
 //
 // It ignores reservations, nominations and the scheduler's assumed pods, which only make it
 // say yes more often; a node it does not know is news for every gang.
+//
+// It also counts the pods holding room by priority, and those terminating: whether a
+// preemption's dry run can free anything at all (MayFree) is then known without looking at
+// every pod of every node.
 type nodeRoom struct {
 	alloc map[string]capacity.Resources
 	used  map[string]capacity.Resources
+	// priorities counts the pods holding room and not terminating, by priority; leaving
+	// those terminating.
+	priorities map[int32]int
+	leaving    int
 }
 
 func newNodeRoom() *nodeRoom {
-	return &nodeRoom{alloc: map[string]capacity.Resources{}, used: map[string]capacity.Resources{}}
+	return &nodeRoom{alloc: map[string]capacity.Resources{}, used: map[string]capacity.Resources{}, priorities: map[int32]int{}}
 }
 
 // setNode records a node's allocatable.
@@ -33,6 +42,7 @@ func (n *nodeRoom) deleteNode(name string) { delete(n.alloc, name) }
 // pod records that a pod changed from old to cur (nil for none): what it holds on its node.
 func (n *nodeRoom) pod(old, cur *v1.Pod) {
 	if holdsRoom(old) {
+		n.count(old, -1)
 		u := n.used[old.Spec.NodeName]
 		u.Sub(capacity.PodRequests(old))
 		if u.Pods <= 0 {
@@ -42,10 +52,37 @@ func (n *nodeRoom) pod(old, cur *v1.Pod) {
 		}
 	}
 	if holdsRoom(cur) {
+		n.count(cur, 1)
 		u := n.used[cur.Spec.NodeName].Clone()
 		u.Add(capacity.PodRequests(cur))
 		n.used[cur.Spec.NodeName] = u
 	}
+}
+
+// count adds d to the count of pods like p (holding room).
+func (n *nodeRoom) count(p *v1.Pod, d int) {
+	if p.DeletionTimestamp != nil {
+		n.leaving += d
+		return
+	}
+	prio := corev1helpers.PodPriority(p)
+	if n.priorities[prio] += d; n.priorities[prio] <= 0 {
+		delete(n.priorities, prio)
+	}
+}
+
+// anyBelow reports whether a pod holding room is terminating, or has a priority below of (at
+// or below, orEqual).
+func (n *nodeRoom) anyBelow(of int32, orEqual bool) bool {
+	if n.leaving > 0 {
+		return true
+	}
+	for prio := range n.priorities {
+		if prio < of || (orEqual && prio == of) {
+			return true
+		}
+	}
+	return false
 }
 
 // free returns what node has free, false for a node it does not know.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
@@ -213,4 +214,47 @@ func TestQuietTriesSpreadOut(t *testing.T) {
 	if want := []time.Duration{10 * time.Second, 30 * time.Second, 45 * time.Second}; !cmp.Equal(tries, want) {
 		t.Errorf("tries at %v since the first failure, want %v (the third when it may reserve)", tries, want)
 	}
+}
+
+// MayFree says whether a preemption's dry run can free anything: a pod holding room with a
+// priority a tree may take, one terminating, or a gang member's reservation. Pods pending or
+// finished hold nothing.
+func TestMayFree(t *testing.T) {
+	m, _, rec := testModel(t)
+	gate := m.Gate()
+	type ask struct {
+		of      int32
+		orEqual bool
+		want    bool
+	}
+	expect := func(when string, asks ...ask) {
+		t.Helper()
+		for _, a := range asks {
+			if got := gate.MayFree(a.of, a.orEqual); got != a.want {
+				t.Errorf("%s: MayFree(%d, orEqual %v) = %v, want %v", when, a.of, a.orEqual, got, a.want)
+			}
+		}
+	}
+	expect("empty cluster", ask{1000, true, false})
+	pending := lt.MakePod().Namespace("other").Name("pending").UID("pending").Priority(0).Obj()
+	m.OnPod(nil, pending)
+	expect("a pending pod", ask{1000, true, false})
+	filler := lt.MakePod().Namespace("other").Name("filler").UID("filler").Priority(100).Node("n1").Obj()
+	m.OnPod(nil, filler)
+	expect("a bound pod of priority 100",
+		ask{100, false, false}, ask{100, true, true}, ask{101, false, true}, ask{50, true, false})
+	done := filler.DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	m.OnPod(filler, done)
+	expect("the pod finished", ask{1000, true, false})
+	m.OnPod(done, filler) // seen running again (a relist)
+	leaving := filler.DeepCopy()
+	leaving.DeletionTimestamp = &metav1.Time{Time: epoch}
+	m.OnPod(filler, leaving)
+	expect("the pod terminating", ask{0, false, true})
+	m.OnPodDelete(leaving)
+	expect("the pod deleted", ask{1000, true, false})
+
+	gangWithWaiters(m, rec, "a", 2, 1)
+	expect("a gang member reserved", ask{0, false, true})
 }

@@ -26,9 +26,13 @@ import (
 // plugin's PreEnqueue holds it, say): the scout saves work, and never holds a gang back.
 
 // scoutGrace is how long a scout let into the queue may take to reach a scheduling cycle
-// before its tree is opened to every member. Long: under load a scout may wait its turn in a
-// queue of a thousand others, and a tree opened for that floods the queue with its members,
-// which delays the other scouts past their grace in turn (10 s did, at 1000 waiting gangs).
+// before its tree is opened to every member, if the queue has passed it: the scheduler was
+// idle, or tried a pod that sorts after it (so the scout is not in the queue: another
+// plugin's PreEnqueue holds it). While the scheduler tries pods that sort before the scout,
+// the scout is waiting its turn, and the grace starts again: under load a scout may wait
+// behind a thousand others, and a tree opened for that floods the queue with its members,
+// which delays the other scouts past their grace in turn (a fixed grace of a minute did, at
+// 15,000 nodes and 1250 waiting gangs).
 const scoutGrace = time.Minute
 
 // scoutHoldsLocked reports whether the member pod of group k (not scheduled) must wait for
@@ -66,22 +70,51 @@ func (p *Permits) otherScoutLocked(r *Round, pod *v1.Pod) (types.UID, bool) {
 // sendScoutLocked makes pod the scout of root's tree, let into the queue now, and arms the
 // timer that opens the tree if the scout is not tried in time.
 func (p *Permits) sendScoutLocked(logger klog.Logger, root Key, r *Round, pod *v1.Pod) {
-	m := p.m
 	if r.scout != pod.UID {
 		logger.V(4).Info("Gang scout chosen", "pod", klog.KObj(pod), "root", root)
 	}
 	r.scout, r.lastScout, r.scoutTried = pod.UID, pod.UID, false
+	p.armScoutGraceLocked(root, r, pod.UID)
+}
+
+// armScoutGraceLocked arms the timer that opens root's tree if its scout uid is not tried
+// within scoutGrace while the queue passes it (see scoutGrace).
+func (p *Permits) armScoutGraceLocked(root Key, r *Round, uid types.UID) {
+	m := p.m
 	stopTimer(&r.scoutTimer)
-	uid := pod.UID
+	cycles := p.cycles
 	r.scoutTimer = m.clock.AfterFunc(scoutGrace, func() {
 		m.update(m.logger, func(eff *effects) {
 			r := p.attempts.Round(root)
 			if r == nil || r.scout != uid || r.scoutTried || r.open {
 				return
 			}
+			if p.waitsItsTurnLocked(uid, cycles) {
+				p.armScoutGraceLocked(root, r, uid) // the scheduler is busy with pods ahead of it
+				return
+			}
 			p.openLocked(eff, root, r, fmt.Sprintf("its scout was not tried within %s", scoutGrace))
 		})
 	})
+}
+
+// waitsItsTurnLocked reports whether the scout uid is in the queue behind the pods the
+// scheduler tries: it has tried some since the count was cycles, and the latest sorts ahead
+// of the scout.
+func (p *Permits) waitsItsTurnLocked(uid types.UID, cycles uint64) bool {
+	mem := p.m.members.Of(uid)
+	if mem == nil || p.cycles == cycles {
+		return false
+	}
+	key, queued := p.m.gate.SortKey(mem.Pod)
+	return queued && !key.Before(p.lastCycle)
+}
+
+// cycleLocked records that the scheduler tried a pod that sorts by key (the scout's grace
+// tells by it whether the queue passed a scout).
+func (p *Permits) cycleLocked(key SortKey) {
+	p.cycles++
+	p.lastCycle = key
 }
 
 // scoutTriedLocked records that a member reached its scheduling cycle (PreFilter).

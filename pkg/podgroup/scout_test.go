@@ -55,6 +55,12 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 			pods[i] = gated
 		}
 	}
+	// cycle: the scheduler tries a pod in no group, of priority prio (the gang's is 0).
+	cycle := func(prio int32) step {
+		return func(_ *testing.T, m *Model, _ *simClock, _ []*v1.Pod) {
+			m.Gate().Check(bg, lt.MakePod().Namespace("other").Name("plain").UID("plain").Priority(prio).Obj())
+		}
+	}
 	wait := func(d time.Duration) step {
 		return func(_ *testing.T, _ *Model, clk *simClock, _ []*v1.Pod) { clk.Step(d) }
 	}
@@ -84,6 +90,16 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		name: "a scout not tried in time opens the tree",
 		min:  3, pods: 3,
 		steps:     []step{admit(0, Proceed), admit(1, AwaitingScout), wait(scoutGrace)},
+		activated: []string{"a-0", "a-1", "a-2"},
+	}, {
+		name: "a scout waiting its turn behind pods of a higher priority keeps the tree closed; the queue idle opens it",
+		min:  3, pods: 3,
+		steps:     []step{admit(0, Proceed), admit(1, AwaitingScout), cycle(10), wait(scoutGrace), admit(1, AwaitingScout), wait(scoutGrace)},
+		activated: []string{"a-0", "a-1", "a-2"},
+	}, {
+		name: "a scout the queue passed (a pod of a lower priority tried) opens the tree",
+		min:  3, pods: 3,
+		steps:     []step{admit(0, Proceed), cycle(10), cycle(-1), wait(scoutGrace), admit(1, Proceed)},
 		activated: []string{"a-0", "a-1", "a-2"},
 	}, {
 		name: "a scout tried keeps the tree closed past the grace",

@@ -16,17 +16,8 @@ import (
 // for one of several waiting trees, the one with the higher priority gets it.
 func (pl *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	ka, kb := pl.sortKey(a), pl.sortKey(b)
-	if ka.Priority != kb.Priority {
-		return ka.Priority > kb.Priority
-	}
-	if ka.Finishing != kb.Finishing {
-		return ka.Finishing
-	}
-	if !ka.Time.Equal(kb.Time) {
-		return ka.Time.Before(kb.Time)
-	}
-	if ka.Root != kb.Root {
-		return ka.Root < kb.Root
+	if ka.Before(kb) || kb.Before(ka) {
+		return ka.Before(kb)
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }

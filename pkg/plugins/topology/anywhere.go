@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -75,13 +76,19 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 	if n == 0 {
 		return nil, "there are no nodes"
 	}
+	// The free capacity of infos as the topology read it (only nodes that changed since the
+	// last plan are read again), less what is promised on the nodes looked at.
+	base := newCluster(topo, nil)
 	free := map[int]capacity.Resources{}
 	freeOf := func(i int) capacity.Resources {
 		r, ok := free[i]
 		if !ok {
-			r = capacity.FreeOn(infos[i])
-			if promisedOn != nil {
-				r.Sub(promisedOn(infos[i].Node().Name))
+			r = base.freeAt(i)
+			if promisedOn != nil && infos[i].Node() != nil {
+				if p := promisedOn(infos[i].Node().Name); !p.IsZero() {
+					r = r.Clone()
+					r.Sub(p)
+				}
 			}
 			free[i] = r
 		}
@@ -92,12 +99,20 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 		Refused: map[podgroup.Key]string{}, Chosen: map[podgroup.Key]string{}}
 	placed := map[podgroup.Key]int{}
 	reasons := map[string]int{}
+	// Members no node could take: a later member of the same shape that needs as much is not
+	// looked for (nodes only lose room as the plan goes). A gang that does not fit costs one
+	// pass over the nodes per shape, not one per member.
+	var unplaced []*pending
 	for _, pd := range pods {
-		best := a.choose(pd, n, start, topo, freeOf, fit, reasons)
-		if best < 0 {
+		if slices.ContainsFunc(unplaced, func(u *pending) bool { return u.shape == pd.shape && pd.need.Fits(u.need) }) {
 			continue
 		}
-		r := free[best]
+		best := a.choose(pd, n, start, topo, freeOf, fit, reasons)
+		if best < 0 {
+			unplaced = append(unplaced, pd)
+			continue
+		}
+		r := free[best].Clone()
 		r.Sub(pd.need)
 		free[best] = r
 		fit.planned(pd.pod, topo.nodes[best])

@@ -121,6 +121,9 @@ func (simTrees) Exclusives() []podgroup.Exclusive             { return nil }
 func (simTrees) GroupOf(*v1.Pod) (podgroup.Key, bool)         { return podgroup.Key{}, false }
 func (simTrees) Preemptor(*v1.Pod) (podgroup.Preemptor, bool) { return podgroup.Preemptor{}, false }
 
+// MayFree: the dry runs look at every pod of the simulated cluster.
+func (simTrees) MayFree(int32, bool) bool { return true }
+
 func newClusterSim(t *testing.T, seed int64, reserve bool) *clusterSim {
 	s := &clusterSim{t: t, rng: rand.New(rand.NewSource(seed)), reserve: reserve, now: lt.Epoch, racks: 4, hosts: 4, cpu: 8}
 	s.nodes = lt.TopologyNodes(1, 1, s.racks, s.hosts, strconv.FormatInt(s.cpu, 10))

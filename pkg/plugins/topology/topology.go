@@ -51,6 +51,8 @@ type Trees interface {
 	// bound pod belongs to (a victim whole).
 	Preemptor(pod *v1.Pod) (podgroup.Preemptor, bool)
 	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
+	// MayFree reports whether any pod on a node may be taken for a tree of priority of.
+	MayFree(of int32, orEqual bool) bool
 	// Exclusives returns the exclusive groups with members placed; GroupOf the PodGroup a
 	// pod belongs to (exclusive.go).
 	Exclusives() []podgroup.Exclusive

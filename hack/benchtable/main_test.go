@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// A shape names its measured pods: in total, or per gang after upstream's preemptor gangs.
+func TestPodsOf(t *testing.T) {
+	tests := []struct {
+		shape string
+		pods  int
+	}{
+		{"5000Nodes_1000Gangs_3000Pods", 3000},
+		{"100Nodes_10Gangs_40Pods_40Plain", 80},
+		{"2Nodes_1PreemptorGang_2Pods_Evicting_10InitPods", 2},
+		{"100Nodes_10PreemptorGangs_10Pods_Evicting_50LowPriorityGangs", 100},
+		{"5000Nodes_100PreemptorGangs_16Pods_Evicting_625LowPriorityGangs_5000InitPods", 1600},
+		{"10Nodes_100Cloggers", 0},
+	}
+	for _, tc := range tests {
+		if got := podsOf(tc.shape); got != tc.pods {
+			t.Errorf("podsOf(%s) = %d, want %d", tc.shape, got, tc.pods)
+		}
+	}
+}
+
+// Two families with the same shape names each get their own plain baseline, and their rows
+// stay together; a family without a plain mode of its own compares with Plain's.
+func TestPlainPerFamily(t *testing.T) {
+	shape := "2Nodes_1PreemptorGang_2Pods_Evicting_10InitPods"
+	mk := func(mode string, duration float64) *run {
+		return &run{mode: mode, shape: shape, pods: 2, duration: duration, schedHeapMB: -1, writes: -1}
+	}
+	runs := []*run{
+		mk("PlainPreemption", 1), mk("LockstepPreemption", 2), mk("NativePreemption", 1),
+		mk("PlainGangPreemptionAffinity", 4), mk("LockstepGangPreemptionAffinity", 2), mk("NativeGangPreemptionAffinity", 1),
+		{mode: "Plain", shape: "10Nodes_3Gangs_9Pods", pods: 9, duration: 3, schedHeapMB: -1, writes: -1},
+		{mode: "LockstepGang", shape: "10Nodes_3Gangs_9Pods", pods: 9, duration: 1, schedHeapMB: -1, writes: -1},
+	}
+	var out bytes.Buffer
+	writeScheduling(&out, runs)
+	var got []string
+	for _, line := range strings.Split(out.String(), "\n")[2:] {
+		if cells := strings.Split(line, "|"); len(cells) > 11 {
+			got = append(got, strings.TrimSpace(cells[2])+" "+strings.TrimSpace(cells[11]))
+		}
+	}
+	want := []string{
+		"plain ", "LockstepGang 3.00×",
+		"plain ", "NativePreemption ", "LockstepPreemption 0.50×",
+		"plain ", "NativeGangPreemptionAffinity ", "LockstepGangPreemptionAffinity 2.00×",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows (mode, lockstep / plain):\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
