@@ -43,7 +43,7 @@ IMAGE_BUILDFLAGS ?= -trimpath
 IMAGE_TAR ?= $(CURDIR)/_output/lockstep-scheduler-$(VERSION).oci.tar
 
 .PHONY: all build image print-platforms test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
-	demo demo-down demo-test demo-core demo-controllers demo-binaries bench bench-perf bench-waiting
+	demo demo-down demo-test demo-core demo-controllers demo-binaries bench bench-perf bench-perf-huge bench-waiting
 
 all: build
 
@@ -176,6 +176,15 @@ bench-perf: etcd
 	$(GO) test ./test/integration/scheduler_perf/ $(PERF_FLAGS) -timeout 6h \
 		-args -perf-scheduling-label-filter=performance -data-items-dir=$(BENCH_DIR)/perf -perf-cpuprofile -perf-memprofile
 	$(GO) run ./hack/benchtable $(BENCH_DIR)/perf | tee $(BENCH_DIR)/perf/table.md
+
+## bench-perf-huge: the gang and rack-required shapes at 65,000 nodes (plain, native, lockstep;
+## the scheduler and the apiserver on this machine), with CPU and heap profiles; compare with the
+## 15,000-node rows of bench-perf. Table in $(BENCH_DIR)/huge. Not run in CI.
+bench-perf-huge: etcd
+	rm -rf $(BENCH_DIR)/huge
+	$(GO) test ./test/integration/scheduler_perf/ $(PERF_FLAGS) -timeout 6h \
+		-args -perf-scheduling-label-filter=huge -data-items-dir=$(BENCH_DIR)/huge -perf-cpuprofile -perf-memprofile
+	$(GO) run ./hack/benchtable $(BENCH_DIR)/huge | tee $(BENCH_DIR)/huge/table.md
 
 ## bench-waiting: what waiting costs (issue 34): 100, 1000 and (lockstep only) 10,000 gangs that
 ## cannot fit at 5000 nodes, 100 at 1000 and 15,000 nodes, and (lockstep only) 1000 gangs of 8-64

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ type run struct {
 	cpu         *cpuSeconds // with -perf-cpuprofile
 	schedHeapMB float64     // with -perf-memprofile; -1 unknown
 	writes      float64     // the scheduler's requests to the apiserver; -1 unknown
+	victims     float64     // pods deleted or evicted (victims.go); -1 unknown
 	window      *waitWindow // a waiting workload's window (waiting.go); nil for the others
 }
 
@@ -93,6 +95,9 @@ func load(paths []string) ([]*run, error) {
 				byName[key] = r
 				if r.writes, err = readWrites(filepath.Dir(f), mode, shape); err != nil {
 					return nil, fmt.Errorf("requests of %s: %w", key, err)
+				}
+				if r.victims, err = readVictims(filepath.Dir(f), mode, shape); err != nil {
+					return nil, fmt.Errorf("victims of %s: %w", key, err)
 				}
 				if r.window, err = readWindow(filepath.Dir(f), mode, shape); err != nil {
 					return nil, fmt.Errorf("window of %s: %w", key, err)
@@ -186,7 +191,11 @@ func write(w io.Writer, runs []*run) {
 		}
 	}
 	if len(scheduling) > 0 {
-		writeScheduling(w, scheduling)
+		writeScheduling(w, scheduling) // sorts them
+		if slices.ContainsFunc(scheduling, func(r *run) bool { return preempting(r.mode) && r.victims >= 0 }) {
+			fmt.Fprintln(w)
+			writeVictims(w, scheduling)
+		}
 	}
 	if len(waiting) > 0 {
 		if len(scheduling) > 0 {

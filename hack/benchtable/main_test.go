@@ -56,3 +56,19 @@ func TestPlainPerFamily(t *testing.T) {
 		t.Errorf("rows (mode, lockstep / plain):\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The victims table lists the preemption workloads only, with the pods each deleted.
+func TestVictims(t *testing.T) {
+	runs := []*run{
+		{mode: "NativePreemption", shape: "s", pods: 10, duration: 2, victims: 12},
+		{mode: "LockstepPreemption", shape: "s", pods: 10, duration: 1, victims: 10},
+		{mode: "LockstepWaitingGangs", shape: "w", pods: 10, duration: 1, victims: 60},
+		{mode: "PlainPreemption", shape: "u", pods: 10, duration: 1, victims: -1},
+	}
+	var out bytes.Buffer
+	writeVictims(&out, runs)
+	want := "| s | NativePreemption | 12 | 5.0 |\n| s | LockstepPreemption | 10 | 10.0 |\n"
+	if got := out.String(); !strings.HasSuffix(got, want) || strings.Contains(got, "Waiting") || strings.Contains(got, "| u |") {
+		t.Errorf("victims table:\n%s\nwant rows:\n%s", got, want)
+	}
+}
