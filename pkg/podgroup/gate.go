@@ -219,11 +219,12 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 	if mode != modeEnqueue {
 		return v, SortKey{}
 	}
-	t := m.index.Get(root).CreationTime()
-	if last := m.permits.lastFailureLocked(root); last.After(t) {
-		t = last
-	}
-	return v, SortKey{Priority: m.priorityLocked(pod, root), Finishing: m.halfBoundLocked(root), Time: t, Root: root.String()}
+	return v, m.sortKeyLocked(pod, root, m.permits.queueTimeLocked(root))
+}
+
+// sortKeyLocked is the queue-sort key of a member pod of root's tree, queued by time t.
+func (m *Model) sortKeyLocked(pod *v1.Pod, root Key, t time.Time) SortKey {
+	return SortKey{Priority: m.priorityLocked(pod, root), Finishing: m.halfBoundLocked(root), Time: t, Root: root.String()}
 }
 
 func (m *Model) awaitingScoutLocked(k, root Key, scout types.UID) Verdict {

@@ -848,14 +848,6 @@ func (p *Permits) backoffLeftLocked(root Key) time.Duration {
 	return 0
 }
 
-// lastFailureLocked is when root's last attempt failed.
-func (p *Permits) lastFailureLocked(root Key) time.Time {
-	if r := p.attempts.Round(root); r != nil {
-		return r.lastFailure
-	}
-	return time.Time{}
-}
-
 // Waiters returns the pods waiting at Permit (for tests and diagnostics).
 func (p *Permits) Waiters() []types.UID {
 	p.m.mu.Lock()

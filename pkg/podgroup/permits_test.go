@@ -755,25 +755,38 @@ func TestWaitersKeepTheirDeadlineAfterAPartialTimeout(t *testing.T) {
 	}
 }
 
-// The queue-sort key is fixed while a pod sits in the queue: a failure of its tree moves the
-// key of members that enter the queue afterwards, not of those already in it.
+// The queue-sort key is fixed while a pod sits in the queue: a change of its tree (half
+// bound, a leader having died between its binds, or a failure) moves the key of members that
+// enter the queue afterwards, not of those already in it. A try at the backoff's end is
+// queued by the last failure (behind trees not tried yet); a try news prompted by the tree's
+// age (the oldest tree of a priority gets the room).
 func TestSortKeyIsFixedWhileQueued(t *testing.T) {
 	m, clk, _ := testModel(t)
-	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
-	pods := addPods(m, "a", 2)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
+	pods := addPods(m, "a", 3)
 	if v := m.Gate().Admit(bg, pods[0]); v.Code != Proceed {
 		t.Fatalf("Admit: %v", v)
 	}
 	before, _ := m.Gate().SortKey(pods[0])
 	clk.Step(time.Minute)
-	m.Permits().Fail(bg, pods[1], "no room", testPolicy)
+	m.Permits().Fail(bg, pods[0], "no room", testPolicy)
+	m.OnPod(pods[2], assumed(pods[2], "n1")) // bound before the tree was scheduled
 	if k, _ := m.Gate().SortKey(pods[0]); k != before {
 		t.Errorf("key changed while queued: %+v, was %+v", k, before)
 	}
 	clk.Step(testPolicy.Backoff)
 	m.Gate().Admit(bg, pods[0])
-	if k, _ := m.Gate().SortKey(pods[0]); !k.Time.Equal(epoch.Add(time.Minute)) {
-		t.Errorf("key after the tree failed and the pod entered the queue again: %+v, want the failure's time", k)
+	if k, _ := m.Gate().SortKey(pods[0]); !k.Finishing || !k.Time.Equal(epoch.Add(time.Minute)) {
+		t.Errorf("key at the backoff's end, the tree half bound: %+v, want it finishing, queued by the failure (%s)", k, epoch.Add(time.Minute))
+	}
+	m.Gate().Check(bg, pods[0])
+	m.Permits().Fail(bg, pods[0], "no room", testPolicy)
+	clk.Step(2 * time.Second) // past the retry floor
+	m.OnNodeAdd(lt.MakeNode("n2", "4").Obj())
+	clk.Step(newsDelay)
+	m.Gate().Admit(bg, pods[0])
+	if k, _ := m.Gate().SortKey(pods[0]); !k.Time.Equal(before.Time) {
+		t.Errorf("key on news: %+v, want the tree's age (%s)", k, before.Time)
 	}
 	m.OnPodDelete(pods[0])
 	if _, ok := m.Gate().SortKey(pods[0]); ok {

@@ -67,8 +67,32 @@ const newsDelay = 50 * time.Millisecond
 type newsBatch struct {
 	why   string
 	roots []Key
-	// priority is the highest of its trees' priorities when it was armed.
-	priority int32
+	// lead are the queue-sort keys of the two trees of it the queue will try first (the
+	// highest priority, then the oldest), best first, as of when they joined: a scout of the
+	// first yields only to the second.
+	lead []SortKey
+}
+
+// join adds root, whose tree sorts by key, to the batch.
+func (b *newsBatch) join(root Key, key SortKey) {
+	b.roots = append(b.roots, root)
+	i := 0
+	for i < len(b.lead) && !key.Before(b.lead[i]) {
+		i++
+	}
+	if i < 2 {
+		b.lead = slices.Insert(b.lead, i, key)[:min(len(b.lead)+1, 2)]
+	}
+}
+
+// ahead reports whether the batch has a tree other than own's that the queue tries before it.
+func (b *newsBatch) ahead(own SortKey) bool {
+	for _, k := range b.lead {
+		if k.Root != own.Root {
+			return k.Before(own)
+		}
+	}
+	return false
 }
 
 // newsLocked retries failed trees together, newsDelay from now and no sooner than retryFloor
@@ -94,10 +118,11 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 			at = earliest
 		}
 		r.news = why
-		if prio, ok := p.treePriorityLocked(root, r); ok && (len(b.roots) == 0 || prio > b.priority) {
-			b.priority = prio
+		if key, ok := p.treeKeyLocked(root, r); ok {
+			b.join(root, key)
+		} else {
+			b.roots = append(b.roots, root)
 		}
-		b.roots = append(b.roots, root)
 	}
 	if len(b.roots) == 0 {
 		return
@@ -122,41 +147,62 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 	})
 }
 
-// treePriorityLocked is the priority root's tree is queued with: its root's priority class,
-// else its scout's priority (any pending member's if it has no scout).
-func (p *Permits) treePriorityLocked(root Key, r *Round) (int32, bool) {
+// treeKeyLocked is the queue-sort key root's scout will have when news retries the tree
+// (its age, not its last failure): its scout's, else any pending member's.
+func (p *Permits) treeKeyLocked(root Key, r *Round) (SortKey, bool) {
+	var pod *v1.Pod
 	if mem := p.m.members.Of(r.lastScout); mem != nil {
-		return p.m.priorityLocked(mem.Pod, root), true
+		pod = mem.Pod
+	} else if pending := p.m.pendingLocked(root); len(pending) > 0 {
+		pod = pending[0]
+	} else {
+		return SortKey{}, false
 	}
-	if pending := p.m.pendingLocked(root); len(pending) > 0 {
-		return p.m.priorityLocked(pending[0], root), true
-	}
-	return 0, false
+	return p.ageKeyLocked(pod, root), true
 }
 
-// yieldLocked reports whether the scout pod, in its scheduling cycle, must let a tree of a
-// higher priority that news is about to retry try first; if so, its own tree joins that retry
-// (newsLocked), and the queue orders the two. Without it, room that appears while a
-// low-priority scout is queued (its own timed retry, say) goes to that scout, which is popped
-// before news has retried the tree the room was for: at 15,000 nodes and 1,250 waiting gangs,
-// an urgent gang lost a new node so.
+// ageKeyLocked is the queue-sort key of a member of root's tree queued by the tree's age.
+func (p *Permits) ageKeyLocked(pod *v1.Pod, root Key) SortKey {
+	return p.m.sortKeyLocked(pod, root, p.m.index.Get(root).CreationTime())
+}
+
+// yieldLocked reports whether the scout pod, in its scheduling cycle, must let a tree the
+// queue would try before it, and that news is about to retry, try first: one of a higher
+// priority, or as high and older. If so, its own tree joins that retry (newsLocked), and the
+// queue orders them. Without it, room that appears while a scout is queued (its own timed
+// retry, say, or one of a thousand scouts a previous retry queued) goes to that scout, which
+// is popped before news has retried the tree the room was for: at 15,000 nodes and 1,250
+// waiting gangs, an urgent gang lost a new node so, and at 5,000 nodes and 600 gangs the
+// 119th oldest gang got the node the oldest should have.
 func (p *Permits) yieldLocked(pod *v1.Pod, root Key) (string, bool) {
 	r := p.attempts.Round(root)
 	if r == nil || r.open || r.active > 0 || r.scout != pod.UID || len(p.batches) == 0 {
 		return "", false
 	}
-	prio := p.m.priorityLocked(pod, root)
+	own := p.ageKeyLocked(pod, root)
 	for _, b := range p.batches {
-		if b.priority <= prio {
+		if !b.ahead(own) {
 			continue
 		}
 		if !slices.Contains(b.roots, root) {
-			b.roots = append(b.roots, root)
+			b.join(root, own)
 		}
 		r.stalled, r.news, r.quietRetry = true, b.why, false
-		return fmt.Sprintf("gang %s lets gangs of a higher priority try first (%s); it is tried again with them", root.Name, b.why), true
+		return fmt.Sprintf("gang %s lets gangs that go before it in the queue try first (%s); it is tried again with them", root.Name, b.why), true
 	}
 	return "", false
+}
+
+// queueTimeLocked is the time root's members are queued by (SortKey.Time): the root's
+// creation, so that when news retries several waiting trees of one priority the oldest gets
+// the room; but on a try no news prompted (the backoff's end), its last failure, so that trees
+// tried again for nothing go behind those not tried yet, and behind the trees news retries.
+func (p *Permits) queueTimeLocked(root Key) time.Time {
+	t := p.m.index.Get(root).CreationTime()
+	if r := p.attempts.Round(root); r != nil && r.quietRetry && r.lastFailure.After(t) {
+		return r.lastFailure
+	}
+	return t
 }
 
 // retryLocked ends a tree's backoff and lets a scout try it again (scout.go).

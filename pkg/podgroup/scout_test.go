@@ -199,26 +199,33 @@ func TestMembersTheScoutTriedForAreTold(t *testing.T) {
 	}
 }
 
-// Room that appears while a scout is queued goes to the tree priority says: a scout whose
-// own timed retry queued it lets a higher-priority tree that news is about to retry try
-// first, and is tried again with it; a scout of the same or a higher priority does not.
-func TestScoutYieldsToNewsForAHigherPriority(t *testing.T) {
+// Room that appears while a scout is queued goes to the tree priority and age say: a scout
+// whose own timed retry queued it lets a tree that news is about to retry, and that the queue
+// would try before it (a higher priority, or as high and older), try first, and is tried
+// again with it; a scout that goes first anyway does not.
+func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 	cpu := map[v1.ResourceName]string{v1.ResourceCPU: "2"}
 	tests := []struct {
 		name                string
 		scoutPrio, newsPrio int32
-		want                VerdictCode
+		// scoutAge, newsAge: how long before the test's start each gang was created.
+		scoutAge, newsAge time.Duration
+		want              VerdictCode
 	}{{
 		name:      "a lower-priority scout yields and joins the retry",
-		scoutPrio: 0, newsPrio: 100,
+		scoutPrio: 0, newsPrio: 100, scoutAge: time.Hour, newsAge: time.Minute,
 		want: BackingOff,
 	}, {
-		name:      "a scout of the same priority goes on",
-		scoutPrio: 100, newsPrio: 100,
+		name:      "a younger scout of the same priority yields",
+		scoutPrio: 100, newsPrio: 100, scoutAge: time.Minute, newsAge: time.Hour,
+		want: BackingOff,
+	}, {
+		name:      "an older scout of the same priority goes on",
+		scoutPrio: 100, newsPrio: 100, scoutAge: time.Hour, newsAge: time.Minute,
 		want: Proceed,
 	}, {
 		name:      "a higher-priority scout goes on",
-		scoutPrio: 200, newsPrio: 100,
+		scoutPrio: 200, newsPrio: 100, scoutAge: time.Minute, newsAge: time.Hour,
 		want: Proceed,
 	}}
 	for _, tc := range tests {
@@ -226,8 +233,8 @@ func TestScoutYieldsToNewsForAHigherPriority(t *testing.T) {
 			m, clk, rec := testModel(t)
 			m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
 			m.OnPod(nil, lt.MakePod().Namespace("other").Name("filler").UID("filler").Req(cpu).Node("n1").Obj())
-			gang := func(name string, prio int32) []*v1.Pod {
-				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(2).Obj())
+			gang := func(name string, prio int32, age time.Duration) []*v1.Pod {
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(2).Created(epoch.Add(-age)).Obj())
 				pods := []*v1.Pod{lt.Member("ns", name, 0).Req(cpu).Priority(prio).Obj(), lt.Member("ns", name, 1).Req(cpu).Priority(prio).Obj()}
 				for _, p := range pods {
 					m.OnPod(nil, p)
@@ -239,9 +246,9 @@ func TestScoutYieldsToNewsForAHigherPriority(t *testing.T) {
 				m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
 				return pods
 			}
-			low := gang("low", tc.scoutPrio)
+			low := gang("low", tc.scoutPrio, tc.scoutAge)
 			clk.Step(5 * time.Second)
-			gang("urgent", tc.newsPrio)
+			gang("urgent", tc.newsPrio, tc.newsAge)
 			rec.take()
 			clk.Step(testPolicy.Backoff - 4*time.Second) // low's backoff ends: its scout is queued again
 			if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"low-0"}) {

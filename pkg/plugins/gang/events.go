@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -66,53 +65,70 @@ func (pl *Gang) isSchedulableAfterCapacityChange(_ klog.Logger, pod *v1.Pod, _, 
 // isSchedulableAfterGroupChange queues a member when a group of its tree is created, or its
 // minCount / minGroupCount is lowered.
 func (pl *Gang) isSchedulableAfterGroupChange(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	k, newMin, ok := groupOf(newObj)
+	cur, ok := groupOf(newObj)
 	if !ok {
 		return fwk.Queue, nil
 	}
-	if k.Namespace != pod.Namespace || !pl.groups.Related(pod, k) {
+	old, hadOld := groupOf(oldObj)
+	if hadOld && old.generation > 0 && old.generation == cur.generation {
+		// Its status or metadata changed, not its spec (lockstep's own condition writes, for
+		// the most part): nothing a pending member waits for. Asked for every pending pod at
+		// every such write, this answer must be cheap.
+		return fwk.QueueSkip, nil
+	}
+	if cur.key.Namespace != pod.Namespace || !pl.groups.Related(pod, cur.key) {
 		return fwk.QueueSkip, nil
 	}
 	if oldObj == nil {
 		return fwk.Queue, nil
 	}
-	if _, oldMin, ok := groupOf(oldObj); ok && newMin < oldMin {
+	if hadOld && cur.min < old.min {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
 }
 
-// groupOf reads the key and minimum (minCount or minGroupCount; 1 for basic) of a group
-// object, typed or unstructured.
-func groupOf(obj any) (podgroup.Key, int32, bool) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		var typed runtime.Object
-		switch u.GetKind() {
-		case "PodGroup":
-			typed = &v1alpha1.PodGroup{}
-		case "CompositePodGroup":
-			typed = &v1alpha1.CompositePodGroup{}
-		default:
-			return podgroup.Key{}, 0, false
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
-			return podgroup.Key{}, 0, false
-		}
-		obj = typed
-	}
+// groupFacts is what a queueing hint reads of a group object.
+type groupFacts struct {
+	key podgroup.Key
+	// min is minCount or minGroupCount; 1 for basic.
+	min        int32
+	generation int64
+}
+
+// groupOf reads a group object, typed or unstructured (the framework's dynamic informer). An
+// unstructured object is read field by field, never converted: a hint runs for every pending
+// pod at every change of any group.
+func groupOf(obj any) (groupFacts, bool) {
 	switch g := obj.(type) {
+	case *unstructured.Unstructured:
+		var key podgroup.Key
+		field := "minCount"
+		switch g.GetKind() {
+		case "PodGroup":
+			key = podgroup.PodGroupKey(g.GetNamespace(), g.GetName())
+		case "CompositePodGroup":
+			key, field = podgroup.CompositePodGroupKey(g.GetNamespace(), g.GetName()), "minGroupCount"
+		default:
+			return groupFacts{}, false
+		}
+		min := int64(1)
+		if v, found, err := unstructured.NestedInt64(g.Object, "spec", "schedulingPolicy", "gang", field); err == nil && found {
+			min = v
+		}
+		return groupFacts{key: key, min: int32(min), generation: g.GetGeneration()}, true
 	case *v1alpha1.PodGroup:
 		min := int32(1)
 		if g.Spec.SchedulingPolicy.Gang != nil {
 			min = g.Spec.SchedulingPolicy.Gang.MinCount
 		}
-		return podgroup.PodGroupKey(g.Namespace, g.Name), min, true
+		return groupFacts{key: podgroup.PodGroupKey(g.Namespace, g.Name), min: min, generation: g.Generation}, true
 	case *v1alpha1.CompositePodGroup:
 		min := int32(1)
 		if g.Spec.SchedulingPolicy.Gang != nil {
 			min = g.Spec.SchedulingPolicy.Gang.MinGroupCount
 		}
-		return podgroup.CompositePodGroupKey(g.Namespace, g.Name), min, true
+		return groupFacts{key: podgroup.CompositePodGroupKey(g.Namespace, g.Name), min: min, generation: g.Generation}, true
 	}
-	return podgroup.Key{}, 0, false
+	return groupFacts{}, false
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -297,6 +298,14 @@ func TestQueueingHints(t *testing.T) {
 	}
 	lowered := lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Obj()
 	raised := lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj()
+	// As the apiserver serves them: a spec change is a new generation, a status write is not.
+	generation := func(n int64, obj *v1alpha1.PodGroup) *v1alpha1.PodGroup {
+		obj = obj.DeepCopy()
+		obj.Generation = n
+		return obj
+	}
+	statusWritten := generation(2, lowered)
+	statusWritten.Status.Conditions = []metav1.Condition{{Type: "Scheduled", Status: metav1.ConditionFalse}}
 	tests := []struct {
 		name   string
 		fn     fwk.QueueingHintFn
@@ -316,6 +325,12 @@ func TestQueueingHints(t *testing.T) {
 			oldObj: asUnstructured(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), "PodGroup"), newObj: asUnstructured(lowered, "PodGroup"), want: fwk.Queue},
 		{name: "minCount raised", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(),
 			oldObj: asUnstructured(lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj(), "PodGroup"), newObj: asUnstructured(raised, "PodGroup"), want: fwk.QueueSkip},
+		{name: "minCount lowered, a new generation", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(),
+			oldObj: asUnstructured(generation(1, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()), "PodGroup"), newObj: asUnstructured(generation(2, lowered), "PodGroup"), want: fwk.Queue},
+		{name: "its status written (the same generation)", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(),
+			oldObj: asUnstructured(generation(2, lowered), "PodGroup"), newObj: asUnstructured(statusWritten, "PodGroup"), want: fwk.QueueSkip},
+		{name: "a typed group's minCount lowered", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(),
+			oldObj: generation(1, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()), newObj: generation(2, lowered), want: fwk.Queue},
 		{name: "missing parent created", fn: env.plugin.isSchedulableAfterGroupChange, pod: lt.Member("ns", "a", 0).Obj(),
 			newObj: asUnstructured(lt.MakeCompositePodGroup().Namespace("ns").Name("nope").Gang(1).Obj(), "CompositePodGroup"), want: fwk.QueueSkip},
 	}

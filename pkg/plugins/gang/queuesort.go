@@ -9,8 +9,8 @@ import (
 // Less orders the queue by priority (a gang member's is its tree's: the root group's
 // priorityClassName, else the pod's own), then half-bound trees first (a leader died between
 // their binds: their bound pods run without their peers), then by the root group's creation
-// time (or its last failure, whichever is later), then by root key, then by when the pod was
-// queued.
+// time (the oldest tree first; its last failure on a try at the end of its backoff:
+// podgroup's queueTimeLocked), then by root key, then by when the pod was queued.
 // Members of one tree compare equal up to the last step, so they leave the queue back to
 // back and two gangs do not interleave and hold each other's capacity; when room appears
 // for one of several waiting trees, the one with the higher priority gets it.
