@@ -96,7 +96,7 @@ const (
 // events are recorded while the scheduler leads; becoming leader announces again). A pod
 // let in gets its queue-sort key, fixed while it is queued.
 func (g *Gate) Admit(logger klog.Logger, pod *v1.Pod) Verdict {
-	v, key := g.check(logger, pod, modeEnqueue)
+	v, key := g.check(logger, pod, modeEnqueue, 0)
 	if v.Code == Proceed {
 		g.sortKeys.Store(pod.UID, key)
 	} else {
@@ -105,8 +105,10 @@ func (g *Gate) Admit(logger klog.Logger, pod *v1.Pod) Verdict {
 	return v
 }
 
-// Check answers PreFilter: Admit's rules, and a tree that failed moments ago backs off.
-func (g *Gate) Check(logger klog.Logger, pod *v1.Pod) Verdict {
+// Check answers PreFilter: Admit's rules, and a tree that failed moments ago backs off; a
+// scout lets trees the queue puts ahead of it try room news brings first (yieldLocked).
+// nodes is the number of nodes in the cycle's snapshot (0: unknown).
+func (g *Gate) Check(logger klog.Logger, pod *v1.Pod, nodes int) Verdict {
 	key, ok := g.SortKey(pod)
 	if !ok {
 		// As QueueSort orders a pod in no group, but by its creation, not its queue time.
@@ -115,17 +117,17 @@ func (g *Gate) Check(logger klog.Logger, pod *v1.Pod) Verdict {
 	g.m.mu.Lock()
 	g.m.permits.cycleLocked(key)
 	g.m.mu.Unlock()
-	v, _ := g.check(logger, pod, modeCycle)
+	v, _ := g.check(logger, pod, modeCycle, nodes)
 	return v
 }
 
 // Peek answers Admit's question without side effects, for queueing hints.
 func (g *Gate) Peek(pod *v1.Pod) Verdict {
-	v, _ := g.check(klog.Background(), pod, modePeek)
+	v, _ := g.check(klog.Background(), pod, modePeek, 0)
 	return v
 }
 
-func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, SortKey) {
+func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int) (Verdict, SortKey) {
 	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -209,7 +211,7 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode) (Verdict, 
 			}
 		case modeCycle:
 			m.permits.scoutTriedLocked(pod.UID, root)
-			if why, yield := m.permits.yieldLocked(pod, root); yield {
+			if why, yield := m.permits.yieldLocked(pod, root, nodes); yield {
 				logger.V(4).Info("Gang yields to news for a higher priority", "pod", klog.KObj(pod), "group", k, "root", root, "why", why)
 				return Verdict{Code: BackingOff, Group: k, Root: root, Message: why}, SortKey{}
 			}

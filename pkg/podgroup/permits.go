@@ -46,6 +46,9 @@ type Permits struct {
 	// key of the pod of the latest (scout.go).
 	cycles    uint64
 	lastCycle SortKey
+	// unseenSince is when a cycle's snapshot first held more nodes than the model has seen
+	// (zero while it does not; yieldLocked).
+	unseenSince time.Time
 }
 
 func newPermits(m *Model, observer RoundObserver) *Permits {

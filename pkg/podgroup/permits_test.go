@@ -293,7 +293,7 @@ func TestDeletedMemberReleasesWaitersOnlyWhenHopeless(t *testing.T) {
 	if len(rejected) != 2 || !strings.Contains(rejected["b-0"], "2 of 3 pods exist") {
 		t.Fatalf("waiters released %v, want both, saying what the gang lacks", rejected)
 	}
-	if v := m2.Gate().Check(bg, pods[0]); v.Code == BackingOff {
+	if v := m2.Gate().Check(bg, pods[0], 0); v.Code == BackingOff {
 		t.Error("a tree short of pods backs off: no backoff is due")
 	}
 }
@@ -324,7 +324,7 @@ func TestDeadlineRejectsTheTree(t *testing.T) {
 	if len(m.Permits().Waiters()) != 0 {
 		t.Errorf("waiters left: %v", m.Permits().Waiters())
 	}
-	if v := m.Gate().Check(bg, pods[2]); v.Code != BackingOff {
+	if v := m.Gate().Check(bg, pods[2], 0); v.Code != BackingOff {
 		t.Errorf("Check after a timeout = %v, want BackingOff", v.Code)
 	}
 	if c, _ := m.Gate().Condition(PodGroupKey("ns", "a")); !strings.Contains(c.Message, "timed out") {
@@ -351,7 +351,7 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	for _, p := range pods[:2] {
 		m.Permits().Unreserve(bg, assumed(p, "n1"))
 	}
-	if v := m.Gate().Check(bg, pods[0]); v.Code != BackingOff {
+	if v := m.Gate().Check(bg, pods[0], 0); v.Code != BackingOff {
 		t.Errorf("Check during backoff = %v, want BackingOff", v.Code)
 	}
 	// Held out of the queue meanwhile: a member popped only to be turned away would have its
@@ -371,7 +371,7 @@ func TestFailRejectsWholeGangAndBacksOff(t *testing.T) {
 	if v := m.Gate().Admit(bg, pods[1]); v.Code != AwaitingScout || !strings.Contains(v.Message, "a-0") {
 		t.Errorf("Admit of another member after backoff = %v %q, want AwaitingScout naming a-0", v.Code, v.Message)
 	}
-	if v := m.Gate().Check(bg, pods[0]); v.Code != Proceed {
+	if v := m.Gate().Check(bg, pods[0], 0); v.Code != Proceed {
 		t.Errorf("Check after backoff = %v, want Proceed", v.Code)
 	}
 	// The scout's plan holds room: the attempt starts, and the others are let in.
@@ -420,7 +420,7 @@ func TestNewsRetriesAFailedTreeNow(t *testing.T) {
 			if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-1"}) {
 				t.Errorf("activated %v, want the scout a-1", activated)
 			}
-			if v := m.Gate().Check(bg, pods[0]); v.Code != Proceed {
+			if v := m.Gate().Check(bg, pods[0], 0); v.Code != Proceed {
 				t.Errorf("Check after news = %v %q, want Proceed", v.Code, v.Message)
 			}
 		})
@@ -486,7 +486,7 @@ func TestFailInOneShardReleasesOnlyThatShard(t *testing.T) {
 	if _, _, rejected := rec.take(); len(rejected) != 1 || rejected["s1-0"] == "" {
 		t.Fatalf("rejected %v, want only s1-0", rejected)
 	}
-	if v := m.Gate().Check(bg, s0[1]); v.Code != Proceed {
+	if v := m.Gate().Check(bg, s0[1], 0); v.Code != Proceed {
 		t.Errorf("a shard failing backs the tree off: %v", v.Code)
 	}
 	if d := reservePermit(m, s0[1]); d.Allow {
@@ -613,31 +613,57 @@ func TestNodeDeletedReleasesItsWaiters(t *testing.T) {
 	}
 }
 
-// News retries every failed tree together, once the latest failure is a retry floor old: their
-// members reach the queue in one batch and leave it by priority, so a tree tried last does not
-// lose the room to one tried earlier.
+// News retries failed trees together, by the queue's order: a tree that failed within its
+// retry floor waits for the floor to end, and so do the trees the queue puts after it (so
+// that a tree tried last does not lose the room to one tried earlier that goes after it);
+// a tree the queue puts first does not wait for it.
 func TestNewsRetriesFailedTreesTogether(t *testing.T) {
-	m, clk, rec := testModel(t)
-	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("early").Gang(2).Obj())
-	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("late").Gang(2).Obj())
-	early, late := addPods(m, "early", 2), addPods(m, "late", 2)
-	m.Permits().Fail(bg, early[0], "no room", testPolicy)
-	clk.Step(800 * time.Millisecond)
-	m.Permits().Fail(bg, late[0], "no room", testPolicy)
-	rec.take()
-	clk.Step(400 * time.Millisecond) // early failed 1.2s ago, late 0.4s ago
-	m.OnCapacity("node added")
-	clk.Step(newsDelay)
-	if activated, _, _ := rec.take(); len(activated) != 0 {
-		t.Fatalf("early retried before late's floor: %v", activated)
-	}
-	clk.Step(DefaultRetryFloor)
-	rec.mu.Lock()
-	batches := rec.batches
-	rec.mu.Unlock()
-	activated, _, _ := rec.take()
-	if !cmp.Equal(activated, []string{"early-1", "late-1"}) || batches != 1 {
-		t.Errorf("activated %v in %d batches, want both trees' scouts in one", activated, batches)
+	tests := []struct {
+		name string
+		// the priorities of the tree that failed 1.2 s before the news and of the one that
+		// failed 0.4 s before it.
+		earlyPrio, latePrio int32
+		now, later          []string
+	}{{
+		name:      "the tree within its floor goes first: both wait for it",
+		earlyPrio: 0, latePrio: 100,
+		later: []string{"early-1", "late-1"},
+	}, {
+		name:      "the tree past its floor goes first: it does not wait",
+		earlyPrio: 100, latePrio: 0,
+		now: []string{"early-1"}, later: []string{"late-1"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk, rec := testModel(t)
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("early").Gang(2).Obj())
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("late").Gang(2).Obj())
+			early := []*v1.Pod{lt.Member("ns", "early", 0).Priority(tc.earlyPrio).Obj(), lt.Member("ns", "early", 1).Priority(tc.earlyPrio).Obj()}
+			late := []*v1.Pod{lt.Member("ns", "late", 0).Priority(tc.latePrio).Obj(), lt.Member("ns", "late", 1).Priority(tc.latePrio).Obj()}
+			for _, p := range append(early, late...) {
+				m.OnPod(nil, p)
+			}
+			m.Permits().Fail(bg, early[0], "no room", testPolicy)
+			clk.Step(800 * time.Millisecond)
+			m.Permits().Fail(bg, late[0], "no room", testPolicy)
+			rec.take()
+			clk.Step(400 * time.Millisecond) // early failed 1.2s ago, late 0.4s ago
+			m.OnCapacity("node added")
+			clk.Step(newsDelay)
+			if activated, _, _ := rec.take(); !cmp.Equal(activated, tc.now) {
+				t.Errorf("activated at once %v, want %v", activated, tc.now)
+			}
+			rec.mu.Lock()
+			rec.batches = 0
+			rec.mu.Unlock()
+			clk.Step(DefaultRetryFloor)
+			rec.mu.Lock()
+			batches := rec.batches
+			rec.mu.Unlock()
+			if activated, _, _ := rec.take(); !cmp.Equal(activated, tc.later) || batches != 1 {
+				t.Errorf("activated %v in %d batches at late's floor, want %v in one", activated, batches, tc.later)
+			}
+		})
 	}
 }
 
@@ -779,7 +805,7 @@ func TestSortKeyIsFixedWhileQueued(t *testing.T) {
 	if k, _ := m.Gate().SortKey(pods[0]); !k.Finishing || !k.Time.Equal(epoch.Add(time.Minute)) {
 		t.Errorf("key at the backoff's end, the tree half bound: %+v, want it finishing, queued by the failure (%s)", k, epoch.Add(time.Minute))
 	}
-	m.Gate().Check(bg, pods[0])
+	m.Gate().Check(bg, pods[0], 0)
 	m.Permits().Fail(bg, pods[0], "no room", testPolicy)
 	clk.Step(2 * time.Second) // past the retry floor
 	m.OnNodeAdd(lt.MakeNode("n2", "4").Obj())

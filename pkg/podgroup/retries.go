@@ -95,35 +95,46 @@ func (b *newsBatch) ahead(own SortKey) bool {
 	return false
 }
 
-// newsLocked retries failed trees together, newsDelay from now and no sooner than retryFloor
-// after the latest of their failures. Together: their members reach the queue at once, and
-// leave it in the order of their trees' priority, so that when room appears for one of several
-// trees the higher-priority one gets it, whichever was tried last. A scout of a lower priority
-// that reaches its cycle meanwhile joins the batch rather than take the room (yieldLocked).
+// newsLocked retries failed trees together, newsDelay from now. Together: their members
+// reach the queue at once, and leave it in the order of their trees' priority and age, so
+// that when room appears for one of several trees the one the queue puts first gets it,
+// whichever was tried last. A scout the queue puts after one of them that reaches its cycle
+// meanwhile joins the batch rather than take the room (yieldLocked).
+//
+// A tree that failed less than retryFloor ago waits for its floor to end (it was just tried,
+// maybe on a snapshot without the news), and so do the trees the queue puts after it; the
+// others do not wait for it: at 600 waiting gangs, a batch that waited for the floor of the
+// tree that failed last waited a second, while the scouts of younger gangs took the room.
 //
 // The delay: the model hears of an event through its own handler, and the scheduler's cache
 // through another; an attempt made before the cache has the new node (or has lost the deleted
 // pod) would fail for nothing. An attempt that fails anyway shortly after news backs off for
 // the retry floor only (see rejectLocked).
 func (p *Permits) newsLocked(roots []Key, why string) {
-	m := p.m
-	at := m.clock.Now().Add(newsDelay)
 	b := &newsBatch{why: why}
 	for _, root := range roots {
 		r := p.attempts.Round(root)
 		if r == nil || (!r.stalled && len(r.failed) == 0) {
 			continue
 		}
-		if earliest := r.lastFailure.Add(p.retryFloor); earliest.After(at) {
-			at = earliest
-		}
 		r.news = why
-		if key, ok := p.treeKeyLocked(root, r); ok {
-			b.join(root, key)
-		} else {
-			b.roots = append(b.roots, root)
-		}
+		p.joinLocked(b, root, r)
 	}
+	p.armBatchLocked(b, p.m.clock.Now().Add(newsDelay))
+}
+
+// joinLocked adds root's tree to b.
+func (p *Permits) joinLocked(b *newsBatch, root Key, r *Round) {
+	if key, ok := p.treeKeyLocked(root, r); ok {
+		b.join(root, key)
+	} else {
+		b.roots = append(b.roots, root)
+	}
+}
+
+// armBatchLocked retries the trees of b at at (newsLocked).
+func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
+	m := p.m
 	if len(b.roots) == 0 {
 		return
 	}
@@ -132,17 +143,47 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 		m.update(m.logger, func(eff *effects) {
 			p.batches = slices.DeleteFunc(p.batches, func(x *newsBatch) bool { return x == b })
 			now := m.clock.Now()
+			// The trees within their floor, and when it ends.
+			type floor struct {
+				key   SortKey
+				known bool
+				ends  time.Time
+			}
+			floors := map[Key]floor{}
+			for _, root := range b.roots {
+				if r := p.attempts.Round(root); r != nil {
+					if ends := r.lastFailure.Add(p.retryFloor); now.Before(ends) {
+						key, known := p.treeKeyLocked(root, r)
+						floors[root] = floor{key: key, known: known, ends: ends}
+					}
+				}
+			}
+			later := &newsBatch{why: b.why}
+			var laterAt time.Time
 			for _, root := range b.roots {
 				r := p.attempts.Round(root)
 				if r == nil || (!r.stalled && len(r.failed) == 0) {
 					continue
 				}
-				if earliest := r.lastFailure.Add(p.retryFloor); now.Before(earliest) {
-					p.armRetryLocked(root, r, earliest) // it failed again meanwhile
+				wait, held := floors[root]
+				if !held {
+					key, known := p.treeKeyLocked(root, r)
+					for _, f := range floors {
+						if (!known || !f.known || f.key.Before(key)) && f.ends.After(wait.ends) {
+							held, wait.ends = true, f.ends
+						}
+					}
+				}
+				if held {
+					p.joinLocked(later, root, r)
+					if wait.ends.After(laterAt) {
+						laterAt = wait.ends
+					}
 					continue
 				}
-				p.retryLocked(eff, root, why)
+				p.retryLocked(eff, root, b.why)
 			}
+			p.armBatchLocked(later, laterAt)
 		})
 	})
 }
@@ -174,9 +215,24 @@ func (p *Permits) ageKeyLocked(pod *v1.Pod, root Key) SortKey {
 // is popped before news has retried the tree the room was for: at 15,000 nodes and 1,250
 // waiting gangs, an urgent gang lost a new node so, and at 5,000 nodes and 600 gangs the
 // 119th oldest gang got the node the oldest should have.
-func (p *Permits) yieldLocked(pod *v1.Pod, root Key) (string, bool) {
+//
+// The scheduler's cache and the model hear of a node from one informer, each through its own
+// handler: a scout whose cycle's snapshot holds more nodes than the model has seen would
+// take room on a node before the model has heard of it, and retried the trees it is for. It
+// arms that retry itself and joins it, for a moment only (unseenGrace): a count that stays
+// apart is no news.
+func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
 	r := p.attempts.Round(root)
-	if r == nil || r.open || r.active > 0 || r.scout != pod.UID || len(p.batches) == 0 {
+	if r == nil || r.open || r.active > 0 || r.scout != pod.UID {
+		return "", false
+	}
+	if p.unseenNodeLocked(nodes) {
+		const why = "a node the scheduler has that lockstep has not heard of yet"
+		r.stalled, r.quietRetry = true, false
+		p.newsLocked(p.stalledLocked(nil), why)
+		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s lets the waiting gangs try %s first; it is tried again with them", root.Name, why)), true
+	}
+	if len(p.batches) == 0 {
 		return "", false
 	}
 	own := p.ageKeyLocked(pod, root)
@@ -188,9 +244,43 @@ func (p *Permits) yieldLocked(pod *v1.Pod, root Key) (string, bool) {
 			b.join(root, own)
 		}
 		r.stalled, r.news, r.quietRetry = true, b.why, false
-		return fmt.Sprintf("gang %s lets gangs that go before it in the queue try first (%s); it is tried again with them", root.Name, b.why), true
+		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s lets gangs that go before it in the queue try first (%s); it is tried again with them", root.Name, b.why)), true
 	}
 	return "", false
+}
+
+// yieldMessageLocked is what a yielding scout is told: what its PodScheduled condition says
+// already, if anything (why its gang waits), so that the scheduler's failure handler writes
+// nothing (a status write per yield, in the scheduling cycle, made each yield cost ten times a
+// try); why otherwise.
+func (p *Permits) yieldMessageLocked(pod *v1.Pod, why string) string {
+	if mem := p.m.members.Of(pod.UID); mem != nil {
+		for _, c := range mem.Pod.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable && c.Message != "" {
+				return c.Message
+			}
+		}
+	}
+	return why
+}
+
+// unseenGrace is how long the scheduler's snapshot may hold more nodes than the model has
+// seen before the difference is taken for something else than news the model has yet to hear
+// (a node the model saw deleted first, say).
+const unseenGrace = time.Second
+
+// unseenNodeLocked reports whether a snapshot of nodes nodes holds a node the model has not
+// seen, for less than unseenGrace.
+func (p *Permits) unseenNodeLocked(nodes int) bool {
+	if nodes <= p.m.room.nodes() {
+		p.unseenSince = time.Time{}
+		return false
+	}
+	now := p.m.clock.Now()
+	if p.unseenSince.IsZero() {
+		p.unseenSince = now
+	}
+	return now.Sub(p.unseenSince) < unseenGrace
 }
 
 // queueTimeLocked is the time root's members are queued by (SortKey.Time): the root's

@@ -36,6 +36,9 @@ func newNodeRoom() *nodeRoom {
 // setNode records a node's allocatable.
 func (n *nodeRoom) setNode(node *v1.Node) { n.alloc[node.Name] = capacity.Allocatable(node) }
 
+// nodes is the number of nodes it knows.
+func (n *nodeRoom) nodes() int { return len(n.alloc) }
+
 // deleteNode forgets a node.
 func (n *nodeRoom) deleteNode(name string) { delete(n.alloc, name) }
 

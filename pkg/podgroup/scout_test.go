@@ -32,7 +32,7 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		}
 	}
 	check := func(i int) step {
-		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) { m.Gate().Check(bg, pods[i]) }
+		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) { m.Gate().Check(bg, pods[i], 0) }
 	}
 	reserve := func(i int) step {
 		return func(_ *testing.T, m *Model, _ *simClock, pods []*v1.Pod) {
@@ -58,7 +58,7 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 	// cycle: the scheduler tries a pod in no group, of priority prio (the gang's is 0).
 	cycle := func(prio int32) step {
 		return func(_ *testing.T, m *Model, _ *simClock, _ []*v1.Pod) {
-			m.Gate().Check(bg, lt.MakePod().Namespace("other").Name("plain").UID("plain").Priority(prio).Obj())
+			m.Gate().Check(bg, lt.MakePod().Namespace("other").Name("plain").UID("plain").Priority(prio).Obj(), 0)
 		}
 	}
 	wait := func(d time.Duration) step {
@@ -180,7 +180,7 @@ func TestMembersTheScoutTriedForAreTold(t *testing.T) {
 	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 	pods := addPods(m, "a", 3)
 	m.Gate().Admit(bg, pods[0])
-	m.Gate().Check(bg, pods[0])
+	m.Gate().Check(bg, pods[0], 0)
 	msg := m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
 	want := map[string]string{"a-1": msg, "a-2": msg}
 	if told := rec.takeTold(2); !cmp.Equal(told, want) {
@@ -242,7 +242,7 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 				if v := m.Gate().Admit(bg, pods[0]); v.Code != Proceed {
 					t.Fatalf("Admit %s = %v, want its scout let in", pods[0].Name, v.Code)
 				}
-				m.Gate().Check(bg, pods[0])
+				m.Gate().Check(bg, pods[0], 0)
 				m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
 				return pods
 			}
@@ -258,16 +258,44 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 				t.Fatalf("Admit low-0 = %v, want Proceed", v.Code)
 			}
 			m.OnNodeAdd(lt.MakeNode("n2", "4").Obj()) // room for one gang: urgent's retry is armed
-			if v := m.Gate().Check(bg, low[0]); v.Code != tc.want {
+			if v := m.Gate().Check(bg, low[0], 0); v.Code != tc.want {
 				t.Errorf("Check low-0 = %v %q, want %v", v.Code, v.Message, tc.want)
 			}
 			clk.Step(newsDelay) // both trees retried together, the queue orders them
 			if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"low-0", "urgent-0"}) {
 				t.Errorf("activated %v when the news retry ran, want both scouts", activated)
 			}
-			if v := m.Gate().Check(bg, low[0]); v.Code != Proceed {
+			if v := m.Gate().Check(bg, low[0], 0); v.Code != Proceed {
 				t.Errorf("Check low-0 after the retry = %v %q, want Proceed", v.Code, v.Message)
 			}
 		})
+	}
+}
+
+// A scout whose cycle's snapshot holds a node the model has not heard of yet (the scheduler's
+// cache got it first) lets the waiting gangs try that room together, by priority and age;
+// a difference in counts that lasts is no news, and holds no scout back.
+func TestScoutYieldsToANodeTheModelHasNotSeen(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	pods := addPods(m, "a", 2)
+	m.Gate().Admit(bg, pods[0])
+	m.Gate().Check(bg, pods[0], 1)
+	m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	clk.Step(testPolicy.Backoff) // the timed retry queues the scout again
+	rec.take()
+	m.Gate().Admit(bg, pods[0])
+	if v := m.Gate().Check(bg, pods[0], 2); v.Code != BackingOff {
+		t.Errorf("Check with a node the model has not seen = %v %q, want BackingOff", v.Code, v.Message)
+	}
+	clk.Step(newsDelay)
+	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"a-0"}) {
+		t.Errorf("activated %v, want the scout again with the news's retry", activated)
+	}
+	m.Gate().Admit(bg, pods[0])
+	clk.Step(unseenGrace)
+	if v := m.Gate().Check(bg, pods[0], 2); v.Code != Proceed {
+		t.Errorf("Check with the counts apart for %s = %v %q, want Proceed", unseenGrace, v.Code, v.Message)
 	}
 }

@@ -76,7 +76,7 @@ func (s *modelSUT) preEnqueue(p *v1.Pod) (bool, string) {
 }
 
 func (s *modelSUT) preFilter(p *v1.Pod) (bool, string) {
-	v := s.m.Gate().Check(klog.Background(), p)
+	v := s.m.Gate().Check(klog.Background(), p, 0)
 	return v.Code == Proceed || v.Code == NotMember, v.Message
 }
 

@@ -36,7 +36,8 @@ type Gate interface {
 	// AddProfile registers the plugin's profile and its Job group timeout.
 	AddProfile(p podgroup.Profile)
 	Admit(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
-	Check(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
+	// Check answers PreFilter; nodes is the number of nodes in the cycle's snapshot.
+	Check(logger klog.Logger, pod *v1.Pod, nodes int) podgroup.Verdict
 	Peek(pod *v1.Pod) podgroup.Verdict
 	SortKey(pod *v1.Pod) (podgroup.SortKey, bool)
 	GroupOf(pod *v1.Pod) (podgroup.Key, bool)

@@ -14,12 +14,12 @@ import (
 // deleted or the hierarchy changed since PreEnqueue), when the tree is backing off after
 // a failed attempt, or when its PodGroup's minResources exceed what the cluster has free; the model retries the tree when the backoff ends, or sooner when the
 // cluster changes in a way that may let it fit.
-func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if podgroup.Planning(state) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	logger := klog.FromContext(ctx)
-	v := pl.groups.Check(logger, pod)
+	v := pl.groups.Check(logger, pod, len(nodes))
 	switch v.Code {
 	case podgroup.NotMember:
 		return nil, fwk.NewStatus(fwk.Skip)

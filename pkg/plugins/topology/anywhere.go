@@ -62,7 +62,7 @@ type anywhere struct {
 
 // plan places the pending members of root on nodes the fitter allows; it returns the
 // explanation on failure.
-func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.NodeInfo, promisedOn func(node string) capacity.Resources, fit fitter) (*Plan, string) {
+func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.NodeInfo, promised map[string]capacity.Resources, fit fitter) (*Plan, string) {
 	var pods []*pending
 	groupOf := map[types.UID]*podgroup.GroupView{}
 	root.Walk(func(g *podgroup.GroupView) {
@@ -77,22 +77,15 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 		return nil, "there are no nodes"
 	}
 	// The free capacity of infos as the topology read it (only nodes that changed since the
-	// last plan are read again), less what is promised on the nodes looked at.
-	base := newCluster(topo, nil)
-	free := map[int]capacity.Resources{}
+	// last plan are read again), less what is promised on them (promised lists the few nodes
+	// with anything promised) and what the plan took: a node looked at costs no allocation.
+	base := newCluster(topo, promised)
+	free := map[int]capacity.Resources{} // the nodes the plan took from
 	freeOf := func(i int) capacity.Resources {
-		r, ok := free[i]
-		if !ok {
-			r = base.freeAt(i)
-			if promisedOn != nil && infos[i].Node() != nil {
-				if p := promisedOn(infos[i].Node().Name); !p.IsZero() {
-					r = r.Clone()
-					r.Sub(p)
-				}
-			}
-			free[i] = r
+		if r, ok := free[i]; ok {
+			return r
 		}
-		return r
+		return base.freeAt(i)
 	}
 	start := int(a.start.Add(1) % uint64(n))
 	plan := &Plan{Root: root.Key, Pods: map[types.UID]PlannedPod{}, Domains: map[podgroup.Key]sets.Set[string]{},
@@ -112,7 +105,7 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 			unplaced = append(unplaced, pd)
 			continue
 		}
-		r := free[best].Clone()
+		r := freeOf(best).Clone()
 		r.Sub(pd.need)
 		free[best] = r
 		fit.planned(pd.pod, topo.nodes[best])

@@ -187,8 +187,6 @@ func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*p
 
 // promisedCapacity is what a plan of one tree must leave free on each node: what other
 // plans and reservations hold there, and the nominated pods the scheduler's Filter counts.
-// A planner that looks at a few nodes (anywhere.go) asks per node: a plan's cost then does
-// not grow with the cluster.
 type promisedCapacity struct {
 	handle      fwk.Handle
 	nominations *Nominations
@@ -196,12 +194,6 @@ type promisedCapacity struct {
 	counted     sets.Set[types.UID]
 	members     sets.Set[types.UID]
 	priority    int32
-}
-
-// on returns what is promised on the named node.
-func (p *promisedCapacity) on(name string) capacity.Resources {
-	r, _ := p.onNode(name)
-	return r
 }
 
 // onNode returns what is promised on the named node, and whether anything is.
@@ -298,7 +290,7 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 				return ""
 			}}
 		}
-		plan, why := pl.anywhere.plan(tree, topo, nodes, promise.on, fit)
+		plan, why := pl.anywhere.plan(tree, topo, nodes, promise.all(nodes), fit)
 		if plan == nil {
 			observe("unplaceable", "any")
 			return nil, why
