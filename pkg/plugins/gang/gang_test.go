@@ -356,3 +356,23 @@ func TestQueueingHints(t *testing.T) {
 	}
 	_ = v1alpha1.GroupName
 }
+
+// The summary of why a pod fit nowhere counts the nodes with a status of their own, and the
+// others by the one status they share (a pod refused at PreFilter), as reading each node does.
+func TestDescribeCountsEveryNode(t *testing.T) {
+	nodes := []*v1.Node{lt.MakeNode("n1", "1").Obj(), lt.MakeNode("n2", "1").Obj(), lt.MakeNode("n3", "1").Obj()}
+	env := newTestEnv(t, nil, nil, nodes)
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+	statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gang g did not fit"))
+	want := "0/3 nodes are available: 1 Insufficient cpu, 2 gang g did not fit"
+	if got := env.plugin.describe(statuses); got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
+	if got := env.plugin.describe(perNode{statuses}); got != want {
+		t.Errorf("describe, node by node = %q, want %q", got, want)
+	}
+}
+
+// perNode hides all but NodeToStatusReader's methods.
+type perNode struct{ fwk.NodeToStatusReader }

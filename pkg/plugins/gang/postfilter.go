@@ -29,6 +29,14 @@ func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
+// explicitStatuses is the scheduler's NodeToStatus: the nodes with a status of their own, and
+// one status for the others.
+type explicitStatuses interface {
+	Len() int
+	AbsentNodesStatus() *fwk.Status
+	ForEachExplicitNode(fn func(nodeName string, status *fwk.Status))
+}
+
 // describe summarizes why the pod fit nowhere, like the scheduler's FitError:
 // "0/3 nodes are available: 3 Insufficient cpu".
 func (pl *Gang) describe(statuses fwk.NodeToStatusReader) string {
@@ -37,13 +45,23 @@ func (pl *Gang) describe(statuses fwk.NodeToStatusReader) string {
 		return "no node fits"
 	}
 	counts := map[string]int{}
-	for _, n := range nodes {
-		s := statuses.Get(n.Node().Name)
+	count := func(s *fwk.Status, n int) {
 		if s == nil || s.IsSuccess() {
-			continue
+			return
 		}
 		for _, r := range s.Reasons() {
-			counts[r]++
+			counts[r] += n
+		}
+	}
+	if m, ok := statuses.(explicitStatuses); ok {
+		// The nodes the cycle gave a status of their own, then the others at once: a pod
+		// refused at PreFilter (a gang whose plan found no room) has no node of its own, and
+		// reading every node's status cost a waiting gang's try as much as its plan.
+		m.ForEachExplicitNode(func(_ string, s *fwk.Status) { count(s, 1) })
+		count(m.AbsentNodesStatus(), len(nodes)-m.Len())
+	} else {
+		for _, n := range nodes {
+			count(statuses.Get(n.Node().Name), 1)
 		}
 	}
 	reasons := make([]string, 0, len(counts))
