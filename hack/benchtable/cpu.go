@@ -139,15 +139,8 @@ var schedulerWrites = []string{
 // readWrites sums the scheduler's writes in the requests file of mode/shape in dir
 // (requests_test.go), -1 if there is none.
 func readWrites(dir, mode, shape string) (float64, error) {
-	data, err := os.ReadFile(filepath.Join(dir, mode+"_"+shape+"-requests.json"))
-	if os.IsNotExist(err) {
-		return -1, nil
-	}
-	if err != nil {
-		return -1, err
-	}
-	var counts map[string]float64
-	if err := json.Unmarshal(data, &counts); err != nil {
+	counts, err := readRequests(dir, mode, shape)
+	if counts == nil || err != nil {
 		return -1, err
 	}
 	n := 0.0
@@ -155,4 +148,21 @@ func readWrites(dir, mode, shape string) (float64, error) {
 		n += counts[k]
 	}
 	return n, nil
+}
+
+// readRequests reads the requests a workload's apiserver served, by verb and resource (nil if
+// they were not counted).
+func readRequests(dir, mode, shape string) (map[string]float64, error) {
+	data, err := os.ReadFile(filepath.Join(dir, mode+"_"+shape+"-requests.json"))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var counts map[string]float64
+	if err := json.Unmarshal(data, &counts); err != nil {
+		return nil, err
+	}
+	return counts, nil
 }

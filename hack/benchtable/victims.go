@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -16,15 +13,8 @@ import (
 // readVictims returns the pods deleted or evicted during a workload, -1 if its requests were
 // not counted.
 func readVictims(dir, mode, shape string) (float64, error) {
-	data, err := os.ReadFile(filepath.Join(dir, mode+"_"+shape+"-requests.json"))
-	if os.IsNotExist(err) {
-		return -1, nil
-	}
-	if err != nil {
-		return -1, err
-	}
-	var counts map[string]float64
-	if err := json.Unmarshal(data, &counts); err != nil {
+	counts, err := readRequests(dir, mode, shape)
+	if counts == nil || err != nil {
 		return -1, err
 	}
 	return counts["DELETE pods"] + counts["POST pods/eviction"], nil
