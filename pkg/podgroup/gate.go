@@ -109,14 +109,6 @@ func (g *Gate) Admit(logger klog.Logger, pod *v1.Pod) Verdict {
 // scout lets trees the queue puts ahead of it try room news brings first (yieldLocked).
 // nodes is the number of nodes in the cycle's snapshot (0: unknown).
 func (g *Gate) Check(logger klog.Logger, pod *v1.Pod, nodes int) Verdict {
-	key, ok := g.SortKey(pod)
-	if !ok {
-		// As QueueSort orders a pod in no group, but by its creation, not its queue time.
-		key = SortKey{Priority: corev1helpers.PodPriority(pod), Time: pod.CreationTimestamp.Time, Root: "Pod " + pod.Namespace + "/" + pod.Name}
-	}
-	g.m.mu.Lock()
-	g.m.permits.cycleLocked(key)
-	g.m.mu.Unlock()
 	v, _ := g.check(logger, pod, modeCycle, nodes)
 	return v
 }
@@ -131,6 +123,9 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int)
 	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if mode == modeCycle {
+		m.permits.cycleLocked(g.cycleKey(pod))
+	}
 	if job, ok := m.book.Job(pod); ok && filing.Suspended(job) && m.servesLocked(pod) && !terminated(pod) {
 		// Whatever its group: a pod of a suspended Job never binds (Kueue suspends a running
 		// Job to preempt it; its pending pods must not bind alone while they are deleted).
@@ -279,6 +274,15 @@ func (k SortKey) Before(o SortKey) bool {
 		return k.Time.Before(o.Time)
 	}
 	return k.Root < o.Root
+}
+
+// cycleKey is the queue-sort key of a pod in its scheduling cycle: the one Admit gave it, or,
+// for a pod in no group, as QueueSort orders it but by its creation, not its queue time.
+func (g *Gate) cycleKey(pod *v1.Pod) SortKey {
+	if key, ok := g.SortKey(pod); ok {
+		return key
+	}
+	return SortKey{Priority: corev1helpers.PodPriority(pod), Time: pod.CreationTimestamp.Time, Root: "Pod " + pod.Namespace + "/" + pod.Name}
 }
 
 // SortKey returns the queue-sort key Admit gave a member when it last let it into the

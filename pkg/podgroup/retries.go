@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
 // A tree whose attempt failed for want of room backs off (backoffSeconds), so that its
@@ -255,10 +256,9 @@ func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
 // try); why otherwise.
 func (p *Permits) yieldMessageLocked(pod *v1.Pod, why string) string {
 	if mem := p.m.members.Of(pod.UID); mem != nil {
-		for _, c := range mem.Pod.Status.Conditions {
-			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable && c.Message != "" {
-				return c.Message
-			}
+		if _, c := podutil.GetPodCondition(&mem.Pod.Status, v1.PodScheduled); c != nil &&
+			c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable && c.Message != "" {
+			return c.Message
 		}
 	}
 	return why
