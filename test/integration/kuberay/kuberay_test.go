@@ -488,15 +488,16 @@ func (e *rayEnv) watchPods() *podWatch {
 }
 
 // checkBoundWhole checks from the pod watch that RayCluster cluster's gang bound whole: when
-// the first of its pods bound, its head and at least min-1 workers existed, and it had more
-// binds than min-1 by the time of the check (the gang's binds all came).
+// the first of its pods bound, its head and at least min-1 workers existed, and the watch sees
+// at least min binds (the gang's binds all came).
 func (e *rayEnv) checkBoundWhole(cluster string, min int) {
 	e.t.Helper()
-	binds := e.watch.bindsOf(cluster)
-	if len(binds) == 0 {
-		e.t.Errorf("RayCluster %s: the pod watch saw no bind", cluster)
-		return
-	}
+	// A list may see binds before the watch delivers them: wait for the watch to see min.
+	var binds []bindSnapshot
+	testenv.Eventually(e.t, 30*time.Second, fmt.Sprintf("RayCluster %s: the pod watch sees the gang's %d binds", cluster, min), func() (bool, string) {
+		binds = e.watch.bindsOf(cluster)
+		return len(binds) >= min, fmt.Sprint(binds)
+	})
 	first := binds[0]
 	heads, members := 0, 0
 	for _, s := range first.pods {
@@ -512,8 +513,5 @@ func (e *rayEnv) checkBoundWhole(cluster string, min int) {
 	if heads != 1 || members < min {
 		e.t.Errorf("RayCluster %s: pod %s bound while %d pods of the cluster existed (%d heads), want its gang of %d with the head: %v",
 			cluster, first.pod, members, heads, min, first.pods)
-	}
-	if len(binds) < min {
-		e.t.Errorf("RayCluster %s: the watch saw %d binds, want at least the gang's %d", cluster, len(binds), min)
 	}
 }

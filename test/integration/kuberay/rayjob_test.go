@@ -84,9 +84,11 @@ func TestRayJobSubmitterDoesNotBlockTheGang(t *testing.T) {
 	if ref := metav1.GetControllerOf(&submitter); ref == nil || ref.Kind != "Job" || ref.Name != "rayjob" {
 		t.Errorf("submitter pod %s: ownerReferences %s, want the Job rayjob as controller", submitter.Name, owners(submitter.OwnerReferences))
 	}
-	if binds := e.watch.bindsOf(""); len(binds) != 1 || binds[0].pod != submitter.Name {
-		t.Errorf("binds of pods of no RayCluster: %v, want the submitter's alone", binds)
-	}
+	// The list may see the bind before the watch delivers it: wait for the watch.
+	testenv.Eventually(t, 30*time.Second, "the watch's binds of pods of no RayCluster: the submitter's alone", func() (bool, string) {
+		binds := e.watch.bindsOf("")
+		return len(binds) == 1 && binds[0].pod == submitter.Name, fmt.Sprint(binds)
+	})
 
 	// No group for the submitter, the cluster's unchanged, its pods untouched.
 	testenv.Consistently(t, 3*time.Second, "the cluster's Workload and PodGroup the only lockstep groups", func() (bool, string) {
