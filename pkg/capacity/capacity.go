@@ -41,6 +41,21 @@ func PodRequests(pod *v1.Pod) Resources {
 	return r
 }
 
+// OfPodInfo returns what a pod of the scheduler's snapshot needs on a node: the requests the
+// PodInfo computed once for NodeResourcesFit (PodRequests would compute them again on every
+// call, which at one call per pod per domain was most of a preemption's bound).
+func OfPodInfo(pi fwk.PodInfo) Resources {
+	res := pi.CalculateResource().Resource
+	r := Resources{MilliCPU: res.GetMilliCPU(), Memory: res.GetMemory(), Pods: 1}
+	for name, v := range res.GetScalarResources() {
+		if r.Scalar == nil {
+			r.Scalar = map[v1.ResourceName]int64{}
+		}
+		r.Scalar[name] = v
+	}
+	return r
+}
+
 // FreeOn returns a node's allocatable minus what its pods (bound and assumed) request.
 func FreeOn(n fwk.NodeInfo) Resources {
 	a, u := n.GetAllocatable(), n.GetRequested()

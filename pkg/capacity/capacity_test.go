@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 const gpu = v1.ResourceName("nvidia.com/gpu")
@@ -73,5 +74,28 @@ func TestAllocatable(t *testing.T) {
 	want := Resources{MilliCPU: 3500, Memory: 8 << 30, Pods: 110, Scalar: map[v1.ResourceName]int64{gpu: 8}}
 	if got := Allocatable(node); !reflect.DeepEqual(got, want) {
 		t.Errorf("Allocatable = %+v, want %+v", got, want)
+	}
+}
+
+// TestOfPodInfoIsPodRequests: the requests a PodInfo computes for NodeResourcesFit are those
+// PodRequests reads from the spec (init containers and overhead counted).
+func TestOfPodInfoIsPodRequests(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		Overhead: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
+		InitContainers: []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("1Gi")}}}},
+		Containers: []v1.Container{{Name: "main", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("2Gi"), gpu: resource.MustParse("4")}}}},
+	}}
+	pi, err := framework.NewPodInfo(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Resources{MilliCPU: 3100, Memory: 2 << 30, Pods: 1, Scalar: map[v1.ResourceName]int64{gpu: 4}}
+	if got := OfPodInfo(pi); !reflect.DeepEqual(got, want) {
+		t.Errorf("OfPodInfo = %+v, want %+v", got, want)
+	}
+	if got := PodRequests(pod); !reflect.DeepEqual(got, want) {
+		t.Errorf("PodRequests = %+v, want %+v", got, want)
 	}
 }

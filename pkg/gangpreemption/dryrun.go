@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
@@ -29,15 +30,17 @@ type decision struct {
 	units   map[string][]*Unit
 	leaving map[string][]*v1.Pod
 	pdbs    []*policy.PodDisruptionBudget
+	// need is what the pending members request in all, slot what the smallest requests.
+	need, slot capacity.Resources
 	// exclusive: the tree takes its domain to itself; no pod may be given back there.
 	exclusive bool
+	mode      Mode
 }
 
 // free is one domain's dry run: the domain's units taken out, the tree planned in the
 // domain, and every unit the plan does not need gone given back. Nil if the tree does not
 // fit even with every unit gone.
 func (e *Evaluator) free(ctx context.Context, run *decision, d Domain) *Choice {
-	logger := klog.FromContext(ctx)
 	var candidates []*Unit
 	picked := sets.New[string]()
 	terminating := 0
@@ -55,40 +58,72 @@ func (e *Evaluator) free(ctx context.Context, run *decision, d Domain) *Choice {
 	}
 	// The tree is planned as if the lowest tier of victims were gone, then the next, ...:
 	// the plan takes room from pods of the lowest priority that can give it, never from a
-	// pod of priority 90 where pods of priority 1 would do (the reprieve below holds the
-	// plan fixed, so it cannot undo the plan's choice). In a domain an exclusive group takes,
+	// pod of priority 90 where pods of priority 1 would do (the reprieve holds the plan
+	// fixed, so it cannot undo the plan's choice). In a domain an exclusive group takes,
 	// every pod goes.
-	var sim *simulation
-	var removed []fwk.PodInfo
-	var plan Placement
 	tiers := priorityTiers(candidates)
 	if run.exclusive {
 		tiers = tiers[len(tiers)-1:]
 	}
 	for _, ceiling := range tiers {
-		// A copy of every node a candidate of the tier (or a leaving pod) is on, without
-		// them; the PreFilter states of the plan forget them too.
-		sim = newSimulation(run.infos, run.index)
-		removed = leavingInfos(d, run.leaving)
 		var tier []*Unit
 		for _, u := range candidates {
 			if u.Priority() <= ceiling {
 				tier = append(tier, u)
-				removed = append(removed, u.Pods()...)
 			}
 		}
-		for _, pi := range removed {
-			sim.remove(logger, pi.GetPod())
+		c := e.planWithout(ctx, run, d, tier)
+		if c == nil {
+			continue
 		}
-		if p, ok := run.dry.Plan(ctx, sim.infos, d, removed); ok {
-			plan, candidates = p, tier
-			break
+		if run.exclusive {
+			return c
 		}
+		// The plan does not know which nodes' victims cost least: with every unit of the
+		// tier gone, it may take a node of each of five gangs where four gangs' nodes would
+		// do. Planned again without only the fewest units that give the members room
+		// (bounder.leanest), the dry run keeps whichever costs less.
+		if lean := run.bounderOf(d).leanest(tier); lean != nil && len(lean) < len(tier) {
+			l := e.planWithout(ctx, run, d, lean)
+			klog.FromContext(ctx).V(5).Info("Dry run planned again without the fewest units", "root", run.tree.Key, "domain", d.Name,
+				"units", len(lean), "of", len(tier), "planned", l != nil, "cost", costOf(l), "before", c.Cost)
+			if l != nil && run.mode.better(l.Cost, c.Cost) {
+				return l
+			}
+		}
+		return c
 	}
-	if plan == nil {
+	return nil
+}
+
+// costOf is a choice's cost for logs, nil if none.
+func costOf(c *Choice) *Cost {
+	if c == nil {
 		return nil
 	}
-	// Give back, most important first, every unit the plan does without.
+	return &c.Cost
+}
+
+// planWithout plans the tree in domain d on a copy of the nodes without the units (and the
+// pods already leaving), then gives back, most important first, every unit the plan does
+// without. Nil if the tree does not fit.
+func (e *Evaluator) planWithout(ctx context.Context, run *decision, d Domain, units []*Unit) *Choice {
+	logger := klog.FromContext(ctx)
+	// A copy of every node a unit (or a leaving pod) is on, without them; the PreFilter
+	// states of the plan forget them too.
+	sim := newSimulation(run.infos, run.index)
+	removed := leavingInfos(d, run.leaving)
+	for _, u := range units {
+		removed = append(removed, u.Pods()...)
+	}
+	for _, pi := range removed {
+		sim.remove(logger, pi.GetPod())
+	}
+	plan, ok := run.dry.Plan(ctx, sim.infos, d, removed)
+	if !ok {
+		return nil
+	}
+	candidates := append([]*Unit(nil), units...)
 	violating := pdbViolations(candidates, run.pdbs)
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]

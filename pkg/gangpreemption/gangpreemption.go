@@ -10,11 +10,14 @@
 // need gone is given back (upstream's reprieve, with the plan held fixed). A running gang is
 // one victim: all its bound members or none (its disruption unit, podgroup.Unit). The domain
 // chosen is the cheapest by (PodDisruptionBudgets violated, highest victim priority, gangs
-// broken, pods evicted), as upstream orders its candidates.
+// broken, pods evicted), as upstream orders its candidates. Resources alone bound each
+// domain's cost before its dry run: domains that cannot hold the tree are not run, and the
+// rest run cheapest bound first, until none left can beat the cheapest found.
 package gangpreemption
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -63,6 +66,9 @@ type DryRun interface {
 	// Exclusive reports whether a group of the tree takes its domain to itself: then no pod
 	// may stay in the domain freed for it.
 	Exclusive() bool
+	// Evicting are the pods other trees' preemptions are evicting: they leave at no cost,
+	// like pods already terminating, before the informer says so.
+	Evicting() sets.Set[types.UID]
 	// Plan plans the tree on infos (a copy of the snapshot from which removed were taken
 	// out), on d's nodes only; false if it does not fit.
 	Plan(ctx context.Context, infos []fwk.NodeInfo, d Domain, removed []fwk.PodInfo) (Placement, bool)
@@ -115,42 +121,74 @@ func New(handle fwk.PluginsRunner, trees Trees, pods corelisters.PodLister, pdbs
 	return e
 }
 
-// Cheapest runs a dry run in every domain dry offers and returns the cheapest it could be
-// freed in (Preempt: Cost.Less; Reserve: Cost.Sooner), nil if none.
+// Cheapest returns the cheapest domain dry offers that the tree could be freed in
+// (Preempt: Cost.Less; Reserve: Cost.Sooner), nil if none. Domains run from the lowest bound
+// on their cost up, and only until no domain left can beat the cheapest found (bound.go).
 func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode) *Choice {
 	logger := klog.FromContext(ctx)
 	if !e.trees.MayFree(p.Priority, mode == Reserve) {
 		logger.V(5).Info("Dry run skipped: no pod on any node may be taken", "root", tree.Key, "priority", p.Priority, "reserving", mode == Reserve)
 		return nil
 	}
-	units, leaving := e.units(infos, p, mode)
+	run := e.newDecision(dry, tree, p, infos, mode)
+	if run == nil {
+		return nil
+	}
+	// The domains that may hold the tree by resources, from the lowest bound on their cost
+	// up (bound.go).
+	type candidate struct {
+		domain Domain
+		floor  Cost
+	}
+	domains := dry.Domains()
+	candidates := make([]candidate, 0, len(domains))
+	for _, d := range domains {
+		if floor, ok := run.lowerBound(d); ok {
+			candidates = append(candidates, candidate{domain: d, floor: floor})
+		}
+	}
+	sort.SliceStable(candidates, func(i, j int) bool { return mode.better(candidates[i].floor, candidates[j].floor) })
+	deadline := time.Now().Add(TimeLimit)
+	var best *Choice
+	runs := 0
+	defer func() {
+		logger.V(5).Info("Dry runs", "root", tree.Key, "domains", len(domains), "mayHold", len(candidates), "run", runs, "reserving", mode == Reserve)
+	}()
+	for _, cand := range candidates {
+		if best != nil && (time.Now().After(deadline) || !mode.better(cand.floor, best.Cost)) {
+			break
+		}
+		runs++
+		c := e.free(ctx, run, cand.domain)
+		if c == nil {
+			continue
+		}
+		logger.V(5).Info("Dry run candidate", "root", tree.Key, "domain", c.Domain.Name, "pods", c.Cost.Pods, "gangs", c.Cost.Gangs,
+			"priority", c.Cost.Priority, "pdbViolations", c.Cost.PDB, "lasting", c.Cost.Lasting, "reserving", mode == Reserve,
+			"bound", cand.floor)
+		if best == nil || mode.better(c.Cost, best.Cost) {
+			best = c
+		}
+	}
+	return best
+}
+
+// newDecision gathers what every domain's dry run of one decision shares; nil if nothing may
+// be taken and nothing is leaving.
+func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode) *decision {
+	units, leaving := e.units(infos, p, mode, dry.Evicting())
 	if len(units) == 0 && len(leaving) == 0 {
 		return nil
 	}
 	run := &decision{dry: dry, tree: tree, infos: infos, index: indexOf(infos), units: units, leaving: leaving,
-		pdbs: e.listPDBs(), members: map[types.UID]*v1.Pod{}, exclusive: dry.Exclusive()}
+		pdbs: e.listPDBs(), members: map[types.UID]*v1.Pod{}, exclusive: dry.Exclusive(), mode: mode}
 	tree.Walk(func(g *podgroup.GroupView) {
 		for _, p := range g.Pending {
 			run.members[p.UID] = p
 		}
 	})
-	deadline := time.Now().Add(TimeLimit)
-	var best *Choice
-	for _, d := range dry.Domains() {
-		if best != nil && time.Now().After(deadline) {
-			break
-		}
-		c := e.free(ctx, run, d)
-		if c == nil {
-			continue
-		}
-		logger.V(5).Info("Dry run candidate", "root", tree.Key, "domain", c.Domain.Name, "pods", c.Cost.Pods, "gangs", c.Cost.Gangs,
-			"priority", c.Cost.Priority, "pdbViolations", c.Cost.PDB, "lasting", c.Cost.Lasting, "reserving", mode == Reserve)
-		if best == nil || (mode == Preempt && c.Cost.Less(best.Cost)) || (mode == Reserve && c.Cost.Sooner(best.Cost)) {
-			best = c
-		}
-	}
-	return best
+	run.need, run.slot = needOf(run.members)
+	return run
 }
 
 // bound reports whether the API server has the pod bound.

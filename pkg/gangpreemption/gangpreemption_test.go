@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -151,8 +152,9 @@ func (f *fakeTrees) MayFree(of int32, orEqual bool) bool {
 // firstFit is a planner that places each pending member, by name, on the first node of the
 // domain with room for its requests.
 type firstFit struct {
-	tree    *podgroup.GroupView
-	domains []Domain
+	tree     *podgroup.GroupView
+	domains  []Domain
+	evicting sets.Set[types.UID]
 }
 
 type placement map[types.UID]string
@@ -161,6 +163,8 @@ func (p placement) NodeOf(uid types.UID) (string, bool) { n, ok := p[uid]; retur
 
 func (f *firstFit) Domains() []Domain { return f.domains }
 func (f *firstFit) Exclusive() bool   { return false }
+
+func (f *firstFit) Evicting() sets.Set[types.UID] { return f.evicting }
 
 func (f *firstFit) Plan(_ context.Context, infos []fwk.NodeInfo, d Domain, _ []fwk.PodInfo) (Placement, bool) {
 	free := map[string]capacity.Resources{}
@@ -279,8 +283,8 @@ func TestCheapestTakesGangsWholeAndGivesBackTheRest(t *testing.T) {
 }
 
 // TestUnitsLeaveOutTheTreeAndCountLeavingPods: the tree's own bound members are never
-// victims; pods being deleted are leaving (room at no cost); pods at or above the tree's
-// priority are not victims.
+// victims; pods being deleted, or being evicted by another tree's preemption, are leaving
+// (room at no cost); pods at or above the tree's priority are not victims.
 func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	now := metav1.Now()
 	nodes := []*v1.Node{lt.MakeNode("n0", "8").Obj()}
@@ -290,10 +294,11 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 		lt.GroupPod("ns", "deleting", "").Req(lt.CPU("1")).Priority(1).Node("n0").Obj(),
 		lt.GroupPod("ns", "low", "").Req(lt.CPU("1")).Priority(1).Node("n0").Obj(),
 		lt.GroupPod("ns", "high", "").Req(lt.CPU("1")).Priority(100).Node("n0").Obj(),
+		lt.GroupPod("ns", "evicted", "").Req(lt.CPU("1")).Priority(1).Node("n0").Obj(),
 	}
 	running[1].DeletionTimestamp = &now
 	e := New(noPlugins{}, &fakeTrees{pods: running}, nil, nil)
-	units, leaving := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt)
+	units, leaving := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt, sets.New[types.UID]("evicted"))
 	var got []string
 	for _, u := range units["n0"] {
 		got = append(got, u.Pods()[0].GetPod().Name)
@@ -301,8 +306,12 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	if fmt.Sprint(got) != "[low]" {
 		t.Errorf("units %v, want [low]", got)
 	}
-	if len(leaving["n0"]) != 1 || leaving["n0"][0].Name != "deleting" {
-		t.Errorf("leaving %v, want the pod being deleted", leaving["n0"])
+	var gone []string
+	for _, p := range leaving["n0"] {
+		gone = append(gone, p.Name)
+	}
+	if fmt.Sprint(gone) != "[deleting evicted]" {
+		t.Errorf("leaving %v, want the pods being deleted and evicted", gone)
 	}
 }
 

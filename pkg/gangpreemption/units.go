@@ -3,6 +3,7 @@ package gangpreemption
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -43,9 +44,9 @@ func lasting(pod *v1.Pod) bool {
 }
 
 // units returns, by node, the units that a tree of priority p.Priority may take out (gangs
-// whole, other pods one by one), and the pods already terminating, which count as gone at no
-// cost.
-func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode) (map[string][]*Unit, map[string][]*v1.Pod) {
+// whole, other pods one by one), and the pods already terminating or being evicted, which
+// count as gone at no cost.
+func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID]) (map[string][]*Unit, map[string][]*v1.Pod) {
 	units := map[string][]*Unit{}
 	leaving := map[string][]*v1.Pod{}
 	// gangs holds each running disruption unit (a gang, or a subtree whose top has
@@ -53,6 +54,11 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode)
 	// many members it has. Members of trees whose groups may be disrupted one by one are
 	// victims on their own.
 	gangs := map[podgroup.Key]*Unit{}
+	// The gangs' members as the snapshot holds them: their PodInfos keep the requests the
+	// scheduler computed once (capacity.OfPodInfo), which a new PodInfo would compute again.
+	var running []podgroup.Unit
+	var made []*Unit
+	snapshot := map[types.UID]fwk.PodInfo{}
 	for _, ni := range infos {
 		if ni.Node() == nil {
 			continue
@@ -60,7 +66,7 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode)
 		name := ni.Node().Name
 		for _, pi := range ni.GetPods() {
 			pod := pi.GetPod()
-			if pod.DeletionTimestamp != nil {
+			if pod.DeletionTimestamp != nil || evicting.Has(pod.UID) {
 				leaving[name] = append(leaving[name], pod)
 				continue
 			}
@@ -79,7 +85,8 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode)
 				if !done {
 					if mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
 						if gang, ok := e.trees.UnitOf(pod); ok && mode.takes(gang.Priority, p.Priority) {
-							cached = newGangUnit(sum.Unit.String(), gang)
+							cached = &Unit{Key: sum.Unit.String(), Gang: true, Root: gang.Object, RootKey: gang.Root}
+							running, made = append(running, gang), append(made, cached)
 						}
 					}
 					gangs[sum.Unit] = cached
@@ -87,6 +94,7 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode)
 				if u = cached; u == nil {
 					continue
 				}
+				snapshot[pod.UID] = pi
 			} else {
 				if !mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
 					continue
@@ -100,17 +108,24 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode)
 			units[name] = append(units[name], u)
 		}
 	}
+	for i, u := range made {
+		u.Victim, u.Nodes = gangVictim(running[i], snapshot)
+	}
 	return units, leaving
 }
 
-// newGangUnit makes a running gang one victim.
-func newGangUnit(key string, gang podgroup.Unit) *Unit {
+// gangVictim makes a running gang one victim, of its members' PodInfos in the snapshot (new
+// ones for members it does not hold), and returns the nodes they are on.
+func gangVictim(gang podgroup.Unit, snapshot map[types.UID]fwk.PodInfo) (preemption.Victim, sets.Set[string]) {
 	pis := make([]fwk.PodInfo, 0, len(gang.Pods))
 	nodes := sets.New[string]()
 	for _, p := range gang.Pods {
-		pi, err := framework.NewPodInfo(p)
-		if err != nil {
-			continue
+		pi, ok := snapshot[p.UID]
+		if !ok {
+			var err error
+			if pi, err = framework.NewPodInfo(p); err != nil {
+				continue
+			}
 		}
 		pis = append(pis, pi)
 		nodes.Insert(p.Spec.NodeName)
@@ -120,5 +135,5 @@ func newGangUnit(key string, gang podgroup.Unit) *Unit {
 		kind = fwk.CompositePodGroupKeyType
 	}
 	v, _ := preemption.NewVictim(pis, gang.Priority, kind)
-	return &Unit{Victim: v, Key: key, Gang: true, Nodes: nodes, Root: gang.Object, RootKey: gang.Root}
+	return v, nodes
 }

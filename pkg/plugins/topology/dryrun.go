@@ -42,6 +42,9 @@ func (d *dryRun) Domains() []gangpreemption.Domain {
 	return out
 }
 
+// Evicting returns the pods other trees' plans are evicting.
+func (d *dryRun) Evicting() sets.Set[types.UID] { return d.pl.plans.Evicting(d.tree.Key) }
+
 // Exclusive reports whether a group of the tree takes its domain to itself.
 func (d *dryRun) Exclusive() bool { return exclusiveTree(d.topo, d.tree) }
 

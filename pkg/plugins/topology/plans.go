@@ -255,6 +255,25 @@ func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) (map
 	return out, counted
 }
 
+// Evicting returns the pods that live plans of trees other than except are evicting: they
+// leave, and a dry run that took them again would only ask for their deletion twice.
+func (p *Plans) Evicting(except podgroup.Key) sets.Set[types.UID] {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := sets.New[types.UID]()
+	for root := range p.byRoot {
+		if root == except {
+			continue
+		}
+		if plan := p.liveLocked(root); plan != nil {
+			for uid := range plan.Victims {
+				out.Insert(uid)
+			}
+		}
+	}
+	return out
+}
+
 // Holds returns the domains that live plans of trees other than except give to exclusive
 // groups.
 func (p *Plans) Holds(except podgroup.Key) []hold {

@@ -1,10 +1,12 @@
 package topology
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
@@ -36,5 +38,21 @@ func TestPreemptingPlanLivesWhileVictimsRemain(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	if plans.Get(root) != nil {
 		t.Error("a plan that preempted nobody outlived its expiry")
+	}
+}
+
+// The victims of other trees' live preempting plans are being evicted: a dry run counts them
+// leaving (gangpreemption.DryRun.Evicting), never its own tree's, nor an expired plan's.
+func TestPlansEvicting(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	plans := NewPlans()
+	plans.now = func() time.Time { return now }
+	a, b, c := podgroup.PodGroupKey("ns", "a"), podgroup.PodGroupKey("ns", "b"), podgroup.PodGroupKey("ns", "c")
+	plans.Store(&Plan{Root: a, Expires: now.Add(time.Minute), Victims: map[types.UID]types.NamespacedName{"va": {Namespace: "ns", Name: "va"}}})
+	plans.Store(&Plan{Root: b, Expires: now.Add(time.Minute), Victims: map[types.UID]types.NamespacedName{"vb": {Namespace: "ns", Name: "vb"}}})
+	plans.Store(&Plan{Root: c, Expires: now.Add(-time.Second), Victims: map[types.UID]types.NamespacedName{"vc": {Namespace: "ns", Name: "vc"}}})
+	got := sets.List(plans.Evicting(a))
+	if fmt.Sprint(got) != "[vb]" {
+		t.Errorf("Evicting(a) = %v, want [vb]", got)
 	}
 }
