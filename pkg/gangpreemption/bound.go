@@ -89,12 +89,7 @@ func (run *decision) bounderOf(d Domain) *bounder {
 				continue // a unit is listed once per pod of it on the node
 			}
 			b.shares[s].nodes = append(b.shares[s].nodes, len(b.hosts))
-			t := take{share: s}
-			for _, pi := range u.Pods() {
-				if pi.GetPod().Spec.NodeName == n {
-					t.room.Add(capacity.OfPodInfo(pi))
-				}
-			}
+			t := take{share: s, room: u.roomOn(n)}
 			b.shares[s].room.Add(t.room)
 			h.takes = append(h.takes, t)
 		}

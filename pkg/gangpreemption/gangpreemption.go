@@ -176,18 +176,19 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 // newDecision gathers what every domain's dry run of one decision shares; nil if nothing may
 // be taken and nothing is leaving.
 func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode) *decision {
-	units, leaving := e.units(infos, p, mode, dry.Evicting())
+	members := map[types.UID]*v1.Pod{}
+	tree.Walk(func(g *podgroup.GroupView) {
+		for _, p := range g.Pending {
+			members[p.UID] = p
+		}
+	})
+	units, leaving := e.units(infos, p, mode, dry.Evicting(), members)
 	if len(units) == 0 && len(leaving) == 0 {
 		return nil
 	}
 	run := &decision{dry: dry, tree: tree, infos: infos, index: indexOf(infos), units: units, leaving: leaving,
-		pdbs: e.listPDBs(), members: map[types.UID]*v1.Pod{}, exclusive: dry.Exclusive(), mode: mode}
-	tree.Walk(func(g *podgroup.GroupView) {
-		for _, p := range g.Pending {
-			run.members[p.UID] = p
-		}
-	})
-	run.need, run.slot = needOf(run.members)
+		pdbs: e.listPDBs(), members: members, exclusive: dry.Exclusive(), mode: mode}
+	run.need, run.slot = needOf(members)
 	return run
 }
 

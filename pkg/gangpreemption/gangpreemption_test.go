@@ -114,6 +114,8 @@ func TestPodNames(t *testing.T) {
 type fakeTrees struct {
 	pods         []*v1.Pod
 	gangPriority map[string]int32
+	// bound are the bound pods by root, indexed on first use.
+	bound map[podgroup.Key][]*v1.Pod
 }
 
 func (f *fakeTrees) Summary(pod *v1.Pod) (podgroup.Summary, bool) {
@@ -130,13 +132,15 @@ func (f *fakeTrees) UnitOf(pod *v1.Pod) (podgroup.Unit, bool) {
 	if !ok {
 		return podgroup.Unit{}, false
 	}
-	u := podgroup.Unit{Root: sum.Root, Priority: f.gangPriority[sum.Root.Name]}
-	for _, p := range f.pods {
-		if s, ok := f.Summary(p); ok && s.Root == sum.Root && p.Spec.NodeName != "" {
-			u.Pods = append(u.Pods, p)
+	if f.bound == nil {
+		f.bound = map[podgroup.Key][]*v1.Pod{}
+		for _, p := range f.pods {
+			if s, ok := f.Summary(p); ok && p.Spec.NodeName != "" {
+				f.bound[s.Root] = append(f.bound[s.Root], p)
+			}
 		}
 	}
-	return u, true
+	return podgroup.Unit{Root: sum.Root, Priority: f.gangPriority[sum.Root.Name], Pods: f.bound[sum.Root]}, true
 }
 
 func (f *fakeTrees) MayFree(of int32, orEqual bool) bool {
@@ -298,7 +302,7 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	}
 	running[1].DeletionTimestamp = &now
 	e := New(noPlugins{}, &fakeTrees{pods: running}, nil, nil)
-	units, leaving := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt, sets.New[types.UID]("evicted"))
+	units, leaving := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt, sets.New[types.UID]("evicted"), nil)
 	var got []string
 	for _, u := range units["n0"] {
 		got = append(got, u.Pods()[0].GetPod().Name)
@@ -316,15 +320,13 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 }
 
 func nodeInfos(nodes []*v1.Node, pods []*v1.Pod) []fwk.NodeInfo {
+	on := map[string][]*v1.Pod{}
+	for _, p := range pods {
+		on[p.Spec.NodeName] = append(on[p.Spec.NodeName], p)
+	}
 	var out []fwk.NodeInfo
 	for _, n := range nodes {
-		var on []*v1.Pod
-		for _, p := range pods {
-			if p.Spec.NodeName == n.Name {
-				on = append(on, p)
-			}
-		}
-		ni := framework.NewNodeInfo(on...)
+		ni := framework.NewNodeInfo(on[n.Name]...)
 		ni.SetNode(n)
 		out = append(out, ni)
 	}

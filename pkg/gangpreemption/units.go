@@ -10,12 +10,15 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // Unit is what is evicted together: a running gang (every bound member of its disruption
 // unit, podgroup.Unit) or one pod, as upstream's preemption.Victim, with the nodes it is on.
 type Unit struct {
+	// rooms is what its pods request on each node, read once (roomOn).
+	rooms map[string]capacity.Resources
 	preemption.Victim
 	// Key is the gang's unit, or the pod's UID.
 	Key  string
@@ -28,6 +31,20 @@ type Unit struct {
 	// Lasting: a pod of a controller that keeps its pods running (a ReplicaSet, StatefulSet,
 	// DaemonSet...), which may never end by itself.
 	Lasting bool
+}
+
+// roomOn returns what the unit's pods request on node: the room its going gives there.
+func (u *Unit) roomOn(node string) capacity.Resources {
+	if u.rooms == nil {
+		u.rooms = map[string]capacity.Resources{}
+		for _, pi := range u.Pods() {
+			n := pi.GetPod().Spec.NodeName
+			r := u.rooms[n]
+			r.Add(capacity.OfPodInfo(pi))
+			u.rooms[n] = r
+		}
+	}
+	return u.rooms[node]
 }
 
 // lasting reports whether a pod belongs to a controller that keeps its pods running.
@@ -44,9 +61,10 @@ func lasting(pod *v1.Pod) bool {
 }
 
 // units returns, by node, the units that a tree of priority p.Priority may take out (gangs
-// whole, other pods one by one), and the pods already terminating or being evicted, which
+// whole, other pods one by one), and the pods already terminating or being evicted, or the
+// tree's own pending members the snapshot holds (reserved in an attempt that failed), which
 // count as gone at no cost.
-func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID]) (map[string][]*Unit, map[string][]*v1.Pod) {
+func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod) (map[string][]*Unit, map[string][]*v1.Pod) {
 	units := map[string][]*Unit{}
 	leaving := map[string][]*v1.Pod{}
 	// gangs holds each running disruption unit (a gang, or a subtree whose top has
@@ -66,9 +84,20 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 		name := ni.Node().Name
 		for _, pi := range ni.GetPods() {
 			pod := pi.GetPod()
-			if pod.DeletionTimestamp != nil || evicting.Has(pod.UID) {
+			if pod.DeletionTimestamp != nil || (len(evicting) > 0 && evicting.Has(pod.UID)) {
 				leaving[name] = append(leaving[name], pod)
 				continue
+			}
+			if pending[pod.UID] != nil {
+				if !e.bound(pod) {
+					// The tree's own member, reserved in the attempt that failed: its
+					// reservation is being released.
+					leaving[name] = append(leaving[name], pod)
+				}
+				continue
+			}
+			if !mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
+				continue // no victim (a gang is taken only if its pods may be): the model need not be asked
 			}
 			sum, member := e.trees.Summary(pod)
 			if member && sum.Root == p.Root {
@@ -83,11 +112,9 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 			if member && sum.Unit != (podgroup.Key{}) {
 				cached, done := gangs[sum.Unit]
 				if !done {
-					if mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
-						if gang, ok := e.trees.UnitOf(pod); ok && mode.takes(gang.Priority, p.Priority) {
-							cached = &Unit{Key: sum.Unit.String(), Gang: true, Root: gang.Object, RootKey: gang.Root}
-							running, made = append(running, gang), append(made, cached)
-						}
+					if gang, ok := e.trees.UnitOf(pod); ok && takesAll(mode, gang, p.Priority) {
+						cached = &Unit{Key: sum.Unit.String(), Gang: true, Root: gang.Object, RootKey: gang.Root}
+						running, made = append(running, gang), append(made, cached)
 					}
 					gangs[sum.Unit] = cached
 				}
@@ -112,6 +139,20 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 		u.Victim, u.Nodes = gangVictim(running[i], snapshot)
 	}
 	return units, leaving
+}
+
+// takesAll reports whether a gang may be taken for a tree of priority of: its own priority
+// and every one of its pods' may.
+func takesAll(mode Mode, gang podgroup.Unit, of int32) bool {
+	if !mode.takes(gang.Priority, of) {
+		return false
+	}
+	for _, p := range gang.Pods {
+		if !mode.takes(corev1helpers.PodPriority(p), of) {
+			return false
+		}
+	}
+	return true
 }
 
 // gangVictim makes a running gang one victim, of its members' PodInfos in the snapshot (new
