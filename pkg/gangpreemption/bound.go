@@ -78,7 +78,7 @@ func (run *decision) bounderOf(d Domain) *bounder {
 		for _, p := range run.leaving[n] {
 			h.base.Add(capacity.PodRequests(p))
 		}
-		for _, u := range run.units[n] {
+		for _, u := range run.units[i] {
 			s, seen := byKey[u.Key]
 			if !seen {
 				s = len(b.shares)

@@ -27,7 +27,7 @@ type decision struct {
 	members map[types.UID]*v1.Pod
 	infos   []fwk.NodeInfo
 	index   map[string]int
-	units   map[string][]*Unit
+	units   [][]*Unit // by node, in the order of infos
 	leaving map[string][]*v1.Pod
 	pdbs    []*policy.PodDisruptionBudget
 	// need is what the pending members request in all, slot what the smallest requests.
@@ -45,7 +45,7 @@ func (e *Evaluator) free(ctx context.Context, run *decision, d Domain) *Choice {
 	picked := sets.New[string]()
 	terminating := 0
 	for _, n := range d.Nodes {
-		for _, u := range run.units[n] {
+		for _, u := range run.unitsOn(n) {
 			if !picked.Has(u.Key) {
 				picked.Insert(u.Key)
 				candidates = append(candidates, u)
@@ -153,6 +153,14 @@ func (e *Evaluator) planWithout(ctx context.Context, run *decision, d Domain, un
 		}
 	}
 	return c
+}
+
+// unitsOn returns the units on the named node.
+func (run *decision) unitsOn(node string) []*Unit {
+	if i, ok := run.index[node]; ok {
+		return run.units[i]
+	}
+	return nil
 }
 
 // maxPriorityTiers bounds the plans one domain's dry run makes, one per tier of victims.

@@ -182,8 +182,8 @@ func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup
 			members[p.UID] = p
 		}
 	})
-	units, leaving := e.units(infos, p, mode, dry.Evicting(), members)
-	if len(units) == 0 && len(leaving) == 0 {
+	units, leaving, n := e.units(infos, p, mode, dry.Evicting(), members)
+	if n == 0 && len(leaving) == 0 {
 		return nil
 	}
 	run := &decision{dry: dry, tree: tree, infos: infos, index: indexOf(infos), units: units, leaving: leaving,

@@ -302,9 +302,9 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	}
 	running[1].DeletionTimestamp = &now
 	e := New(noPlugins{}, &fakeTrees{pods: running}, nil, nil)
-	units, leaving := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt, sets.New[types.UID]("evicted"), nil)
+	units, leaving, _ := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt, sets.New[types.UID]("evicted"), nil)
 	var got []string
-	for _, u := range units["n0"] {
+	for _, u := range units[0] {
 		got = append(got, u.Pods()[0].GetPod().Name)
 	}
 	if fmt.Sprint(got) != "[low]" {

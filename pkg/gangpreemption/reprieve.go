@@ -109,7 +109,7 @@ func (r *reprieve) giveBack(logger klog.Logger, u *Unit) bool {
 func (r *reprieve) roomOnItsNodes(u *Unit) bool {
 	need := map[string]capacity.Resources{}
 	for _, m := range r.members {
-		if u.Nodes.Has(m.node) {
+		if u.On(m.node) {
 			n := need[m.node]
 			n.Add(capacity.PodRequests(m.pod))
 			need[m.node] = n
@@ -165,7 +165,7 @@ func (r *reprieve) fits(u *Unit) bool {
 	}
 	infos := map[string]fwk.NodeInfo{}
 	for _, m := range r.members {
-		if !global && !u.Nodes.Has(m.node) {
+		if !global && !u.On(m.node) {
 			continue
 		}
 		ni, ok := infos[m.node]

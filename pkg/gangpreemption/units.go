@@ -27,14 +27,22 @@ type Unit struct {
 	// there); nil for a pod.
 	Root    runtime.Object
 	RootKey podgroup.Key
-	Nodes   sets.Set[string]
 	// Lasting: a pod of a controller that keeps its pods running (a ReplicaSet, StatefulSet,
 	// DaemonSet...), which may never end by itself.
 	Lasting bool
 }
 
 // roomOn returns what the unit's pods request on node: the room its going gives there.
-func (u *Unit) roomOn(node string) capacity.Resources {
+func (u *Unit) roomOn(node string) capacity.Resources { return u.roomsByNode()[node] }
+
+// On reports whether a pod of the unit is on node.
+func (u *Unit) On(node string) bool {
+	_, ok := u.roomsByNode()[node]
+	return ok
+}
+
+// roomsByNode returns what the unit's pods request on each node they are on, read once.
+func (u *Unit) roomsByNode() map[string]capacity.Resources {
 	if u.rooms == nil {
 		u.rooms = map[string]capacity.Resources{}
 		for _, pi := range u.Pods() {
@@ -44,7 +52,7 @@ func (u *Unit) roomOn(node string) capacity.Resources {
 			u.rooms[n] = r
 		}
 	}
-	return u.rooms[node]
+	return u.rooms
 }
 
 // lasting reports whether a pod belongs to a controller that keeps its pods running.
@@ -64,20 +72,22 @@ func lasting(pod *v1.Pod) bool {
 // whole, other pods one by one), and the pods already terminating or being evicted, or the
 // tree's own pending members the snapshot holds (reserved in an attempt that failed), which
 // count as gone at no cost.
-func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod) (map[string][]*Unit, map[string][]*v1.Pod) {
-	units := map[string][]*Unit{}
-	leaving := map[string][]*v1.Pod{}
+func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod) (byNode [][]*Unit, leaving map[string][]*v1.Pod, n int) {
+	units := make([][]*Unit, len(infos))
+	leaving = map[string][]*v1.Pod{}
 	// gangs holds each running disruption unit (a gang, or a subtree whose top has
 	// disruption mode all), nil for one that is no victim: a unit is looked at once, however
 	// many members it has. Members of trees whose groups may be disrupted one by one are
 	// victims on their own.
 	gangs := map[podgroup.Key]*Unit{}
-	// The gangs' members as the snapshot holds them: their PodInfos keep the requests the
-	// scheduler computed once (capacity.OfPodInfo), which a new PodInfo would compute again.
+	// The gangs' members as the snapshot holds them, by gang: their PodInfos keep the
+	// requests the scheduler computed once (capacity.OfPodInfo), which a new PodInfo would
+	// compute again.
 	var running []podgroup.Unit
 	var made []*Unit
-	snapshot := map[types.UID]fwk.PodInfo{}
-	for _, ni := range infos {
+	var held [][]fwk.PodInfo
+	index := map[*Unit]int{}
+	for i, ni := range infos {
 		if ni.Node() == nil {
 			continue
 		}
@@ -114,14 +124,15 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 				if !done {
 					if gang, ok := e.trees.UnitOf(pod); ok && takesAll(mode, gang, p.Priority) {
 						cached = &Unit{Key: sum.Unit.String(), Gang: true, Root: gang.Object, RootKey: gang.Root}
-						running, made = append(running, gang), append(made, cached)
+						index[cached] = len(made)
+						running, made, held = append(running, gang), append(made, cached), append(held, nil)
 					}
 					gangs[sum.Unit] = cached
 				}
 				if u = cached; u == nil {
 					continue
 				}
-				snapshot[pod.UID] = pi
+				held[index[u]] = append(held[index[u]], pi)
 			} else {
 				if !mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
 					continue
@@ -130,15 +141,16 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 				if err != nil {
 					continue
 				}
-				u = &Unit{Victim: v, Key: string(pod.UID), Nodes: sets.New(name), Lasting: lasting(pod)}
+				u = &Unit{Victim: v, Key: string(pod.UID), Lasting: lasting(pod)}
 			}
-			units[name] = append(units[name], u)
+			units[i] = append(units[i], u)
+			n++
 		}
 	}
 	for i, u := range made {
-		u.Victim, u.Nodes = gangVictim(running[i], snapshot)
+		u.Victim = gangVictim(running[i], held[i])
 	}
-	return units, leaving
+	return units, leaving, n
 }
 
 // takesAll reports whether a gang may be taken for a tree of priority of: its own priority
@@ -155,13 +167,16 @@ func takesAll(mode Mode, gang podgroup.Unit, of int32) bool {
 	return true
 }
 
-// gangVictim makes a running gang one victim, of its members' PodInfos in the snapshot (new
-// ones for members it does not hold), and returns the nodes they are on.
-func gangVictim(gang podgroup.Unit, snapshot map[types.UID]fwk.PodInfo) (preemption.Victim, sets.Set[string]) {
+// gangVictim makes a running gang one victim: of its members' PodInfos in the snapshot
+// (held), and new ones for members the snapshot does not hold.
+func gangVictim(gang podgroup.Unit, held []fwk.PodInfo) preemption.Victim {
+	byUID := make(map[types.UID]fwk.PodInfo, len(held))
+	for _, pi := range held {
+		byUID[pi.GetPod().UID] = pi
+	}
 	pis := make([]fwk.PodInfo, 0, len(gang.Pods))
-	nodes := sets.New[string]()
 	for _, p := range gang.Pods {
-		pi, ok := snapshot[p.UID]
+		pi, ok := byUID[p.UID]
 		if !ok {
 			var err error
 			if pi, err = framework.NewPodInfo(p); err != nil {
@@ -169,12 +184,11 @@ func gangVictim(gang podgroup.Unit, snapshot map[types.UID]fwk.PodInfo) (preempt
 			}
 		}
 		pis = append(pis, pi)
-		nodes.Insert(p.Spec.NodeName)
 	}
 	kind := fwk.PodGroupKeyType
 	if gang.Composite {
 		kind = fwk.CompositePodGroupKeyType
 	}
 	v, _ := preemption.NewVictim(pis, gang.Priority, kind)
-	return v, nodes
+	return v
 }
