@@ -79,14 +79,7 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 	// disruption mode all), nil for one that is no victim: a unit is looked at once, however
 	// many members it has. Members of trees whose groups may be disrupted one by one are
 	// victims on their own.
-	gangs := map[podgroup.Key]*Unit{}
-	// The gangs' members as the snapshot holds them, by gang: their PodInfos keep the
-	// requests the scheduler computed once (capacity.OfPodInfo), which a new PodInfo would
-	// compute again.
-	var running []podgroup.Unit
-	var made []*Unit
-	var held [][]fwk.PodInfo
-	index := map[*Unit]int{}
+	gangs := map[podgroup.Key]*runningGang{}
 	for i, ni := range infos {
 		if ni.Node() == nil {
 			continue
@@ -120,23 +113,19 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 			}
 			var u *Unit
 			if member && sum.Unit != (podgroup.Key{}) {
-				cached, done := gangs[sum.Unit]
+				rg, done := gangs[sum.Unit]
 				if !done {
 					if gang, ok := e.trees.UnitOf(pod); ok && takesAll(mode, gang, p.Priority) {
-						cached = &Unit{Key: sum.Unit.String(), Gang: true, Root: gang.Object, RootKey: gang.Root}
-						index[cached] = len(made)
-						running, made, held = append(running, gang), append(made, cached), append(held, nil)
+						rg = &runningGang{gang: gang, unit: &Unit{Key: sum.Unit.String(), Gang: true, Root: gang.Object, RootKey: gang.Root}}
 					}
-					gangs[sum.Unit] = cached
+					gangs[sum.Unit] = rg
 				}
-				if u = cached; u == nil {
+				if rg == nil {
 					continue
 				}
-				held[index[u]] = append(held[index[u]], pi)
+				rg.held = append(rg.held, pi)
+				u = rg.unit
 			} else {
-				if !mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
-					continue
-				}
 				v, err := preemption.NewVictim([]fwk.PodInfo{pi}, corev1helpers.PodPriority(pod), fwk.PodKeyType)
 				if err != nil {
 					continue
@@ -147,10 +136,21 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 			n++
 		}
 	}
-	for i, u := range made {
-		u.Victim = gangVictim(running[i], held[i])
+	for _, rg := range gangs {
+		if rg != nil {
+			rg.unit.Victim = gangVictim(rg.gang, rg.held)
+		}
 	}
 	return units, leaving, n
+}
+
+// runningGang is a gang victim while units reads the nodes: its unit, and its members'
+// PodInfos as the snapshot holds them, which keep the requests the scheduler computed once
+// (capacity.OfPodInfo) where a new PodInfo would compute them again.
+type runningGang struct {
+	unit *Unit
+	gang podgroup.Unit
+	held []fwk.PodInfo
 }
 
 // takesAll reports whether a gang may be taken for a tree of priority of: its own priority
