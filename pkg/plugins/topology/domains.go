@@ -295,6 +295,17 @@ func (t *topology) levelOf(key string) int {
 	return -1
 }
 
+// anchor returns the first of the named nodes the topology has: where a group's placed
+// members are, read from one that is not gone. Nil when every one is gone.
+func (t *topology) anchor(names []string) *node {
+	for _, name := range names {
+		if n, ok := t.byName[name]; ok {
+			return n
+		}
+	}
+	return nil
+}
+
 // levelName is how messages call a level: the name part of its label key ("rack"), with the
 // hostname level called "node".
 func levelName(key string) string {

@@ -67,8 +67,12 @@ type planner struct {
 	// minGroupCount smallest children): a domain with less room in sum is not tried.
 	minDemand map[podgroup.Key]capacity.Resources
 	placedOf  map[podgroup.Key][]*node // subtree → nodes of assumed and bound members
-	shapes    map[podgroup.Key]shapeCount
-	failures  []failure
+	// goneOf are the nodes of the subtree's members placed on nodes the cluster does not have
+	// (deleted as a bind landed, or not yet seen): with no other member placed, a Required
+	// level cannot be pinned until they are removed.
+	goneOf   map[podgroup.Key][]string
+	shapes   map[podgroup.Key]shapeCount
+	failures []failure
 
 	// Exclusive placement (exclusive.go): domains held by exclusive groups placed or planned
 	// before, the domains this plan's exclusive groups claimed, the tree's groups by key,
@@ -132,6 +136,7 @@ func newPlanner(c *cluster, fit fitter, limit time.Duration) *planner {
 		demand:    map[podgroup.Key]capacity.Resources{},
 		minDemand: map[podgroup.Key]capacity.Resources{},
 		placedOf:  map[podgroup.Key][]*node{},
+		goneOf:    map[podgroup.Key][]string{},
 		shapes:    map[podgroup.Key]shapeCount{},
 		held:      holdings{},
 		claims:    holdings{},
@@ -198,10 +203,11 @@ func (p *planner) plan(root *podgroup.GroupView) outcome {
 
 // index computes what each group has to place, its demand and its pins.
 func (p *planner) index(root *podgroup.GroupView) {
-	var walk func(g *podgroup.GroupView) (capacity.Resources, []*node)
-	walk = func(g *podgroup.GroupView) (capacity.Resources, []*node) {
+	var walk func(g *podgroup.GroupView) (capacity.Resources, []*node, []string)
+	walk = func(g *podgroup.GroupView) (capacity.Resources, []*node, []string) {
 		var demand capacity.Resources
 		var placed []*node
+		var gone []string
 		var parts []capacity.Resources // what each pod (PodGroup) or child (composite) needs at least
 		p.views[g.Key] = g
 		for _, pod := range g.Pending {
@@ -213,12 +219,15 @@ func (p *planner) index(root *podgroup.GroupView) {
 		for _, name := range g.PlacedNodes {
 			if n, ok := p.c.byName[name]; ok {
 				placed = append(placed, n)
+			} else {
+				gone = append(gone, name)
 			}
 		}
 		for _, c := range g.Children {
-			d, pl := walk(c)
+			d, pl, gn := walk(c)
 			demand.Add(d)
 			placed = append(placed, pl...)
+			gone = append(gone, gn...)
 			parts = append(parts, p.minDemand[c.Key])
 		}
 		need := g.Min
@@ -230,8 +239,8 @@ func (p *planner) index(root *podgroup.GroupView) {
 		for i := 0; i < need && i < len(parts); i++ {
 			least.Add(parts[i])
 		}
-		p.demand[g.Key], p.minDemand[g.Key], p.placedOf[g.Key] = demand, least, placed
-		return demand, placed
+		p.demand[g.Key], p.minDemand[g.Key], p.placedOf[g.Key], p.goneOf[g.Key] = demand, least, placed, gone
+		return demand, placed, gone
 	}
 	walk(root)
 }
@@ -351,7 +360,13 @@ func (p *planner) pack(pods []*pending, nodes []*node) int {
 // in; pin says why when it did.
 func (p *planner) pinned(g *podgroup.GroupView, cands []*domain, level int) ([]*domain, string) {
 	placed := p.placedOf[g.Key]
-	if len(placed) == 0 || level < 0 {
+	if level < 0 {
+		return cands, ""
+	}
+	if len(placed) == 0 {
+		if gone := p.goneOf[g.Key]; len(gone) > 0 {
+			return nil, goneMember(gone[0], p.c.levels[level])
+		}
 		return cands, ""
 	}
 	keys := sets.New[string]()
@@ -372,6 +387,13 @@ func (p *planner) pinned(g *podgroup.GroupView, cands []*domain, level int) ([]*
 		}
 	}
 	return out, "members already placed in " + levelName(p.c.levels[level]) + " " + lastSegment(keys.UnsortedList()[0])
+}
+
+// goneMember says why a group whose only placed members are on a node the cluster does not
+// have cannot be pinned: the node's domain is unknown, and the members still count.
+func goneMember(node, level string) string {
+	return "member placed on node " + node + ", which is not in the cluster (deleted?): its " +
+		levelName(level) + " is unknown until the member is removed"
 }
 
 // placedFirst moves the domains that already hold members of g to the front, so that a

@@ -191,6 +191,29 @@ func TestPlanner(t *testing.T) {
 			},
 			fail: "members already placed in racks z0-b0-r0, z0-b1-r0",
 		},
+		{
+			// A bind that landed as its node was deleted: the member's rack is unknown.
+			name:  "a member placed only on a node the cluster does not have holds the group back",
+			nodes: small,
+			tree: func() *podgroup.GroupView {
+				g := gang("g", 3, 1, "rack")
+				g.Pending = g.Pending[:2]
+				g.PlacedNodes = []string{"deleted-node"}
+				return g
+			},
+			fail: "member placed on node deleted-node, which is not in the cluster (deleted?): its rack is unknown until the member is removed",
+		},
+		{
+			name:  "members on known nodes pin their rack past one on a deleted node",
+			nodes: small,
+			tree: func() *podgroup.GroupView {
+				g := gang("g", 3, 1, "rack")
+				g.Pending = g.Pending[:1]
+				g.PlacedNodes = []string{"deleted-node", "z0-b1-r0-h1"}
+				return g
+			},
+			want: map[string]map[int]string{"g": {2: "z0/z0-b1/z0-b1-r0"}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -300,18 +300,39 @@ func TestNewValidatesArgs(t *testing.T) {
 }
 
 // A replacement in a gang that was initially scheduled binds alone, inside the rack its
-// group's placed members occupy: no plan, no gang.
+// group's placed members occupy: no plan, no gang. A member bound to a node the cluster does
+// not have (a bind that landed as the node was deleted) says nothing of the rack: the others
+// pin it, and with none the replacement waits, told why.
 func TestReplacementStaysInItsGroupsDomain(t *testing.T) {
-	pods := lt.Members("ns", "train", 3, nil)
-	pods[0].Spec.NodeName, pods[1].Spec.NodeName = "z1-r0-h0", "z1-r0-h1"
-	group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(3).Topology(lt.Required(rackKey)).Obj()
-	group.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
-	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
-	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[2], env.NodeInfos(t))
-	if !s.IsSuccess() || res == nil || !res.NodeNames.Equal(sets.New("z1-r0-h0", "z1-r0-h1")) {
-		t.Errorf("PreFilter = %v, %v; want rack z1-r0", res, s)
+	tests := []struct {
+		name   string
+		placed []string // nodes of members 0 and 1
+		want   sets.Set[string]
+		why    string
+	}{
+		{name: "placed members pin their rack", placed: []string{"z1-r0-h0", "z1-r0-h1"}, want: sets.New("z1-r0-h0", "z1-r0-h1")},
+		{name: "a member on a deleted node does not unpin the others", placed: []string{"deleted", "z1-r0-h1"}, want: sets.New("z1-r0-h0", "z1-r0-h1")},
+		{name: "members only on a deleted node hold the replacement back", placed: []string{"deleted", "deleted"},
+			why: "PodGroup ns/train: member placed on node deleted, which is not in the cluster (deleted?): its rack is unknown until the member is removed"},
 	}
-	if env.plans.Get(podgroup.PodGroupKey("ns", "train")) != nil {
-		t.Error("a replacement planned its whole tree")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := lt.Members("ns", "train", 3, nil)
+			pods[0].Spec.NodeName, pods[1].Spec.NodeName = tc.placed[0], tc.placed[1]
+			group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(3).Topology(lt.Required(rackKey)).Obj()
+			group.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
+			env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+			res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[2], env.NodeInfos(t))
+			if tc.why != "" {
+				if s.Code() != fwk.UnschedulableAndUnresolvable || s.Message() != tc.why {
+					t.Errorf("PreFilter = %v, %v; want unresolvable: %s", res, s, tc.why)
+				}
+			} else if !s.IsSuccess() || res == nil || !res.NodeNames.Equal(tc.want) {
+				t.Errorf("PreFilter = %v, %v; want %v", res, s, sets.List(tc.want))
+			}
+			if env.plans.Get(podgroup.PodGroupKey("ns", "train")) != nil {
+				t.Error("a replacement planned its whole tree")
+			}
+		})
 	}
 }

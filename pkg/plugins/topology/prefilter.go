@@ -417,9 +417,9 @@ func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key,
 			if t.Mode == v1alpha1.TopologyPreferred || t.SliceSize != nil || level < 0 || len(placed) == 0 {
 				continue
 			}
-			anchor, ok := c.byName[placed[0]]
-			if !ok {
-				continue
+			anchor := c.anchor(placed)
+			if anchor == nil {
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %s", g.Key, goneMember(placed[0], t.Key)))
 			}
 			want, ok := anchor.domainOf(level)
 			if !ok {

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -40,7 +39,7 @@ func TestRetriesWriteNoPodStatus(t *testing.T) {
 	members := names(3, "big")
 	testenv.Eventually(t, 30*time.Second, "every member told why it is pending", func() (bool, string) {
 		for _, name := range members {
-			if c := podScheduled(t, env, ns, name); c == nil || c.Status != v1.ConditionFalse {
+			if c := env.PodScheduled(t, ns, name); c == nil || c.Status != v1.ConditionFalse {
 				return false, fmt.Sprintf("%s: %v", name, c)
 			}
 		}
@@ -64,19 +63,9 @@ func TestRetriesWriteNoPodStatus(t *testing.T) {
 	t.Logf("%v failed attempts while the fillers were deleted", gangAttempts(t, sched)-attempts)
 	for name, rv := range resourceVersions(t, env, ns, members) {
 		if rv != versions[name] {
-			t.Errorf("pod %s written during the retries: resourceVersion %s, was %s; PodScheduled %v", name, rv, versions[name], podScheduled(t, env, ns, name))
+			t.Errorf("pod %s written during the retries: resourceVersion %s, was %s; PodScheduled %v", name, rv, versions[name], env.PodScheduled(t, ns, name))
 		}
 	}
-}
-
-func podScheduled(t *testing.T, env *testenv.Env, ns, name string) *v1.PodCondition {
-	t.Helper()
-	p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, c := podutil.GetPodCondition(&p.Status, v1.PodScheduled)
-	return c
 }
 
 func resourceVersions(t *testing.T, env *testenv.Env, ns string, names []string) map[string]string {

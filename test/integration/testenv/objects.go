@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -121,6 +122,30 @@ func (e *Env) AssertUnbound(t *testing.T, ns string, names ...string) {
 			t.Fatalf("pod %s/%s is bound to %s, want unbound; placement: %v", ns, n, placed[n], placed)
 		}
 	}
+}
+
+// PodScheduled returns a pod's PodScheduled condition, nil if it has none.
+func (e *Env) PodScheduled(t *testing.T, ns, name string) *v1.PodCondition {
+	t.Helper()
+	p, err := e.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c := podutil.GetPodCondition(&p.Status, v1.PodScheduled)
+	return c
+}
+
+// WaitUnschedulable waits until a pod's PodScheduled condition is False with a message that
+// contains substr, and fails if the pod binds meanwhile.
+func (e *Env) WaitUnschedulable(t *testing.T, ns, name, substr string) {
+	t.Helper()
+	Eventually(t, 30*time.Second, fmt.Sprintf("pod %s unschedulable: %q", name, substr), func() (bool, string) {
+		if node := e.Placement(t, ns)[name]; node != "" {
+			t.Fatalf("pod %s/%s bound to %s, want it unschedulable: %s", ns, name, node, substr)
+		}
+		c := e.PodScheduled(t, ns, name)
+		return c != nil && c.Status == v1.ConditionFalse && strings.Contains(c.Message, substr), fmt.Sprint(c)
+	})
 }
 
 // GroupCondition returns the PodGroupInitiallyScheduled condition of a PodGroup or

@@ -174,6 +174,32 @@ func TestBoundMembersPinTheirRackAcrossRestart(t *testing.T) {
 	}
 }
 
+// A bind can land as its node is deleted. Such a member says nothing of where its gang is: a
+// replacement whose only placed sibling is on a deleted node waits, told why, rather than
+// binding in any rack; once the member is removed (as the pod garbage collector does), the
+// replacements bind together in one rack.
+func TestMemberOnADeletedNodeDoesNotUnpinItsRack(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "orphan")
+	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "4")...)
+	env.StartScheduler(t, fastArgs)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("train").Gang(2).Topology(lt.Required(lt.RackKey)).Obj())
+	env.CreatePods(t, lt.Members(ns, "train", 2, lt.CPU("3"))...)
+	placed := env.WaitBound(t, ns, names(2, "train")...)
+	assertOneDomain(t, placed, names(2, "train"), lt.RackKey)
+	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+
+	env.DeleteNode(t, placed["train-0"])
+	env.DeletePods(t, ns, "train-1")
+	env.CreatePods(t, lt.Member(ns, "train", 2).Req(lt.CPU("3")).Obj())
+	env.WaitUnschedulable(t, ns, "train-2", "member placed on node "+placed["train-0"]+", which is not in the cluster")
+
+	env.DeletePods(t, ns, "train-0")
+	env.CreatePods(t, lt.Member(ns, "train", 3).Req(lt.CPU("3")).Obj())
+	placed = env.WaitBound(t, ns, "train-2", "train-3")
+	assertOneDomain(t, placed, []string{"train-2", "train-3"}, lt.RackKey)
+}
+
 // A topology key that is not a configured level is refused with a condition.
 func TestUnknownTopologyKeyIsInvalid(t *testing.T) {
 	env := testenv.Start(t)
