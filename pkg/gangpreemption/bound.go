@@ -68,30 +68,27 @@ func (run *decision) lowerBound(d Domain) (Cost, bool) {
 // bounderOf gathers domain d's hosts and candidate victims.
 func (run *decision) bounderOf(d Domain) *bounder {
 	b := &bounder{need: run.need, slot: run.slot, members: int64(len(run.members))}
-	byKey := map[string]int{}
+	byUnit := map[*Unit]int{}
+	b.hosts = make([]hostRoom, 0, len(d.Nodes))
 	for _, n := range d.Nodes {
 		i, ok := run.index[n]
 		if !ok {
 			continue
 		}
-		h := hostRoom{base: capacity.FreeOn(run.infos[i])}
+		h := hostRoom{base: capacity.FreeOn(run.infos[i]), takes: make([]take, 0, len(run.units[i]))}
 		for _, p := range run.leaving[n] {
 			h.base.Add(capacity.PodRequests(p))
 		}
-		for _, u := range run.units[i] {
-			s, seen := byKey[u.Key]
+		for _, on := range run.units[i] {
+			s, seen := byUnit[on.unit]
 			if !seen {
 				s = len(b.shares)
-				byKey[u.Key] = s
-				b.shares = append(b.shares, share{unit: u, priority: u.Priority(), pods: len(u.Pods()), gang: u.Gang, lasting: u.Lasting})
-			}
-			if k := len(b.shares[s].nodes); k > 0 && b.shares[s].nodes[k-1] == len(b.hosts) {
-				continue // a unit is listed once per pod of it on the node
+				byUnit[on.unit] = s
+				b.shares = append(b.shares, share{unit: on.unit, priority: on.unit.Priority(), pods: len(on.unit.Pods()), gang: on.unit.Gang, lasting: on.unit.Lasting})
 			}
 			b.shares[s].nodes = append(b.shares[s].nodes, len(b.hosts))
-			t := take{share: s, room: u.roomOn(n)}
-			b.shares[s].room.Add(t.room)
-			h.takes = append(h.takes, t)
+			b.shares[s].room.Add(on.room)
+			h.takes = append(h.takes, take{share: s, room: on.room})
 		}
 		b.hosts = append(b.hosts, h)
 	}

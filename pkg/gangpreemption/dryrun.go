@@ -27,7 +27,7 @@ type decision struct {
 	members map[types.UID]*v1.Pod
 	infos   []fwk.NodeInfo
 	index   map[string]int
-	units   [][]*Unit // by node, in the order of infos
+	units   [][]onNode // by node, in the order of infos
 	leaving map[string][]*v1.Pod
 	pdbs    []*policy.PodDisruptionBudget
 	// need is what the pending members request in all, slot what the smallest requests.
@@ -45,10 +45,10 @@ func (e *Evaluator) free(ctx context.Context, run *decision, d Domain) *Choice {
 	picked := sets.New[string]()
 	terminating := 0
 	for _, n := range d.Nodes {
-		for _, u := range run.unitsOn(n) {
-			if !picked.Has(u.Key) {
-				picked.Insert(u.Key)
-				candidates = append(candidates, u)
+		for _, on := range run.unitsOn(n) {
+			if !picked.Has(on.unit.Key) {
+				picked.Insert(on.unit.Key)
+				candidates = append(candidates, on.unit)
 			}
 		}
 		terminating += len(run.leaving[n])
@@ -156,7 +156,7 @@ func (e *Evaluator) planWithout(ctx context.Context, run *decision, d Domain, un
 }
 
 // unitsOn returns the units on the named node.
-func (run *decision) unitsOn(node string) []*Unit {
+func (run *decision) unitsOn(node string) []onNode {
 	if i, ok := run.index[node]; ok {
 		return run.units[i]
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -288,10 +290,11 @@ func TestCheapestTakesGangsWholeAndGivesBackTheRest(t *testing.T) {
 
 // TestUnitsLeaveOutTheTreeAndCountLeavingPods: the tree's own bound members are never
 // victims; pods being deleted, or being evicted by another tree's preemption, are leaving
-// (room at no cost); pods at or above the tree's priority are not victims.
+// (room at no cost); pods at or above the tree's priority are not victims. A node lists a
+// unit once, with what all its pods there request.
 func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	now := metav1.Now()
-	nodes := []*v1.Node{lt.MakeNode("n0", "8").Obj()}
+	nodes := []*v1.Node{lt.MakeNode("n0", "8").Obj(), lt.MakeNode("n1", "8").Obj()}
 	own := lt.Member("ns", "hi", 0).Req(lt.CPU("1")).Node("n0").Obj()
 	running := []*v1.Pod{
 		own,
@@ -299,16 +302,30 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 		lt.GroupPod("ns", "low", "").Req(lt.CPU("1")).Priority(1).Node("n0").Obj(),
 		lt.GroupPod("ns", "high", "").Req(lt.CPU("1")).Priority(100).Node("n0").Obj(),
 		lt.GroupPod("ns", "evicted", "").Req(lt.CPU("1")).Priority(1).Node("n0").Obj(),
+		lt.Member("ns", "train", 0).Req(lt.CPU("2")).Priority(1).Node("n0").Obj(),
+		lt.Member("ns", "train", 1).Req(lt.CPU("3")).Priority(1).Node("n0").Obj(),
+		lt.Member("ns", "train", 2).Req(lt.CPU("1")).Priority(1).Node("n1").Obj(),
 	}
 	running[1].DeletionTimestamp = &now
-	e := New(noPlugins{}, &fakeTrees{pods: running}, nil, nil)
-	units, leaving, _ := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt, sets.New[types.UID]("evicted"), nil)
-	var got []string
-	for _, u := range units[0] {
-		got = append(got, u.Pods()[0].GetPod().Name)
+	e := New(noPlugins{}, &fakeTrees{pods: running, gangPriority: map[string]int32{"train": 1}}, nil, nil)
+	units, leaving, n := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt, sets.New[types.UID]("evicted"), nil)
+	got := map[string]string{}
+	for i, node := range []string{"n0", "n1"} {
+		var on []string
+		for _, u := range units[i] {
+			on = append(on, fmt.Sprintf("%s:%dm", u.unit.Key, u.room.MilliCPU))
+		}
+		got[node] = strings.Join(on, " ")
 	}
-	if fmt.Sprint(got) != "[low]" {
-		t.Errorf("units %v, want [low]", got)
+	low := string(running[2].UID)
+	if want := map[string]string{"n0": low + ":1000m PodGroup ns/train:5000m", "n1": "PodGroup ns/train:1000m"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("units by node %v, want %v", got, want)
+	}
+	if n != 4 {
+		t.Errorf("%d victim pods counted, want 4 (low and the gang's three)", n)
+	}
+	if units[0][1].unit != units[1][0].unit {
+		t.Error("the gang is two units on its two nodes, want one")
 	}
 	var gone []string
 	for _, p := range leaving["n0"] {

@@ -17,7 +17,7 @@ import (
 // Unit is what is evicted together: a running gang (every bound member of its disruption
 // unit, podgroup.Unit) or one pod, as upstream's preemption.Victim, with the nodes it is on.
 type Unit struct {
-	// rooms is what its pods request on each node, read once (roomOn).
+	// rooms is what its pods request on each node, read once (roomsByNode).
 	rooms map[string]capacity.Resources
 	preemption.Victim
 	// Key is the gang's unit, or the pod's UID.
@@ -31,9 +31,6 @@ type Unit struct {
 	// DaemonSet...), which may never end by itself.
 	Lasting bool
 }
-
-// roomOn returns what the unit's pods request on node: the room its going gives there.
-func (u *Unit) roomOn(node string) capacity.Resources { return u.roomsByNode()[node] }
 
 // On reports whether a pod of the unit is on node.
 func (u *Unit) On(node string) bool {
@@ -68,12 +65,31 @@ func lasting(pod *v1.Pod) bool {
 	return false
 }
 
+// onNode is a unit as one node holds it: the unit, and what its pods there request (the room
+// its going gives on the node).
+type onNode struct {
+	unit *Unit
+	room capacity.Resources
+}
+
+// hold records that node i holds pi, a pod of u: a unit is listed once per node, with the
+// requests of all its pods there.
+func hold(units [][]onNode, i int, u *Unit, pi fwk.PodInfo) {
+	for k := range units[i] {
+		if units[i][k].unit == u {
+			units[i][k].room.Add(capacity.OfPodInfo(pi))
+			return
+		}
+	}
+	units[i] = append(units[i], onNode{unit: u, room: capacity.OfPodInfo(pi)})
+}
+
 // units returns, by node, the units that a tree of priority p.Priority may take out (gangs
 // whole, other pods one by one), and the pods already terminating or being evicted, or the
 // tree's own pending members the snapshot holds (reserved in an attempt that failed), which
 // count as gone at no cost.
-func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod) (byNode [][]*Unit, leaving map[string][]*v1.Pod, n int) {
-	units := make([][]*Unit, len(infos))
+func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod) (byNode [][]onNode, leaving map[string][]*v1.Pod, n int) {
+	units := make([][]onNode, len(infos))
 	leaving = map[string][]*v1.Pod{}
 	// gangs holds each running disruption unit (a gang, or a subtree whose top has
 	// disruption mode all), nil for one that is no victim: a unit is looked at once, however
@@ -132,7 +148,7 @@ func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode,
 				}
 				u = &Unit{Victim: v, Key: string(pod.UID), Lasting: lasting(pod)}
 			}
-			units[i] = append(units[i], u)
+			hold(units, i, u, pi)
 			n++
 		}
 	}

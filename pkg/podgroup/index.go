@@ -594,14 +594,21 @@ func (ix *Index) Path(k Key) ([]Key, bool) {
 // subtree a preemptor evicts whole or not at all. False when no group of the path is (the
 // pods are victims one by one) or the hierarchy is invalid.
 func (ix *Index) UnitOf(k Key) (Key, bool) {
-	path, ok := ix.Path(k)
-	if !ok {
-		return Key{}, false
-	}
-	for i := len(path) - 1; i >= 0; i-- {
-		if ix.entries[path[i]].DisruptedWhole() {
-			return path[i], true
+	var top Key
+	found := false
+	for i := 0; i <= v1alpha1.MaxTreeDepth; i++ {
+		g := ix.entries[k]
+		if !g.Exists() || g.problem != "" {
+			return Key{}, false
 		}
+		if g.DisruptedWhole() {
+			top, found = k, true
+		}
+		pk, ok := g.ParentKey()
+		if !ok {
+			return top, found
+		}
+		k = pk
 	}
 	return Key{}, false
 }
@@ -643,6 +650,29 @@ func (ix *Index) Subtree(k Key) []Key {
 	}
 	walk(k)
 	return out
+}
+
+// visit calls f on k and the groups below it, depth first, until f returns false; it
+// allocates nothing, for the per-pod questions of every scheduling cycle. The depth is
+// bounded, as a valid tree's is, so a cycle cannot loop.
+func (ix *Index) visit(k Key, f func(*Group) bool) bool {
+	var walk func(k Key, depth int) bool
+	walk = func(k Key, depth int) bool {
+		g := ix.entries[k]
+		if g == nil || depth > v1alpha1.MaxTreeDepth {
+			return true
+		}
+		if !f(g) {
+			return false
+		}
+		for c := range g.children {
+			if !walk(c, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return walk(k, 0)
 }
 
 // PodGroupsOf returns the PodGroups of the subtree of k.

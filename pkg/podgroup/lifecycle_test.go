@@ -105,6 +105,59 @@ func TestDisruptionUnits(t *testing.T) {
 	}
 }
 
+// A pod's summary says whether any group of its tree, from the root down, is a gang or has a
+// topology constraint, wherever in the tree it is.
+func TestSummarySeesTheWholeTree(t *testing.T) {
+	tests := []struct {
+		name           string
+		groups         []runtime.Object
+		group          string
+		gang, topology bool
+	}{
+		{
+			name:   "a basic group alone",
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Basic().Obj()},
+			group:  "g",
+		},
+		{
+			name: "a gang sibling under a basic root with a topology",
+			groups: []runtime.Object{
+				lt.MakeCompositePodGroup().Namespace("ns").Name("job").Basic().Topology(lt.Required(lt.RackKey)).Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("a").Basic().Parent("job").Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Parent("job").Obj(),
+			},
+			group: "a", gang: true, topology: true,
+		},
+		{
+			name: "a topology three levels down",
+			groups: []runtime.Object{
+				lt.MakeCompositePodGroup().Namespace("ns").Name("top").Basic().Obj(),
+				lt.MakeCompositePodGroup().Namespace("ns").Name("mid").Basic().Parent("top").Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("a").Basic().Parent("mid").Obj(),
+				lt.MakePodGroup().Namespace("ns").Name("b").Basic().Parent("mid").Topology(lt.Preferred(lt.RackKey)).Obj(),
+			},
+			group: "a", topology: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, _ := testModel(t)
+			for _, g := range tc.groups {
+				m.OnGroup(nil, g)
+			}
+			pod := lt.Member("ns", tc.group, 0).Obj()
+			m.OnPod(nil, pod)
+			sum, ok := m.Gate().Summary(pod)
+			if !ok {
+				t.Fatal("no summary")
+			}
+			if sum.Gang != tc.gang || sum.Topology != tc.topology {
+				t.Errorf("Summary: gang %v, topology %v; want %v, %v", sum.Gang, sum.Topology, tc.gang, tc.topology)
+			}
+		})
+	}
+}
+
 // A member the model allowed to bind counted toward its gang: upstream's preemption executor
 // may not cancel its binding cycle in PreBind (the gang would bind short in memory); it
 // deletes the pod instead. A member still waiting, or a pod in no gang, may be cancelled.

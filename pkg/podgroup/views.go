@@ -88,11 +88,11 @@ func (g *Gate) Summary(pod *v1.Pod) (Summary, bool) {
 	}
 	s := Summary{Root: root, Group: mem.Group, Scheduled: m.index.Get(mem.Group).Scheduled()}
 	s.Unit, _ = m.index.UnitOf(mem.Group)
-	for _, key := range m.index.Subtree(root) {
-		g := m.index.Get(key)
+	m.index.visit(root, func(g *Group) bool {
 		s.Topology = s.Topology || len(g.Topology()) > 0
 		s.Gang = s.Gang || g.IsGang()
-	}
+		return !s.Topology || !s.Gang
+	})
 	return s, true
 }
 
