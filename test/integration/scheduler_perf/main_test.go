@@ -11,7 +11,10 @@ package schedulerperf
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	_ "k8s.io/component-base/logs/json/register"
@@ -29,6 +32,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if err := slowEtcd(os.Getenv("LOCKSTEP_ETCD_LATENCY")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// Collect the per-plugin metrics of lockstep's plugins too.
 	perf.PluginNames = append(perf.PluginNames, gang.Name, topology.Name)
 	if err := registerSchedulerMetrics(); err != nil {
@@ -40,6 +47,36 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
+}
+
+// slowEtcd, given a latency (LOCKSTEP_ETCD_LATENCY=25ms), puts hack/slowetcd on PATH as
+// etcd in front of the real one: every workload's apiserver then waits that long for each
+// round trip to etcd, as a busy production apiserver makes its clients wait, where the
+// in-process one answers a bind in a millisecond and hides what caps binds in flight.
+func slowEtcd(latency string) error {
+	if latency == "" {
+		return nil
+	}
+	if _, err := time.ParseDuration(latency); err != nil {
+		return fmt.Errorf("LOCKSTEP_ETCD_LATENCY: %w", err)
+	}
+	real, err := exec.LookPath("etcd")
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "slowetcd")
+	if err != nil {
+		return err
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "etcd"), "./hack/slowetcd")
+	build.Dir = testenv.RepoRoot()
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building hack/slowetcd: %w", err)
+	}
+	os.Setenv("SLOWETCD_REAL", real)
+	os.Setenv("SLOWETCD_LATENCY", latency)
+	return os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // registerSchedulerMetrics registers kube-scheduler's metrics with GenericWorkload on. The
