@@ -52,6 +52,8 @@ type sut interface {
 	nodeEvent()
 	nodeDeleted(name string)
 	preEnqueue(p *v1.Pod) (bool, string)
+	// roomHint returns whether Peek lets the pod proceed and what a room hint answers.
+	roomHint(p *v1.Pod) (peek, queueable bool)
 	preFilter(p *v1.Pod) (bool, string)
 	reserve(p *v1.Pod, node string)
 	// permit returns "allow", "wait" or "reject", and the framework timeout of a wait.
@@ -792,6 +794,9 @@ func (w *world) checkQuiet() {
 		}
 		if ok, msg := w.model.preEnqueue(sp.obj); !ok && strings.TrimSpace(msg) == "" {
 			w.violation("pending pod %s is held without a reason", sp.obj.Name)
+		}
+		if peek, queueable := w.model.roomHint(sp.obj); peek != queueable {
+			w.violation("a room hint for %s answers %v where Peek says %v", sp.obj.Name, queueable, peek)
 		}
 	}
 }

@@ -29,6 +29,9 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 			if v := m.Gate().Peek(pods[i]); v.Code != want {
 				t.Errorf("Peek %s = %v, want %v", pods[i].Name, v.Code, want)
 			}
+			if q := m.Gate().Queueable(pods[i]); q != (want == Proceed || want == NotMember) {
+				t.Errorf("Queueable %s = %v, Peek %v", pods[i].Name, q, want)
+			}
 		}
 	}
 	check := func(i int) step {

@@ -75,6 +75,11 @@ func (s *modelSUT) preEnqueue(p *v1.Pod) (bool, string) {
 	return v.Code == Proceed || v.Code == NotMember, v.Message
 }
 
+func (s *modelSUT) roomHint(p *v1.Pod) (peek, queueable bool) {
+	v := s.m.Gate().Peek(p)
+	return v.Code == Proceed || v.Code == NotMember, s.m.Gate().Queueable(p)
+}
+
 func (s *modelSUT) preFilter(p *v1.Pod) (bool, string) {
 	v := s.m.Gate().Check(klog.Background(), p, 0)
 	return v.Code == Proceed || v.Code == NotMember, v.Message

@@ -55,8 +55,7 @@ func (pl *Gang) isSchedulableAfterPodAdded(_ klog.Logger, pod *v1.Pod, _, newObj
 // isSchedulableAfterCapacityChange queues a member that failed for want of room, not one
 // still held for missing pods or an invalid tree.
 func (pl *Gang) isSchedulableAfterCapacityChange(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
-	switch pl.groups.Peek(pod).Code {
-	case podgroup.Proceed, podgroup.NotMember:
+	if pl.groups.Queueable(pod) {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

@@ -38,7 +38,8 @@ type Gate interface {
 	Admit(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
 	// Check answers PreFilter; nodes is the number of nodes in the cycle's snapshot.
 	Check(logger klog.Logger, pod *v1.Pod, nodes int) podgroup.Verdict
-	Peek(pod *v1.Pod) podgroup.Verdict
+	// Queueable answers a queueing hint on room news: whether the member may proceed.
+	Queueable(pod *v1.Pod) bool
 	SortKey(pod *v1.Pod) (podgroup.SortKey, bool)
 	GroupOf(pod *v1.Pod) (podgroup.Key, bool)
 	Related(pod *v1.Pod, k podgroup.Key) bool
