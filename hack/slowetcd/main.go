@@ -5,8 +5,11 @@
 //
 // It takes etcd's arguments, moves --listen-client-urls (a unix socket, as the integration
 // framework gives it) to a socket of its own, starts $SLOWETCD_REAL with them, and serves the
-// original socket, each direction delayed by half of $SLOWETCD_LATENCY. The delay is a
-// pipeline, not a rate: requests in flight overlap, as on a slow network.
+// original socket, each direction delayed by half of the latency $SLOWETCD_LATENCY_FILE holds
+// (a Go duration, read every 100 ms; none while the file is missing or empty), so that a
+// benchmark creates its nodes at full speed and then slows the apiserver. The delay is a
+// pipeline, not a rate: requests in flight overlap, as on a slow network. It exits, and stops
+// etcd, when its parent goes.
 package main
 
 import (
@@ -14,10 +17,15 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
+
+// latency is the round trip added now, in nanoseconds.
+var latency atomic.Int64
 
 func main() {
 	if err := run(); err != nil {
@@ -27,11 +35,11 @@ func main() {
 }
 
 func run() error {
-	real := os.Getenv("SLOWETCD_REAL")
-	latency, err := time.ParseDuration(os.Getenv("SLOWETCD_LATENCY"))
-	if real == "" || err != nil {
-		return fmt.Errorf("SLOWETCD_REAL (%q) and SLOWETCD_LATENCY (%v) must be set", real, err)
+	real, file := os.Getenv("SLOWETCD_REAL"), os.Getenv("SLOWETCD_LATENCY_FILE")
+	if real == "" || file == "" {
+		return fmt.Errorf("SLOWETCD_REAL (%q) and SLOWETCD_LATENCY_FILE (%q) must be set", real, file)
 	}
+	go follow(file)
 	args := append([]string(nil), os.Args[1:]...)
 	front := ""
 	for i := 0; i+1 < len(args); i++ {
@@ -49,6 +57,23 @@ func run() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	parent := os.Getppid()
+	go func() {
+		// Killed (the framework stops etcd with SIGKILL) or orphaned: etcd goes too.
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		for {
+			select {
+			case <-sig:
+			case <-time.After(time.Second):
+				if os.Getppid() == parent {
+					continue
+				}
+			}
+			_ = cmd.Process.Kill()
+			os.Exit(1)
+		}
+	}()
 	ln, err := net.Listen("unix", front)
 	if err != nil {
 		return err
@@ -59,14 +84,26 @@ func run() error {
 			if err != nil {
 				return
 			}
-			go proxy(c, front+".real", latency/2)
+			go proxy(c, front+".real")
 		}
 	}()
 	return cmd.Wait()
 }
 
-// proxy joins a client to etcd, each direction delayed by d.
-func proxy(client net.Conn, backend string, d time.Duration) {
+// follow keeps latency at what file says.
+func follow(file string) {
+	for {
+		var d time.Duration
+		if data, err := os.ReadFile(file); err == nil {
+			d, _ = time.ParseDuration(strings.TrimSpace(string(data)))
+		}
+		latency.Store(int64(d))
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// proxy joins a client to etcd, each direction delayed by half the latency.
+func proxy(client net.Conn, backend string) {
 	var server net.Conn
 	var err error
 	for i := 0; i < 100; i++ { // etcd may still be starting
@@ -79,8 +116,8 @@ func proxy(client net.Conn, backend string, d time.Duration) {
 		client.Close()
 		return
 	}
-	go delayed(server, client, d)
-	delayed(client, server, d)
+	go delayed(server, client)
+	delayed(client, server)
 }
 
 // chunk is what one read returned, and when it may be written on.
@@ -89,9 +126,9 @@ type chunk struct {
 	due  time.Time
 }
 
-// delayed copies src to dst, each chunk written d after it was read; it closes both at the
-// end of either.
-func delayed(dst, src net.Conn, d time.Duration) {
+// delayed copies src to dst, each chunk written half the latency after it was read; it closes
+// both at the end of either.
+func delayed(dst, src net.Conn) {
 	q := make(chan chunk, 4096)
 	go func() {
 		defer close(q)
@@ -99,7 +136,7 @@ func delayed(dst, src net.Conn, d time.Duration) {
 			buf := make([]byte, 32*1024)
 			n, err := src.Read(buf)
 			if n > 0 {
-				q <- chunk{data: buf[:n], due: time.Now().Add(d)}
+				q <- chunk{data: buf[:n], due: time.Now().Add(time.Duration(latency.Load() / 2))}
 			}
 			if err != nil {
 				return

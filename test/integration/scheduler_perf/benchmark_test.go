@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/rest"
+	kubescheduler "k8s.io/kubernetes/pkg/scheduler"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
@@ -38,7 +40,17 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		timeout = 3 * time.Minute
 	}
 	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "lockstep", lockstep.Registry(),
-		perf.WithPrepareFn(prepare), perf.WithPodsSchedulingTimeout(timeout))
+		perf.WithPrepareFn(prepare), perf.WithPodsSchedulingTimeout(timeout),
+		perf.WithPreRunFn(fastEtcd), perf.WithNodeUpdateFn(slowAfterNodes))
+}
+
+// fastEtcd runs before a workload's etcd starts: its nodes are created without added latency.
+func fastEtcd(ktesting.TContext, *perf.Workload) (func(), error) { return nil, setEtcdLatency("") }
+
+// slowAfterNodes runs once a workload's nodes exist: from then on, with LOCKSTEP_ETCD_LATENCY
+// set, every round trip to etcd takes that long (main_test.go).
+func slowAfterNodes(ktesting.TContext, *kubescheduler.Scheduler, *perf.Workload, *v1.NodeList) error {
+	return setEtcdLatency(etcdLatency)
 }
 
 // prepare readies a workload's apiserver for lockstep, counts the requests it serves and

@@ -49,10 +49,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// slowEtcd, given a latency (LOCKSTEP_ETCD_LATENCY=25ms), puts hack/slowetcd on PATH as
-// etcd in front of the real one: every workload's apiserver then waits that long for each
-// round trip to etcd, as a busy production apiserver makes its clients wait, where the
-// in-process one answers a bind in a millisecond and hides what caps binds in flight.
+// slowEtcd, given a latency (LOCKSTEP_ETCD_LATENCY=250ms), puts hack/slowetcd on PATH as
+// etcd in front of the real one: once a workload's nodes exist (slowAfterNodes), its
+// apiserver waits that long for each round trip to etcd, as a busy production apiserver makes
+// its clients wait, where the in-process one answers a bind in a millisecond and hides what
+// caps binds in flight. Nodes are created at full speed: one by one, they would take minutes.
 func slowEtcd(latency string) error {
 	if latency == "" {
 		return nil
@@ -74,9 +75,26 @@ func slowEtcd(latency string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building hack/slowetcd: %w", err)
 	}
+	etcdLatency, latencyFile = latency, filepath.Join(dir, "latency")
 	os.Setenv("SLOWETCD_REAL", real)
-	os.Setenv("SLOWETCD_LATENCY", latency)
+	os.Setenv("SLOWETCD_LATENCY_FILE", latencyFile)
 	return os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// etcdLatency is LOCKSTEP_ETCD_LATENCY, and latencyFile where hack/slowetcd reads the latency
+// it adds now ("" when there is no slowetcd).
+var etcdLatency, latencyFile string
+
+// setEtcdLatency sets the latency hack/slowetcd adds from now on, if it runs.
+func setEtcdLatency(d string) error {
+	if latencyFile == "" {
+		return nil
+	}
+	if err := os.WriteFile(latencyFile, []byte(d), 0o644); err != nil {
+		return err
+	}
+	time.Sleep(200 * time.Millisecond) // slowetcd reads it every 100 ms
+	return nil
 }
 
 // registerSchedulerMetrics registers kube-scheduler's metrics with GenericWorkload on. The
