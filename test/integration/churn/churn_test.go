@@ -164,6 +164,7 @@ func (c *churn) removeNode() {
 	}
 	n := alive[c.rng.Intn(len(alive))]
 	c.gone[n.Name] = true
+	c.oracle.nodeDeleted(n.Name)
 	c.env.DeleteNode(c.t, n.Name)
 	c.collectOrphans()
 }

@@ -31,8 +31,9 @@ type oracle struct {
 	t     *testing.T
 	mu    sync.Mutex
 	gangs map[string]*gang
-	// cpu is each node's allocatable cpu, in millicores.
-	cpu map[string]int64
+	// cpu is each node's allocatable cpu, in millicores; gone the nodes the test deleted.
+	cpu  map[string]int64
+	gone map[string]bool
 	// bound are the bound, live pods: node and cpu request, by pod name; gangOf their gang.
 	bound map[string]boundPod
 	// partial is when each gang became partially bound; excused: a member of it was deleted
@@ -64,7 +65,7 @@ const partialGrace = 45 * time.Second
 // watch starts an oracle on the namespace's pods; it checks the partial gangs every second
 // until the test ends.
 func watch(t *testing.T, env *testenv.Env, ns string, nodes []*v1.Node, grace time.Duration) *oracle {
-	o := &oracle{t: t, grace: grace, gangs: map[string]*gang{}, cpu: map[string]int64{}, bound: map[string]boundPod{},
+	o := &oracle{t: t, grace: grace, gangs: map[string]*gang{}, cpu: map[string]int64{}, gone: map[string]bool{}, bound: map[string]boundPod{},
 		partial: map[string]time.Time{}, excused: map[string]bool{}, whole: map[string]bool{}, wholeNow: map[string]bool{}, conditionWrites: map[string]int{}}
 	for _, n := range nodes {
 		o.cpu[n.Name] = n.Status.Allocatable.Cpu().MilliValue()
@@ -108,6 +109,14 @@ func watch(t *testing.T, env *testenv.Env, ns string, nodes []*v1.Node, grace ti
 func (o *oracle) fail(format string, args ...any) {
 	msg := fmt.Sprintf("%s: ", time.Now().Format("15:04:05.000")) + fmt.Sprintf(format, args...)
 	o.fails = append(o.fails, msg)
+}
+
+// nodeDeleted tells the oracle the test deleted a node: its violation reports name the pods
+// bound there (a bind can land as its node is deleted).
+func (o *oracle) nodeDeleted(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gone[name] = true
 }
 
 // register tells the oracle of a gang the test creates, before its pods.
@@ -157,7 +166,14 @@ func (o *oracle) observe(p *v1.Pod) {
 			}
 		}
 		if len(domains) > 1 {
-			o.fail("gang %s requires one %s, its bound pods are in %v", gang, key, domains)
+			var orphans []string
+			for name, b := range o.bound {
+				if b.gang == gang && o.gone[b.node] {
+					orphans = append(orphans, name)
+				}
+			}
+			sort.Strings(orphans)
+			o.fail("gang %s requires one %s, its bound pods are in %v (of them on deleted nodes: %v)", gang, key, domains, orphans)
 		}
 	}
 	o.settle(gang)
