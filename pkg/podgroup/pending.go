@@ -35,9 +35,10 @@ func (m *Model) PendingGangs() (count int, oldest time.Duration) {
 		}
 		isGang, seen := gang[root]
 		if !seen {
-			for _, k := range m.index.Subtree(root) {
-				isGang = isGang || m.index.Get(k).IsGang()
-			}
+			m.index.visit(root, func(g *Group) bool {
+				isGang = g.IsGang()
+				return !isGang
+			})
 			gang[root] = isGang
 		}
 		if !isGang {
