@@ -131,7 +131,7 @@ func (g *Gate) Queueable(pod *v1.Pod) bool {
 	if mem := m.members.Of(pod.UID); mem != nil && m.synced() {
 		if root, ok := m.index.RootOf(mem.Group); ok {
 			held = m.permits.backoffLeftLocked(root) > 0
-			if !held && !m.index.Get(mem.Group).Scheduled() && m.index.needsMany(mem.Group) {
+			if !held && m.scoutedLocked(mem.Group) {
 				_, held = m.permits.scoutPeekLocked(pod, root)
 			}
 		}
@@ -142,6 +142,12 @@ func (g *Gate) Queueable(pod *v1.Pod) bool {
 	}
 	v := g.Peek(pod)
 	return v.Code == Proceed || v.Code == NotMember
+}
+
+// scoutedLocked reports whether the members of PodGroup k are tried by a scout while their
+// tree has no attempt in progress: the group is not scheduled and binds only with others.
+func (m *Model) scoutedLocked(k Key) bool {
+	return !m.index.Get(k).Scheduled() && m.index.needsMany(k)
 }
 
 func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int) (Verdict, SortKey) {
@@ -218,7 +224,7 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int)
 			Message: fmt.Sprintf("gang %s backs off after a failed attempt; retried when the backoff ends or the cluster changes", root.Name)}, SortKey{}
 	}
 	// A tree with no attempt in progress is tried by its scout alone (scout.go).
-	if !grp.Scheduled() && m.index.needsMany(k) {
+	if m.scoutedLocked(k) {
 		switch mode {
 		case modeEnqueue:
 			if scout, held := m.permits.scoutHoldsLocked(logger, pod, k, root); held {
