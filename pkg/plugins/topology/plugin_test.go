@@ -299,6 +299,54 @@ func TestNewValidatesArgs(t *testing.T) {
 	}
 }
 
+// Replacements of a scheduled gang none of whose members is left (a node failure, a
+// restart by its controller) are placed whole, as the gang was at its start: the first does
+// not take the fullest rack for itself alone and pin the others there, where they do not fit.
+// While fewer replacements than the minimum exist, they go one by one, as before.
+func TestReplacementsOfAnEmptiedGangArePlannedWhole(t *testing.T) {
+	tests := []struct {
+		name         string
+		replacements int
+		planned      bool
+	}{
+		{name: "all replacements exist: planned whole", replacements: 3, planned: true},
+		{name: "fewer than the minimum: one by one", replacements: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := lt.Members("ns", "train", tc.replacements, lt.CPU("2"))
+			// Rack z0-r0 has room for one member only: the best fit for a pod on its own.
+			for _, n := range []string{"z0-r0-h0", "z0-r0-h1"} {
+				pods = append(pods, lt.MakePod().Namespace("other").Name("fill-"+n).UID("fill-"+n).Req(lt.CPU("3")).Node(n).Obj())
+			}
+			group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(3).Topology(lt.Required(rackKey)).Obj()
+			group.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
+			env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+			nodes := env.NodeInfos(t)
+			racks := sets.New[string]()
+			for _, p := range pods[:tc.replacements] {
+				res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), p, nodes)
+				switch {
+				case !s.IsSuccess():
+					t.Fatalf("PreFilter(%s) = %v", p.Name, s)
+				case !tc.planned && res != nil:
+					t.Fatalf("PreFilter(%s) narrowed a lone replacement to %v", p.Name, sets.List(res.NodeNames))
+				case tc.planned && (res == nil || res.NodeNames.Len() != 1):
+					t.Fatalf("PreFilter(%s) = %v; want one planned node", p.Name, res)
+				case tc.planned:
+					racks.Insert(rackOf(res.NodeNames.UnsortedList()[0]))
+				}
+			}
+			if tc.planned && (racks.Len() != 1 || racks.Has("z0-r0")) {
+				t.Errorf("replacements planned in racks %v, want one rack with room for all three", sets.List(racks))
+			}
+			if got := env.plans.Get(podgroup.PodGroupKey("ns", "train")) != nil; got != tc.planned {
+				t.Errorf("tree planned: %v, want %v", got, tc.planned)
+			}
+		})
+	}
+}
+
 // A replacement in a gang that was initially scheduled binds alone, inside the rack its
 // group's placed members occupy: no plan, no gang. A member bound to a node the cluster does
 // not have (a bind that landed as the node was deleted) says nothing of the rack: the others

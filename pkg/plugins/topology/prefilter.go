@@ -22,7 +22,8 @@ import (
 // first if it has no live plan, and planning again if that node no longer has room. Members
 // the plan did not place keep to their group's domain; members of groups the plan could not
 // place are refused with the planner's explanation. Members of basic trees, and replacements
-// in groups already scheduled, keep to the domains their placed siblings chose.
+// in groups already scheduled, keep to the domains their placed siblings chose; replacements
+// of a scheduled gang whose constrained group has no placed member left are planned whole.
 //
 // Where exclusive groups hold domains, a pod no plan narrowed to its node also gets, in the
 // cycle state, the nodes closed to it, which Filter refuses (exclusive.go), and the
@@ -86,11 +87,15 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		if !ok {
 			return nil, fwk.NewStatus(fwk.Skip)
 		}
-		res, s := pl.keepWithSiblings(tree, sum.Group, nodes)
-		if res != nil {
-			logger.V(4).Info("Member kept in its group's domains", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "nodes", res.NodeNames.Len())
+		g := unanchored(tree, sum.Group)
+		if !sum.Gang || g == nil {
+			res, s := pl.keepWithSiblings(tree, sum.Group, nodes)
+			if res != nil {
+				logger.V(4).Info("Member kept in its group's domains", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "nodes", res.NodeNames.Len())
+			}
+			return res, s
 		}
-		return res, s
+		logger.V(4).Info("Replacements of a scheduled gang are placed whole: no member of the group is left to anchor its domain", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "unanchored", g.Key)
 	}
 	plan := pl.plans.Get(sum.Root)
 	if plan != nil && len(plan.Victims) > 0 {
@@ -387,6 +392,52 @@ func chosenNames(chosen map[podgroup.Key]string) map[string]string {
 		out[k.String()] = d
 	}
 	return out
+}
+
+// unanchored returns the first group on the path from key to the tree's root that has a
+// topology constraint and no placed member in its subtree, or nil. Replacements in such a
+// group (a scheduled gang whose pods were all deleted: a node failed, its controller
+// restarted them) have no siblings to follow: placed one by one, the first would pick a
+// domain for itself alone and pin the others there, room or not. They are planned whole
+// instead, as the gang was at its start, and bind one by one where the plan puts them. A
+// group whose replacements do not all exist yet (its minimum is not pending) is not: its
+// members go one by one, as before, rather than wait for pods its controller may never make.
+func unanchored(tree *podgroup.GroupView, key podgroup.Key) *podgroup.GroupView {
+	var own *podgroup.GroupView
+	tree.Walk(func(g *podgroup.GroupView) {
+		if g.Key == key {
+			own = g
+		}
+	})
+	for g := own; g != nil; g = g.Parent {
+		if len(g.Topology) == 0 {
+			continue
+		}
+		placed := false
+		g.Walk(func(v *podgroup.GroupView) { placed = placed || len(v.PlacedNodes) > 0 })
+		if !placed {
+			if !pendingWhole(g) {
+				return nil
+			}
+			return g
+		}
+	}
+	return nil
+}
+
+// pendingWhole reports whether g's pending members meet its minimum: a PodGroup's count, a
+// CompositePodGroup's children that do.
+func pendingWhole(g *podgroup.GroupView) bool {
+	if g.Key.Kind == podgroup.KindPodGroup {
+		return len(g.Pending) >= g.Min
+	}
+	n := 0
+	for _, c := range g.Children {
+		if pendingWhole(c) {
+			n++
+		}
+	}
+	return n >= g.Min
 }
 
 // keepWithSiblings narrows a member of a basic tree to the domains its placed siblings

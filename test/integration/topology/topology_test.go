@@ -5,6 +5,7 @@ import (
 	"sort"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -200,6 +201,41 @@ func TestMemberOnADeletedNodeDoesNotUnpinItsRack(t *testing.T) {
 	env.CreatePods(t, lt.Member(ns, "train", 3).Req(lt.CPU("3")).Obj())
 	placed = env.WaitBound(t, ns, "train-2", "train-3")
 	assertOneDomain(t, placed, []string{"train-2", "train-3"}, lt.RackKey)
+}
+
+// A rack-required gang whose pods were all deleted after it was scheduled (its node failed,
+// its controller restarted them) gets its replacements placed whole again, in the rack with
+// room for all of them: the first does not take the emptiest node for itself alone, in a rack
+// with room for two, and leave the others pinned where they cannot fit.
+func TestReplacementsOfAnEmptiedGangBindInOneRack(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "emptied")
+	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "8")...)
+	env.StartScheduler(t, fastArgs)
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("train").Gang(4).Topology(lt.Required(lt.RackKey)).Obj())
+	env.CreatePods(t, lt.Members(ns, "train", 4, lt.CPU("3"))...)
+	placed := env.WaitBound(t, ns, names(4, "train")...)
+	assertOneDomain(t, placed, names(4, "train"), lt.RackKey)
+	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+
+	rack, other := env.NodeDomain(t, placed["train-0"], lt.RackKey), "z0-b0-r0"
+	if rack == other {
+		other = "z0-b0-r1"
+	}
+	// The gang's rack keeps room for four members (6 of 8 cores on each host); the other
+	// rack has one empty host (room for two) and one full.
+	env.CreatePods(t, lt.MakePod().Namespace(ns).Name("fill-0").Req(lt.CPU("2")).Node(rack+"-h0").Obj(),
+		lt.MakePod().Namespace(ns).Name("fill-1").Req(lt.CPU("2")).Node(rack+"-h1").Obj(),
+		lt.MakePod().Namespace(ns).Name("fill-2").Req(lt.CPU("8")).Node(other+"-h1").Obj())
+	env.DeletePods(t, ns, names(4, "train")...)
+	var again []*v1.Pod
+	for i := 4; i < 8; i++ {
+		again = append(again, lt.Member(ns, "train", i).Req(lt.CPU("3")).Obj())
+	}
+	env.CreatePods(t, again...)
+	replacements := []string{"train-4", "train-5", "train-6", "train-7"}
+	placed = env.WaitBound(t, ns, replacements...)
+	assertOneDomain(t, placed, replacements, lt.RackKey)
 }
 
 // A topology key that is not a configured level is refused with a condition.
