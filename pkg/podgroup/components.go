@@ -49,6 +49,9 @@ type ComponentOptions struct {
 	// Admissions finds the Kueue Workloads that root groups' events are told on too (nil:
 	// none).
 	Admissions Admissions
+	// Native tells when the native scheduling.k8s.io kinds are served, for lockstep to
+	// schedule their groups; nil: lockstep reads only its own kinds.
+	Native Served
 }
 
 // NewComponents builds the group model of the scheduler that owns handle and connects it to
@@ -78,7 +81,13 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 		Logger:    logger,
 		Workloads: opts.Workloads,
 	})
-	if err := model.Watch(ctx, handle.SharedInformerFactory(), factory); err != nil {
+	var native *NativeSource
+	if opts.Native != nil {
+		native = NewNativeSource(handle.ClientSet(), handle.SharedInformerFactory())
+		status.native = native
+		native.Watch(ctx, model, opts.Native)
+	}
+	if err := model.Watch(ctx, handle.SharedInformerFactory(), factory, native); err != nil {
 		return nil, err
 	}
 	pendingSource.Store(model) // lockstep_gangs_pending and lockstep_gang_oldest_pending_seconds

@@ -29,8 +29,13 @@ func (p profilesLocked) GroupTimeout(schedulerName string) time.Duration {
 	return 0
 }
 
-// fileLocked returns the PodGroup a pod belongs to, if any.
+// fileLocked returns the PodGroup a pod belongs to, if any. A pod whose spec.schedulingGroup
+// names a native PodGroup belongs to it, whatever its labels and workload say: the field is
+// the pod's own, set by whoever made the pod for that group (the Job controller, a user).
 func (m *Model) fileLocked(pod *v1.Pod) (Key, bool) {
+	if k, ok := NativeGroupOf(pod); ok {
+		return k, m.servesLocked(pod)
+	}
 	name, ok := m.book.File(pod, profilesLocked{m}, m.clock.Now(), func(name string) bool {
 		return m.index.Get(PodGroupKey(pod.Namespace, name)).Exists()
 	})
@@ -144,7 +149,7 @@ func (m *Model) setRanLocked(eff *effects, k Key, ran int) {
 // refileGroupUnitsLocked files again the pods of the units filed under PodGroup k, if any:
 // the PodGroup appeared (late) or is gone.
 func (m *Model) refileGroupUnitsLocked(eff *effects, k Key) {
-	if k.Kind != KindPodGroup {
+	if k.Kind != KindPodGroup || k.Native() {
 		return
 	}
 	for _, u := range m.book.UnitsUnder(k.Namespace, k.Name) {
@@ -253,8 +258,20 @@ func (m *Model) labelledLate(pod *v1.Pod, object string, timer filing.Unit, time
 	}
 }
 
+// NativeGroupOf returns the native PodGroup a pod's spec.schedulingGroup names, if it names
+// one.
+func NativeGroupOf(pod *v1.Pod) (Key, bool) {
+	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
+		return Key{Kind: KindPodGroup, Namespace: pod.Namespace, Name: *sg.PodGroupName, API: APINative}, true
+	}
+	return Key{}, false
+}
+
 // missingGroupMessage explains why a pod waits for a PodGroup that does not exist.
 func (m *Model) missingGroupMessage(pod *v1.Pod, k Key) string {
+	if k.Native() {
+		return fmt.Sprintf("waiting for PodGroup %q to be created (%s, named by the pod's spec.schedulingGroup)", k.Name, k.API)
+	}
 	if _, labeled := filing.GroupNameOf(pod); !labeled {
 		if object, ok := m.book.Workloads().Labelled(pod); ok && object == k.Namespace+"/"+k.Name {
 			return fmt.Sprintf("waiting for %q, named by the pod's labels, and for lockstep's workload controller to mirror it as PodGroup %q", object, k.Name)
@@ -298,7 +315,7 @@ func (m *Model) missingGroupWarnAfter(pod *v1.Pod) time.Duration {
 // gang (GroupWaitStart; the Job may not be seen yet). A PodGroup the pod's label names is
 // not.
 func (m *Model) createdGroupLocked(pod *v1.Pod, k Key) (filing.Unit, time.Time, bool) {
-	if _, labeled := filing.GroupNameOf(pod); labeled {
+	if _, labeled := filing.GroupNameOf(pod); labeled || k.Native() {
 		return "", time.Time{}, false
 	}
 	if object, ok := m.book.Workloads().Labelled(pod); ok && object == k.Namespace+"/"+k.Name {

@@ -38,6 +38,9 @@ type Group struct {
 	children sets.Set[Key]
 	// problem is why the group's hierarchy or spec cannot be scheduled ("" when valid).
 	problem string
+	// specProblem is why the object could not be read as a group (a native group's extension
+	// annotation that does not parse); it makes problem.
+	specProblem string
 	// scheduled: the group's requirement was met once and its pods were allowed to bind
 	// (PodGroupInitiallyScheduled True, restored from the object after a restart);
 	// scheduledMin is the minimum it met then.
@@ -104,7 +107,7 @@ func (g *Group) ParentKey() (Key, bool) {
 	if p == nil || *p == "" {
 		return Key{}, false
 	}
-	return CompositePodGroupKey(g.key.Namespace, *p), true
+	return g.key.As(KindCompositePodGroup, *p), true
 }
 
 // Minimum is minCount for a PodGroup, minGroupCount for a CompositePodGroup; 1 for basic. A
@@ -332,15 +335,26 @@ func (ix *Index) MarkBoundWhole(k Key) {
 // BoundWhole reports whether the group was bound whole since it was last scheduled.
 func (g *Group) BoundWhole() bool { return g != nil && g.boundWhole }
 
-// KeyOfObject returns the key of a PodGroup or CompositePodGroup object.
+// KeyOfObject returns the key of a PodGroup or CompositePodGroup object: lockstep's, or a
+// native one converted to lockstep's types (its apiVersion says so, see APIOf).
 func KeyOfObject(obj any) (Key, bool) {
 	switch o := obj.(type) {
 	case *v1alpha1.PodGroup:
-		return PodGroupKey(o.Namespace, o.Name), true
+		return Key{Kind: KindPodGroup, Namespace: o.Namespace, Name: o.Name, API: APIOf(o.APIVersion)}, true
 	case *v1alpha1.CompositePodGroup:
-		return CompositePodGroupKey(o.Namespace, o.Name), true
+		return Key{Kind: KindCompositePodGroup, Namespace: o.Namespace, Name: o.Name, API: APIOf(o.APIVersion)}, true
 	}
 	return Key{}, false
+}
+
+// APIOf returns the API of a group object by its apiVersion: native objects converted to
+// lockstep's types keep their own (scheduling.k8s.io/v1beta1); lockstep's own objects, from
+// typed informers, have none.
+func APIOf(apiVersion string) API {
+	if strings.HasPrefix(apiVersion, string(APINative)+"/") {
+		return APINative
+	}
+	return APILockstep
 }
 
 // Get returns the entry of k, nil if there is none.
@@ -367,12 +381,17 @@ func (ix *Index) getOrCreate(k Key) *Group {
 // Upsert records a group object; it returns the tops whose subtrees the change can affect
 // (see TopOf), for the caller to refresh. A group whose object says it was initially
 // scheduled is scheduled here too: a restarted scheduler does not gate its replacements.
-func (ix *Index) Upsert(obj any) []Key {
+func (ix *Index) Upsert(obj any) []Key { return ix.UpsertRead(obj, "") }
+
+// UpsertRead is Upsert of an object converted from another API, with why it could not be
+// read whole ("" if it could): the group is Invalid for that reason.
+func (ix *Index) UpsertRead(obj any, specProblem string) []Key {
 	k, ok := KeyOfObject(obj)
 	if !ok {
 		return nil
 	}
 	g := ix.getOrCreate(k)
+	g.specProblem = specProblem
 	affected := []Key{ix.TopOf(k)}
 	ix.unlinkParent(g)
 	var conditions []metav1.Condition
@@ -426,7 +445,7 @@ func (ix *Index) Delete(obj any) []Key {
 	affected := []Key{ix.TopOf(k)}
 	ix.unlinkParent(g)
 	g.pg, g.cpg = nil, nil
-	g.scheduled, g.scheduledMin, g.problem, g.disrupted = false, 0, "", false
+	g.scheduled, g.scheduledMin, g.problem, g.specProblem, g.disrupted = false, 0, "", "", false
 	g.partialSince, g.boundWhole = time.Time{}, false
 	ix.exclusive.Delete(k)
 	affected = append(affected, k)
@@ -486,7 +505,10 @@ func (ix *Index) Revalidate(top Key, validators []Validator) []Key {
 		g := ix.entries[k]
 		problem := ""
 		if g.Exists() {
-			problem = ix.hierarchyProblem(k)
+			problem = g.specProblem
+			if problem == "" {
+				problem = ix.hierarchyProblem(k)
+			}
 			for _, v := range validators {
 				if problem != "" {
 					break
@@ -521,7 +543,7 @@ func (ix *Index) hierarchyProblem(k Key) string {
 		path = append(path, pk)
 		parent := ix.entries[pk]
 		if !parent.Exists() {
-			if ix.entries[PodGroupKey(pk.Namespace, pk.Name)].Exists() {
+			if ix.entries[pk.As(KindPodGroup, pk.Name)].Exists() {
 				return fmt.Sprintf("parent %q is a PodGroup; parentCompositePodGroupName must name a CompositePodGroup", pk.Name)
 			}
 			return fmt.Sprintf("parent CompositePodGroup %q not found", pk.Name)

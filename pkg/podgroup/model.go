@@ -198,11 +198,11 @@ type nopStatus struct{}
 func (nopStatus) Enqueue(Key)                     {}
 func (nopStatus) EnqueueAfter(Key, time.Duration) {}
 
-// Watch connects the model to the scheduler's informers (pods, nodes, Jobs, PriorityClasses)
-// and to lockstep's (groups). It only registers handlers; the caller starts the factories.
+// Watch connects the model to the scheduler's informers (pods, nodes, Jobs, PriorityClasses),
+// to lockstep's (groups) and to the native groups' source (nil: none, or already watching). It only registers handlers; the caller starts the factories.
 // Until the caches have synced, members are held (a restarted scheduler must count the
 // members already bound first), then activated.
-func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory, lockstep externalversions.SharedInformerFactory) error {
+func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory, lockstep externalversions.SharedInformerFactory, native *NativeSource) error {
 	var synced []cache.InformerSynced
 	add := func(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
 		reg, err := inf.AddEventHandler(h)
@@ -253,6 +253,10 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 	if s, ok := m.book.Workloads().(interface{ HasSynced() bool }); ok {
 		// Workload kinds of other APIs (scheduler-plugins PodGroups) file pods too.
 		synced = append(synced, s.HasSynced)
+	}
+	if native != nil {
+		// The native groups served at start (their informers started by now).
+		synced = append(synced, native.HasSynced)
 	}
 	m.mu.Lock()
 	// Synced once is synced for good: an informer added later (a workload kind whose CRD is
@@ -438,13 +442,35 @@ func (m *Model) update(logger klog.Logger, fn func(eff *effects)) {
 // OnGroup records a PodGroup or CompositePodGroup that was added (old nil) or updated. A
 // change of spec is news for the tree: if it was held back after a failed attempt, it is
 // retried now (a lowered minimum, for one, may let it fit).
-func (m *Model) OnGroup(old, obj any) {
+func (m *Model) OnGroup(old, obj any) { m.onGroup(old, obj, "") }
+
+// OnNativeGroup is OnGroup for a native scheduling.k8s.io group (FromNative).
+func (m *Model) OnNativeGroup(old, obj any) {
+	cur, why := FromNative(obj)
+	if cur == nil {
+		return
+	}
+	var prev any
+	if old != nil {
+		prev, _ = FromNative(old)
+	}
+	m.onGroup(prev, cur, why)
+}
+
+// OnNativeGroupDelete is OnGroupDelete for a native group.
+func (m *Model) OnNativeGroupDelete(obj any) {
+	if cur, _ := FromNative(obj); cur != nil {
+		m.OnGroupDelete(cur)
+	}
+}
+
+func (m *Model) onGroup(old, obj any, specProblem string) {
 	k, ok := KeyOfObject(obj)
 	if !ok {
 		return
 	}
 	m.update(m.logger, func(eff *effects) {
-		for _, top := range m.index.Upsert(obj) {
+		for _, top := range m.index.UpsertRead(obj, specProblem) {
 			eff.reshape(top)
 		}
 		m.refileGroupUnitsLocked(eff, k)

@@ -232,6 +232,8 @@ type StatusWriter struct {
 	now                        func() time.Time
 	// budget limits the rewrites of details (detailsBudget).
 	budget *rate.Limiter
+	// native writes the status of native groups; nil when none is watched.
+	native *NativeSource
 }
 
 type writtenCondition struct {
@@ -315,8 +317,16 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 		conditions *[]metav1.Condition
 		update     func() error
 	)
-	switch k.Kind {
-	case KindPodGroup:
+	switch {
+	case k.Native():
+		if w.native == nil {
+			return nil
+		}
+		var err error
+		if obj, uid, conditions, update, err = w.native.statusTarget(ctx, k); err != nil {
+			return w.ignoreNotFound(k, err)
+		}
+	case k.Kind == KindPodGroup:
 		pg, err := w.pgLister.PodGroups(k.Namespace).Get(k.Name)
 		if err != nil {
 			return w.ignoreNotFound(k, err)
@@ -327,7 +337,7 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 			_, err := w.client.SchedulingV1alpha1().PodGroups(k.Namespace).UpdateStatus(ctx, pg, metav1.UpdateOptions{})
 			return err
 		}
-	case KindCompositePodGroup:
+	case k.Kind == KindCompositePodGroup:
 		cpg, err := w.cpgLister.CompositePodGroups(k.Namespace).Get(k.Name)
 		if err != nil {
 			return w.ignoreNotFound(k, err)

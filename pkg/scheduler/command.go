@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/lockstep-sched/lockstep/pkg/version"
 )
@@ -76,6 +78,8 @@ func lockstepFlags(fs *pflag.FlagSet, o *Options) {
 	// The flags of lockstep 0.1, when the controller knew only Jobs and was off by default.
 	fs.BoolVar(&o.WorkloadController, "job-controller", true, "Same as --workload-controller.")
 	fs.IntVar(&o.WorkloadControllerWorkers, "job-controller-workers", 2, "Same as --workload-controller-workers.")
+	fs.Var(&negated{&o.IgnoreNativeGroups}, "native-groups", "Schedule the native scheduling.k8s.io PodGroups and CompositePodGroups (and the pods whose spec.schedulingGroup names one) wherever the cluster serves them, from the moment it does, as lockstep's own kinds. With --native-groups=false, lockstep reads only its own kinds.")
+	fs.Lookup("native-groups").NoOptDefVal = "true"
 	_ = fs.MarkDeprecated("job-controller", "use --workload-controller (on by default)")
 	_ = fs.MarkDeprecated("job-controller-workers", "use --workload-controller-workers")
 }
@@ -92,6 +96,11 @@ func run(cmd *cobra.Command, opts *options.Options, lsOpts Options) error {
 		os.Exit(1)
 	}
 	cliflag.PrintFlags(cmd.Flags())
+	if fg.Enabled(features.GenericWorkload) && !lsOpts.IgnoreNativeGroups {
+		// The framework's own workload scheduling would take the pods of native groups into
+		// its pod-group cycle, away from lockstep's plugins.
+		return fmt.Errorf("feature gate %s is on in lockstep's scheduler: lockstep schedules the native groups itself; leave the gate off here (it belongs on the apiserver), or run with --native-groups=false", features.GenericWorkload)
+	}
 	if opts.InformerName == nil {
 		name, err := cache.NewInformerName("kube-scheduler")
 		if err != nil {
@@ -137,3 +146,25 @@ func printVersion(cmd *cobra.Command) bool {
 	}
 	return true
 }
+
+// negated is a boolean flag that sets its target to the opposite: --native-groups=false sets
+// IgnoreNativeGroups, whose zero value (read them) is the default.
+type negated struct{ target *bool }
+
+func (n *negated) String() string {
+	if n.target == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*n.target)
+}
+
+func (n *negated) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*n.target = !b
+	return nil
+}
+
+func (n *negated) Type() string { return "bool" }

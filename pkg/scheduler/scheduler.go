@@ -52,6 +52,9 @@ type Options struct {
 	// WorkloadControllerElsewhere: the workload controller runs in another process, so
 	// pods wait for the groups it creates even though this one does not run it.
 	WorkloadControllerElsewhere bool
+	// IgnoreNativeGroups: lockstep reads only its own kinds, not the native
+	// scheduling.k8s.io groups the cluster may serve.
+	IgnoreNativeGroups bool
 }
 
 // Scheduler is one lockstep scheduler: its plugins' shared components and its leadership.
@@ -164,6 +167,7 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 		PermitPlugin: gang.Name,
 		Workloads:    jobframework.Filer{Adapters: adapters, Created: s.opts.WorkloadController || s.opts.WorkloadControllerElsewhere},
 		Admissions:   kueueworkloads.New(meta, wlInformers.APIs),
+		Native:       s.nativeGroups(wlInformers.APIs),
 	})
 	if err != nil {
 		return nil, err
@@ -186,6 +190,15 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 		s.mu.Unlock()
 	}()
 	return c, nil
+}
+
+// nativeGroups returns what tells the group model when the native kinds are served; nil when
+// lockstep ignores them.
+func (s *Scheduler) nativeGroups(apis *jobframework.APIs) podgroup.Served {
+	if s.opts.IgnoreNativeGroups {
+		return nil
+	}
+	return apis
 }
 
 // WorkloadKinds returns the adapters of the workload kinds lockstep makes groups for, in the

@@ -3,12 +3,14 @@ package jobframework
 import (
 	"context"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -32,11 +34,20 @@ type APIs struct {
 	mu      sync.Mutex
 	served  map[schema.GroupVersionResource]bool
 	waiting map[schema.GroupVersionResource][]func()
+	// polling: discovery is asked again every Recheck for the resources still waiting.
+	polling bool
+	// Recheck is how often discovery is asked again for resources not served: built-in
+	// kinds an apiserver starts serving when restarted with their feature gates (the native
+	// scheduling.k8s.io kinds) have no CRD to watch.
+	Recheck time.Duration
 }
+
+// DefaultRecheck is APIs.Recheck unless set.
+const DefaultRecheck = time.Minute
 
 // NewAPIs returns APIs that watch until ctx is done.
 func NewAPIs(ctx context.Context, disc discovery.DiscoveryInterface, dyn dynamic.Interface) *APIs {
-	return &APIs{ctx: ctx, disc: disc, dyn: dyn, served: map[schema.GroupVersionResource]bool{}, waiting: map[schema.GroupVersionResource][]func(){}}
+	return &APIs{ctx: ctx, disc: disc, dyn: dyn, served: map[schema.GroupVersionResource]bool{}, waiting: map[schema.GroupVersionResource][]func(){}, Recheck: DefaultRecheck}
 }
 
 // Done is closed when the APIs stop watching: the stop channel for informers started in a
@@ -101,8 +112,34 @@ func (a *APIs) serve(gvr schema.GroupVersionResource) {
 	}
 }
 
-// watch watches gvr's CRD (by name: <resource>.<group>) until it is established.
+// poll asks discovery again, every Recheck, for the resources still waiting.
+func (a *APIs) poll() {
+	a.mu.Lock()
+	if a.polling || a.disc == nil {
+		a.mu.Unlock()
+		return
+	}
+	a.polling = true
+	a.mu.Unlock()
+	go wait.UntilWithContext(a.ctx, func(context.Context) {
+		a.mu.Lock()
+		var waiting []schema.GroupVersionResource
+		for gvr := range a.waiting {
+			waiting = append(waiting, gvr)
+		}
+		a.mu.Unlock()
+		for _, gvr := range waiting {
+			if a.servedNow(gvr) {
+				a.serve(gvr)
+			}
+		}
+	}, a.Recheck)
+}
+
+// watch watches gvr's CRD (by name: <resource>.<group>) until it is established, and asks
+// discovery again from time to time (poll).
 func (a *APIs) watch(gvr schema.GroupVersionResource) {
+	a.poll()
 	if a.dyn == nil {
 		return
 	}

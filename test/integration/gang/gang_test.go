@@ -31,9 +31,13 @@ func names(n int, group string) []string {
 	return out
 }
 
-// A gang of 4 on nodes with room for 3: none binds; add a node: all 4 bind.
+// A gang of 4 on nodes with room for 3: none binds; add a node: all 4 bind. For both APIs.
 func TestGangWaitsForRoomThenBindsTogether(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testGangWaitsForRoomThenBindsTogether)
+}
+
+func testGangWaitsForRoomThenBindsTogether(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "a")
 	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "1").Obj())
 	sched := env.StartScheduler(t, fastArgs)
@@ -94,7 +98,11 @@ func countBound(placed map[string]string, names []string) int {
 // Two gangs that each fit alone but not together: one binds completely, the other not at all
 // (no partial holds, no deadlock); the other binds once the first is deleted.
 func TestCompetingGangsAllOrNothing(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testCompetingGangsAllOrNothing)
+}
+
+func testCompetingGangsAllOrNothing(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "b")
 	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "2").Obj())
 	env.StartScheduler(t, fastArgs)
@@ -132,8 +140,10 @@ func TestCompetingGangsAllOrNothing(t *testing.T) {
 
 // A CompositePodGroup with minGroupCount 2 over three PodGroups: with room for two shards,
 // exactly two shards bind, each completely, and the third waits.
-func TestCompositeMinGroupCount(t *testing.T) {
-	env := testenv.Start(t)
+func TestCompositeMinGroupCount(t *testing.T) { testenv.ForEachAPI(t, testCompositeMinGroupCount) }
+
+func testCompositeMinGroupCount(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "c")
 	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj(), lt.MakeNode("n2", "2").Obj())
 	env.StartScheduler(t, fastArgs)
@@ -176,8 +186,10 @@ func TestCompositeMinGroupCount(t *testing.T) {
 
 // A three-level tree (root → two composites → three PodGroups): with room for 5 of its 6
 // pods nothing binds; with room for all, every level binds and is marked scheduled.
-func TestThreeLevelTree(t *testing.T) {
-	env := testenv.Start(t)
+func TestThreeLevelTree(t *testing.T) { testenv.ForEachAPI(t, testThreeLevelTree) }
+
+func testThreeLevelTree(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "c3")
 	env.CreateNodes(t, lt.MakeNode("n1", "3").Obj(), lt.MakeNode("n2", "2").Obj())
 	env.StartScheduler(t, fastArgs)
@@ -212,7 +224,11 @@ func TestThreeLevelTree(t *testing.T) {
 // The basic policy behaves like plain scheduling: pods bind one by one as room allows. Pods
 // of another scheduler are never touched.
 func TestBasicPolicyIsPlainScheduling(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testBasicPolicyIsPlainScheduling)
+}
+
+func testBasicPolicyIsPlainScheduling(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "d")
 	env.CreateNodes(t, lt.MakeNode("n1", "2").Obj())
 	env.StartScheduler(t, fastArgs)
@@ -239,8 +255,10 @@ func TestBasicPolicyIsPlainScheduling(t *testing.T) {
 }
 
 // Pods created before their PodGroup wait, with an event saying why, and bind when it appears.
-func TestPodsBeforeTheirGroup(t *testing.T) {
-	env := testenv.Start(t)
+func TestPodsBeforeTheirGroup(t *testing.T) { testenv.ForEachAPI(t, testPodsBeforeTheirGroup) }
+
+func testPodsBeforeTheirGroup(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "e")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	env.StartScheduler(t, fastArgs)
@@ -257,7 +275,11 @@ func TestPodsBeforeTheirGroup(t *testing.T) {
 // its placed members' reservations only until scheduleTimeoutSeconds; then every reservation
 // is released and another pod can use that capacity.
 func TestTimeoutReleasesReservations(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testTimeoutReleasesReservations)
+}
+
+func testTimeoutReleasesReservations(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "f")
 	env.CreateNodes(t, lt.MakeNode("n1", "3").Obj())
 	sched := env.StartScheduler(t, fastArgs)
@@ -292,7 +314,11 @@ func TestTimeoutReleasesReservations(t *testing.T) {
 // Malformed trees get the condition and an event a person can act on, and a healthy gang
 // created at the same time, in the same namespace, still binds. Fixing a tree unblocks it.
 func TestMalformedTreesDoNotBlockHealthyGangs(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testMalformedTreesDoNotBlockHealthyGangs)
+}
+
+func testMalformedTreesDoNotBlockHealthyGangs(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "g")
 	env.CreateNodes(t, lt.MakeNode("n1", "16").Obj())
 	env.StartScheduler(t, fastArgs)
@@ -342,6 +368,9 @@ func TestMalformedTreesDoNotBlockHealthyGangs(t *testing.T) {
 	env.CreateComposites(t, lt.MakeCompositePodGroup().Namespace(ns).Name("nope").Obj())
 	env.WaitBound(t, ns, names(2, "orphan")...)
 	env.WaitCondition(t, "PodGroup", ns, "orphan", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
+	if api == podgroup.APINative {
+		return // the native kinds' spec is immutable: there is no minCount to lower
+	}
 	// Lowering minCount to the pods that exist releases "short".
 	pg, err := env.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "short", metav1.GetOptions{})
 	if err != nil {
@@ -357,7 +386,11 @@ func TestMalformedTreesDoNotBlockHealthyGangs(t *testing.T) {
 // The scheduler restarted after part of a gang was bound: the new instance counts the bound
 // members and binds the rest.
 func TestRestartCountsBoundMembers(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testRestartCountsBoundMembers)
+}
+
+func testRestartCountsBoundMembers(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "h")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
 	first := env.StartScheduler(t, fastArgs)
@@ -403,8 +436,10 @@ func TestSchedulerStartedBeforeTheCRDs(t *testing.T) {
 // after its remaining members fail to fit. Its bound member is evicted (DisruptionTarget,
 // then deletion, an event) and the condition says so; once room returns, the gang (its
 // evicted member recreated, as its Job would) binds whole.
-func TestHalfBoundGangIsReleased(t *testing.T) {
-	env := testenv.Start(t)
+func TestHalfBoundGangIsReleased(t *testing.T) { testenv.ForEachAPI(t, testHalfBoundGangIsReleased) }
+
+func testHalfBoundGangIsReleased(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "hb")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
 	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("stuck").Gang(3).Obj())

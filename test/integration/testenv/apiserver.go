@@ -13,15 +13,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/test/integration/framework"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // Env is a running control plane with lockstep's CRDs installed.
@@ -37,6 +41,40 @@ type Env struct {
 	Client             kubernetes.Interface
 	Lockstep           versioned.Interface
 	Extensions         apiextensionsclient.Interface
+	// GroupAPI is the API the test writes its groups in (CreatePodGroups, CreateComposites,
+	// CreatePods' members, conditions read): lockstep's kinds, or the native ones, which
+	// StartFor serves.
+	GroupAPI podgroup.API
+}
+
+// GroupAPIs are the APIs a test runs its groups in, for tests that run for both: lockstep's
+// own kinds and the native scheduling.k8s.io ones.
+var GroupAPIs = []podgroup.API{podgroup.APILockstep, podgroup.APINative}
+
+// APIName names an API in subtest names.
+func APIName(api podgroup.API) string {
+	if api == podgroup.APINative {
+		return "native"
+	}
+	return "lockstep"
+}
+
+// ForEachAPI runs test once per GroupAPI, as a subtest named for it.
+func ForEachAPI(t *testing.T, test func(t *testing.T, api podgroup.API)) {
+	t.Helper()
+	for _, api := range GroupAPIs {
+		t.Run(APIName(api), func(t *testing.T) { test(t, api) })
+	}
+}
+
+// StartFor runs a kube-apiserver for a test of groups in api: Start, or StartServingNative
+// with GroupAPI native (the scheduler then runs as its own process, StartScheduler).
+func StartFor(t *testing.T, api podgroup.API) *Env {
+	t.Helper()
+	if api == podgroup.APINative {
+		return StartServingNative(t)
+	}
+	return Start(t)
 }
 
 // lockstepUser is the identity manifests/rbac.yaml grants lockstep's permissions to.
@@ -53,8 +91,31 @@ func Start(t *testing.T) *Env {
 	return env
 }
 
+// StartServingNative runs a kube-apiserver that serves the native scheduling.k8s.io kinds
+// (Workload and PodGroup v1beta1, v1alpha3 with CompositePodGroup: the workload gates on, as
+// a cluster that enables them), with lockstep's CRDs. The gates are the test process's, which
+// an in-process scheduler would share: run lockstep as its own process (StartProcess), with
+// its own gates off, as it is deployed.
+func StartServingNative(t *testing.T) *Env {
+	t.Helper()
+	featuregatetesting.SetFeatureGatesDuringTest(t, utilfeature.DefaultFeatureGate, featuregatetesting.FeatureOverrides{
+		features.GenericWorkload:                 true,
+		features.CompositePodGroup:               true,
+		features.TopologyAwareWorkloadScheduling: true,
+	})
+	env := startAPIServer(t, "--runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true")
+	env.InstallCRDs(t)
+	env.GroupAPI = podgroup.APINative
+	return env
+}
+
 // StartWithoutCRDs runs a kube-apiserver for the test, without lockstep's CRDs.
 func StartWithoutCRDs(t *testing.T) *Env {
+	t.Helper()
+	return startAPIServer(t)
+}
+
+func startAPIServer(t *testing.T, extra ...string) *Env {
 	t.Helper()
 	flags := []string{
 		"--endpoint-reconciler-type=none",
@@ -66,6 +127,7 @@ func StartWithoutCRDs(t *testing.T) *Env {
 		"--authorization-mode=RBAC",
 		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 	}
+	flags = append(flags, extra...)
 	server := kubeapiservertesting.StartTestServerOrDie(t, nil, flags, framework.SharedEtcd())
 	t.Cleanup(server.TearDownFn)
 	cfg := rest.CopyConfig(server.ClientConfig)

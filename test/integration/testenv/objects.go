@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
@@ -42,30 +45,69 @@ func (e *Env) CreateNodes(t *testing.T, nodes ...*v1.Node) {
 func (e *Env) CreatePods(t *testing.T, pods ...*v1.Pod) {
 	t.Helper()
 	for _, p := range pods {
+		p = e.inGroupAPI(p)
 		if _, err := e.Client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// CreatePodGroups creates PodGroups.
+// CreatePodGroups creates PodGroups, in the test's GroupAPI: lockstep's, or the native
+// v1beta1 PodGroups that say the same (podgroup.ToNativePodGroup).
 func (e *Env) CreatePodGroups(t *testing.T, pgs ...*v1alpha1.PodGroup) {
 	t.Helper()
+	ctx := context.Background()
 	for _, pg := range pgs {
-		if _, err := e.Lockstep.SchedulingV1alpha1().PodGroups(pg.Namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		var err error
+		if e.GroupAPI == podgroup.APINative {
+			native := podgroup.ToNativePodGroup(pg)
+			if native.Spec.ParentCompositePodGroupName != nil && native.Spec.WorkloadRef == nil {
+				// Required of a native PodGroup with a parent.
+				native.Spec.WorkloadRef = &schedulingv1beta1.WorkloadReference{WorkloadName: "workload", TemplateName: pg.Name}
+			}
+			_, err = e.Client.SchedulingV1beta1().PodGroups(pg.Namespace).Create(ctx, native, metav1.CreateOptions{})
+		} else {
+			_, err = e.Lockstep.SchedulingV1alpha1().PodGroups(pg.Namespace).Create(ctx, pg, metav1.CreateOptions{})
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// CreateComposites creates CompositePodGroups.
+// CreateComposites creates CompositePodGroups, in the test's GroupAPI (native: v1alpha3,
+// and a workloadRef, which the native kind requires, if the group has none).
 func (e *Env) CreateComposites(t *testing.T, cpgs ...*v1alpha1.CompositePodGroup) {
 	t.Helper()
+	ctx := context.Background()
 	for _, c := range cpgs {
-		if _, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(c.Namespace).Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
+		var err error
+		if e.GroupAPI == podgroup.APINative {
+			native := podgroup.ToNativeCompositePodGroup(c)
+			if native.Spec.WorkloadRef == nil {
+				native.Spec.WorkloadRef = &schedulingv1alpha3.WorkloadReference{WorkloadName: c.Name, TemplateName: c.Name}
+			}
+			_, err = e.Client.SchedulingV1alpha3().CompositePodGroups(c.Namespace).Create(ctx, native, metav1.CreateOptions{})
+		} else {
+			_, err = e.Lockstep.SchedulingV1alpha1().CompositePodGroups(c.Namespace).Create(ctx, c, metav1.CreateOptions{})
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// inGroupAPI returns a pod as the test's GroupAPI makes members: lockstep's label naming its
+// PodGroup, or (native) the pod's spec.schedulingGroup naming it, without the label.
+func (e *Env) inGroupAPI(p *v1.Pod) *v1.Pod {
+	name, ok := p.Labels[v1alpha1.PodGroupLabel]
+	if e.GroupAPI != podgroup.APINative || !ok {
+		return p
+	}
+	p = p.DeepCopy()
+	delete(p.Labels, v1alpha1.PodGroupLabel)
+	p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
+	return p
 }
 
 // Placement maps pod name to node name ("" while unbound) for every pod of ns.
@@ -160,14 +202,26 @@ func (e *Env) GroupConditionOfType(t *testing.T, kind, ns, name, condType string
 	t.Helper()
 	ctx := context.Background()
 	var conds []metav1.Condition
-	switch kind {
-	case "PodGroup":
+	switch {
+	case e.GroupAPI == podgroup.APINative && kind == "PodGroup":
+		pg, err := e.Client.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds = pg.Status.Conditions
+	case e.GroupAPI == podgroup.APINative && kind == "CompositePodGroup":
+		cpg, err := e.Client.SchedulingV1alpha3().CompositePodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds = cpg.Status.Conditions
+	case kind == "PodGroup":
 		pg, err := e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		conds = pg.Status.Conditions
-	case "CompositePodGroup":
+	case kind == "CompositePodGroup":
 		cpg, err := e.Lockstep.SchedulingV1alpha1().CompositePodGroups(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

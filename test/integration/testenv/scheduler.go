@@ -26,6 +26,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/scheduler"
 )
 
@@ -89,6 +90,12 @@ func (s *Scheduler) Stop() {
 // plugin args overridden by args). It is stopped when the test ends.
 func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	t.Helper()
+	if e.GroupAPI == podgroup.APINative {
+		// The apiserver's workload gates are this process's: lockstep runs as its own, with
+		// its gates off, as deployed.
+		p := e.StartProcess(t, "lockstep-scheduler", ProcessOptions{Args: args})
+		return &Scheduler{cancel: p.Kill, done: p.done, MetricsURL: p.MetricsURL}
+	}
 	cfgPath := e.schedulerConfig(t, args)
 
 	// The binary's feature gate defaults, before options.NewOptions closes the gate.
