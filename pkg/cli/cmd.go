@@ -12,8 +12,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // NewCommand returns the kubectl-lockstep command.
@@ -45,6 +47,11 @@ func List(ctx context.Context, kube kubernetes.Interface, ls versioned.Interface
 		return in, fmt.Errorf("listing pods: %w", err)
 	}
 	in.PodGroups, in.Composites, in.Pods = pgs.Items, cpgs.Items, pods.Items
+	nativePGs, nativeCPGs, err := ListNative(ctx, kube, ns)
+	if err != nil {
+		return in, err
+	}
+	in.PodGroups, in.Composites = append(in.PodGroups, nativePGs...), append(in.Composites, nativeCPGs...)
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	switch {
 	case apierrors.IsForbidden(err):
@@ -55,4 +62,42 @@ func List(ctx context.Context, kube kubernetes.Interface, ls versioned.Interface
 		in.Nodes = nodes.Items
 	}
 	return in, nil
+}
+
+// ListNative lists the native scheduling.k8s.io groups of a namespace ("" for all), as
+// lockstep reads them (podgroup.FromNative): PodGroups of v1beta1, else v1alpha3, and
+// CompositePodGroups of v1alpha3, where the cluster serves them and the user may read them.
+func ListNative(ctx context.Context, kube kubernetes.Interface, ns string) ([]v1alpha1.PodGroup, []v1alpha1.CompositePodGroup, error) {
+	var pgs []v1alpha1.PodGroup
+	var cpgs []v1alpha1.CompositePodGroup
+	add := func(obj any) {
+		switch o, _ := podgroup.FromNative(obj); g := o.(type) {
+		case *v1alpha1.PodGroup:
+			pgs = append(pgs, *g)
+		case *v1alpha1.CompositePodGroup:
+			cpgs = append(cpgs, *g)
+		}
+	}
+	unserved := func(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsForbidden(err) }
+	if list, err := kube.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for i := range list.Items {
+			add(&list.Items[i])
+		}
+	} else if !unserved(err) {
+		return nil, nil, fmt.Errorf("listing native PodGroups: %w", err)
+	} else if list, err := kube.SchedulingV1alpha3().PodGroups(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for i := range list.Items {
+			add(&list.Items[i])
+		}
+	} else if !unserved(err) {
+		return nil, nil, fmt.Errorf("listing native PodGroups: %w", err)
+	}
+	if list, err := kube.SchedulingV1alpha3().CompositePodGroups(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for i := range list.Items {
+			add(&list.Items[i])
+		}
+	} else if !unserved(err) {
+		return nil, nil, fmt.Errorf("listing native CompositePodGroups: %w", err)
+	}
+	return pgs, cpgs, nil
 }

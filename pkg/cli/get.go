@@ -22,9 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 	lsinformers "github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // The view's type when printed as JSON or YAML: a list of gang trees, not an API object.
@@ -207,7 +209,18 @@ func (o *getOptions) watchTrees(ctx context.Context, kube kubernetes.Interface, 
 	lsInformers := lsinformers.NewSharedInformerFactoryWithOptions(ls, 0, lsinformers.WithNamespace(ns))
 	pgs := lsInformers.Scheduling().V1alpha1().PodGroups()
 	cpgs := lsInformers.Scheduling().V1alpha1().CompositePodGroups()
-	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), pgs.Informer(), cpgs.Informer()} {
+	watched := []cache.SharedIndexInformer{pods.Informer(), pgs.Informer(), cpgs.Informer()}
+	// The native groups, where the cluster serves them and the user may read them.
+	var native []cache.SharedIndexInformer
+	if _, err := kube.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		native = append(native, kubeInformers.Scheduling().V1beta1().PodGroups().Informer())
+	} else if _, err := kube.SchedulingV1alpha3().PodGroups(ns).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		native = append(native, kubeInformers.Scheduling().V1alpha3().PodGroups().Informer())
+	}
+	if _, err := kube.SchedulingV1alpha3().CompositePodGroups(ns).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		native = append(native, kubeInformers.Scheduling().V1alpha3().CompositePodGroups().Informer())
+	}
+	for _, inf := range append(watched, native...) {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
@@ -247,6 +260,16 @@ func (o *getOptions) watchTrees(ctx context.Context, kube kubernetes.Interface, 
 		cpgList, _ := cpgs.Lister().List(labels.Everything())
 		for _, g := range cpgList {
 			in.Composites = append(in.Composites, *g)
+		}
+		for _, inf := range native {
+			for _, obj := range inf.GetStore().List() {
+				switch g, _ := podgroup.FromNative(obj); g := g.(type) {
+				case *v1alpha1.PodGroup:
+					in.PodGroups = append(in.PodGroups, *g)
+				case *v1alpha1.CompositePodGroup:
+					in.Composites = append(in.Composites, *g)
+				}
+			}
 		}
 		if nodeInformers != nil {
 			nodeList, _ := nodeInformers.Core().V1().Nodes().Lister().List(labels.Everything())

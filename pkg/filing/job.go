@@ -34,8 +34,11 @@ const JobTemplateName = "pods"
 //   - its pods use none of schedulerNames;
 //   - it has a controller owner (JobSet, CronJob, TrainJob...), which manages groups itself;
 //   - its pod template names a group of any supported kind: lockstep's PodGroup or a
-//     scheduler-plugins PodGroup ("bring your own group", NamesGroup): its pods join that
-//     one, and a group of the Job's would stay empty for good.
+//     scheduler-plugins PodGroup ("bring your own group", NamesGroup), or a native PodGroup
+//     (spec.schedulingGroup): its pods join that one, and a group of the Job's would stay
+//     empty for good;
+//   - it has spec.scheduling: the Job controller makes its native Workload and PodGroup
+//     (WorkloadWithJob), which its pods name.
 //
 // Otherwise a Job is a gang when the gang annotation says "true", or when it does not say
 // "false" and parallelism > 1, completionMode is Indexed and completions == parallelism.
@@ -49,7 +52,7 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 	if !schedulerNames.Has(tmpl.Spec.SchedulerName) || metav1.GetControllerOf(job) != nil {
 		return nil, nil
 	}
-	if NamesGroup(tmpl.Labels) {
+	if NamesGroup(tmpl.Labels) || tmpl.Spec.SchedulingGroup != nil || job.Spec.Scheduling != nil {
 		return nil, nil
 	}
 	var problems []string

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
@@ -49,6 +50,16 @@ func TestGangForJob(t *testing.T) {
 		{name: "brings its own group", job: func() *batchv1.Job {
 			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Obj()
 			j.Spec.Template.Labels = map[string]string{v1alpha1.PodGroupLabel: "mine"}
+			return j
+		}},
+		{name: "its pods name a native PodGroup", job: func() *batchv1.Job {
+			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Obj()
+			j.Spec.Template.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("native")}
+			return j
+		}},
+		{name: "spec.scheduling: the Job controller makes its native groups", job: func() *batchv1.Job {
+			j := lt.MakeJob().Namespace("ns").Name("train").Indexed(4).Obj()
+			j.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{}
 			return j
 		}},
 		{name: "its pods name a scheduler-plugins PodGroup", job: func() *batchv1.Job {

@@ -30,11 +30,20 @@ func (p profilesLocked) GroupTimeout(schedulerName string) time.Duration {
 }
 
 // fileLocked returns the PodGroup a pod belongs to, if any. A pod whose spec.schedulingGroup
-// names a native PodGroup belongs to it, whatever its labels and workload say: the field is
-// the pod's own, set by whoever made the pod for that group (the Job controller, a user).
+// names a native PodGroup belongs to it, whatever its labels say: the field is the pod's own,
+// set by whoever made the pod for that group (the Job controller, a user). One exception
+// keeps lockstep's Jobs as they were: the Job controller (WorkloadWithJob) gives every Job a
+// native group, basic when the Job has no spec.scheduling; the pods of such a Job that
+// lockstep's rule makes a gang (GangForJob) belong to the Job's lockstep PodGroup.
 func (m *Model) fileLocked(pod *v1.Pod) (Key, bool) {
 	if k, ok := NativeGroupOf(pod); ok {
-		return k, m.servesLocked(pod)
+		job, seen := m.book.Job(pod)
+		if !seen || job.Spec.Scheduling != nil {
+			return k, m.servesLocked(pod)
+		}
+		if name, _ := m.book.Workloads().GroupOfJob(job, sets.KeySet(m.profiles)); name == "" {
+			return k, m.servesLocked(pod)
+		}
 	}
 	name, ok := m.book.File(pod, profilesLocked{m}, m.clock.Now(), func(name string) bool {
 		return m.index.Get(PodGroupKey(pod.Namespace, name)).Exists()

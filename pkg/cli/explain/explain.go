@@ -110,11 +110,13 @@ func newExplainer(in Inputs, refs []tree.Ref) *explainer {
 		nodes: map[string]*v1.Node{}, asked: map[string]bool{}}
 	for i := range in.PodGroups {
 		pg := &in.PodGroups[i]
-		x.conditions[podgroup.PodGroupKey(pg.Namespace, pg.Name)] = pg.Status.Conditions
+		k, _ := podgroup.KeyOfObject(pg)
+		x.conditions[k] = pg.Status.Conditions
 	}
 	for i := range in.Composites {
 		c := &in.Composites[i]
-		x.conditions[podgroup.CompositePodGroupKey(c.Namespace, c.Name)] = c.Status.Conditions
+		k, _ := podgroup.KeyOfObject(c)
+		x.conditions[k] = c.Status.Conditions
 	}
 	for i := range in.Pods {
 		x.pods[in.Pods[i].Namespace+"/"+in.Pods[i].Name] = &in.Pods[i]
@@ -185,10 +187,7 @@ func triable(g *tree.Group) bool {
 }
 
 func keyOf(g *tree.Group) podgroup.Key {
-	if g.Kind == "CompositePodGroup" {
-		return podgroup.CompositePodGroupKey(g.Namespace, g.Name)
-	}
-	return podgroup.PodGroupKey(g.Namespace, g.Name)
+	return podgroup.Key{Kind: podgroup.Kind(g.Kind), Namespace: g.Namespace, Name: g.Name, API: podgroup.API(g.API)}
 }
 
 // level is the node label key of the domain the group's pods must share (the group's own

@@ -76,7 +76,11 @@ func render(w io.Writer, g *Group, first, rest string, wide bool) {
 // Header is a group's line in the view: kind, namespace and name (and what it was made for),
 // policy and minimum, topology, pod counts and condition.
 func Header(g *Group) string {
-	name := fmt.Sprintf("%s %s/%s", g.Kind, g.Namespace, g.Name)
+	kind := g.Kind
+	if g.API != "" {
+		kind += "." + g.API // a native group: PodGroup.scheduling.k8s.io
+	}
+	name := fmt.Sprintf("%s %s/%s", kind, g.Namespace, g.Name)
 	if g.Owner != nil && !(g.Owner.Kind == g.Kind && g.Owner.Name == g.Name) {
 		name += fmt.Sprintf(" (%s %s)", g.Owner.Kind, g.Owner.Name)
 	}

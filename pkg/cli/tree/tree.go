@@ -33,7 +33,9 @@ type Inputs struct {
 
 // Group is one PodGroup or CompositePodGroup and what lies below it.
 type Group struct {
-	Kind      string     `json:"kind"`
+	Kind string `json:"kind"`
+	// API is the group's API when it is not lockstep's: scheduling.k8s.io for a native group.
+	API       string     `json:"api,omitempty"`
 	Namespace string     `json:"namespace"`
 	Name      string     `json:"name"`
 	Policy    string     `json:"policy"` // gang or basic
@@ -110,8 +112,8 @@ func Build(in Inputs) []*Group {
 	pgByName := map[podgroup.Key]*v1alpha1.PodGroup{}
 	for i := range in.Composites {
 		c := &in.Composites[i]
-		k := podgroup.CompositePodGroupKey(c.Namespace, c.Name)
-		g := &Group{Kind: "CompositePodGroup", Namespace: c.Namespace, Name: c.Name, Policy: "basic", Min: 1,
+		k, _ := podgroup.KeyOfObject(c)
+		g := &Group{Kind: "CompositePodGroup", API: string(k.API), Namespace: c.Namespace, Name: c.Name, Policy: "basic", Min: 1,
 			Topology: topology(c.Spec.SchedulingConstraints), Condition: condition(c.Status.Conditions),
 			Owner: ownerOf(c), Workload: workloadOf(c.Spec.WorkloadRef)}
 		if gang := c.Spec.SchedulingPolicy.Gang; gang != nil {
@@ -119,13 +121,13 @@ func Build(in Inputs) []*Group {
 		}
 		byKey[k] = g
 		if p := c.Spec.ParentCompositePodGroupName; p != nil {
-			parents[k] = podgroup.CompositePodGroupKey(c.Namespace, *p)
+			parents[k] = k.As(podgroup.KindCompositePodGroup, *p)
 		}
 	}
 	for i := range in.PodGroups {
 		pg := &in.PodGroups[i]
-		k := podgroup.PodGroupKey(pg.Namespace, pg.Name)
-		g := &Group{Kind: "PodGroup", Namespace: pg.Namespace, Name: pg.Name, Policy: "basic", Min: 1,
+		k, _ := podgroup.KeyOfObject(pg)
+		g := &Group{Kind: "PodGroup", API: string(k.API), Namespace: pg.Namespace, Name: pg.Name, Policy: "basic", Min: 1,
 			Topology: topology(pg.Spec.SchedulingConstraints), Condition: condition(pg.Status.Conditions), Pods: &Counts{},
 			Owner: ownerOf(pg), Workload: workloadOf(pg.Spec.WorkloadRef)}
 		if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil {
@@ -134,7 +136,7 @@ func Build(in Inputs) []*Group {
 		byKey[k] = g
 		pgByName[k] = pg
 		if p := pg.Spec.ParentCompositePodGroupName; p != nil {
-			parents[k] = podgroup.CompositePodGroupKey(pg.Namespace, *p)
+			parents[k] = k.As(podgroup.KindCompositePodGroup, *p)
 		}
 	}
 
@@ -154,9 +156,12 @@ func Build(in Inputs) []*Group {
 				continue
 			}
 			if byKey[k] == nil {
-				byKey[k] = &Group{Kind: "PodGroup", Namespace: k.Namespace, Name: k.Name, Policy: "basic", Min: 1, Pods: &Counts{}, Missing: true}
+				byKey[k] = &Group{Kind: "PodGroup", API: string(k.API), Namespace: k.Namespace, Name: k.Name, Policy: "basic", Min: 1, Pods: &Counts{}, Missing: true}
 			}
 			via = "label"
+			if k.Native() {
+				via = "schedulingGroup"
+			}
 		}
 		g := byKey[k]
 		m := Member{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Via: via}
@@ -232,11 +237,14 @@ func cycleFrom(k podgroup.Key, parents map[podgroup.Key]podgroup.Key) []string {
 
 // namesMissing reports the PodGroup a pod's label names when no such PodGroup exists.
 func namesMissing(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, bool) {
-	name, ok := filing.GroupNameOf(p)
+	k, ok := podgroup.NativeGroupOf(p)
 	if !ok {
-		return podgroup.Key{}, false
+		name, labelled := filing.GroupNameOf(p)
+		if !labelled {
+			return podgroup.Key{}, false
+		}
+		k = podgroup.PodGroupKey(p.Namespace, name)
 	}
-	k := podgroup.PodGroupKey(p.Namespace, name)
 	if _, exists := pgs[k]; exists {
 		return podgroup.Key{}, false
 	}
@@ -260,6 +268,9 @@ func missingProblem(g *Group) string {
 	if len(g.Members) != 1 {
 		pods = fmt.Sprintf("%d pods name it", len(g.Members))
 	}
+	if g.API != "" {
+		return fmt.Sprintf("PodGroup %s (%s) does not exist; %s (spec.schedulingGroup): %s", g.Name, g.API, pods, strings.Join(names, ", "))
+	}
 	return fmt.Sprintf("PodGroup %s does not exist; %s (label %s): %s", g.Name, pods, v1alpha1.PodGroupLabel, strings.Join(names, ", "))
 }
 
@@ -270,6 +281,14 @@ func missingProblem(g *Group) string {
 // label (its mirror, controlled by it), or as a pod of a Job through the Job's PodGroup
 // (named after the Job and controlled by it).
 func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup, pod func(name string) *v1.Pod) (podgroup.Key, string, bool) {
+	if k, ok := podgroup.NativeGroupOf(p); ok {
+		if jk, ok := jobGroupOf(p, pgs); ok {
+			// A Job lockstep gives a gang, whose basic native group the Job controller made.
+			return jk, "job", true
+		}
+		_, exists := pgs[k]
+		return k, "schedulingGroup", exists
+	}
 	if name, ok := filing.GroupNameOf(p); ok {
 		k := podgroup.PodGroupKey(p.Namespace, name)
 		_, exists := pgs[k]
@@ -310,19 +329,28 @@ func memberOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup, pod func(name 
 			}
 		}
 	}
+	if k, ok := jobGroupOf(p, pgs); ok {
+		return k, "job", true
+	}
+	return podgroup.Key{}, "", false
+}
+
+// jobGroupOf finds the lockstep PodGroup of a pod's Job: named after the Job and controlled
+// by it.
+func jobGroupOf(p *v1.Pod, pgs map[podgroup.Key]*v1alpha1.PodGroup) (podgroup.Key, bool) {
 	owner := metav1.GetControllerOf(p)
 	if owner == nil || owner.Kind != "Job" {
-		return podgroup.Key{}, "", false
+		return podgroup.Key{}, false
 	}
 	k := podgroup.PodGroupKey(p.Namespace, filing.JobGroupName(owner.Name, owner.UID))
 	pg, ok := pgs[k]
 	if !ok {
-		return podgroup.Key{}, "", false
+		return podgroup.Key{}, false
 	}
 	if ref := metav1.GetControllerOf(pg); ref == nil || ref.UID != owner.UID {
-		return podgroup.Key{}, "", false
+		return podgroup.Key{}, false
 	}
-	return k, "job", true
+	return k, true
 }
 
 func sortGroups(gs []*Group) {

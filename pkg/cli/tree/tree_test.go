@@ -3,6 +3,8 @@ package tree
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,6 +19,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/leaderworkerset"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobs/raycluster"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
@@ -272,6 +275,35 @@ PodGroup demo/nowhere  pods 0/2 bound  NotFound: PodGroup nowhere does not exist
 	for _, ref := range []Ref{{Kind: "Pod", Name: "orphan-1"}, {Name: "a"}, {Kind: "CompositePodGroup", Name: "self"}} {
 		if got := Filter(Build(in), []Ref{ref}); len(got) != 1 {
 			t.Errorf("Filter(%v) found %d trees, want 1", ref, len(got))
+		}
+	}
+}
+
+// Native groups (as the CLI reads them, podgroup.FromNative) sit next to lockstep's of the same
+// name: each gets its own members (the native ones by spec.schedulingGroup) and its kind names
+// its API.
+func TestNativeGroupsNextToLockstepsOwn(t *testing.T) {
+	native, _ := podgroup.FromNative(podgroup.ToNativePodGroup(lt.MakePodGroup().Namespace("demo").Name("train").Gang(2).Obj()))
+	missing := lt.GroupPod("demo", "lost-0", "").Obj()
+	missing.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("lost")}
+	in := Inputs{
+		PodGroups: []v1alpha1.PodGroup{*lt.MakePodGroup().Namespace("demo").Name("train").Gang(1).Obj(), *native.(*v1alpha1.PodGroup)},
+		Pods:      []v1.Pod{*lt.GroupPod("demo", "mine-0", "train").Obj(), *missing},
+	}
+	for _, i := range []int{0, 1} {
+		p := lt.GroupPod("demo", fmt.Sprintf("train-%d", i), "").Node("n1").Obj()
+		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("train")}
+		in.Pods = append(in.Pods, *p)
+	}
+	var out bytes.Buffer
+	Render(&out, Build(in))
+	for _, want := range []string{
+		"PodGroup demo/train  gang minCount=1  pods 0/1 bound",
+		"PodGroup.scheduling.k8s.io demo/train  gang minCount=2  pods 2/2 bound",
+		"PodGroup lost (scheduling.k8s.io) does not exist; 1 pod names it (spec.schedulingGroup): lost-0",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("view lacks %q:\n%s", want, out.String())
 		}
 	}
 }

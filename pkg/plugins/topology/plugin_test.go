@@ -302,7 +302,7 @@ func TestNewValidatesArgs(t *testing.T) {
 // Replacements of a scheduled gang none of whose members is left (a node failure, a
 // restart by its controller) are placed whole, as the gang was at its start: the first does
 // not take the fullest rack for itself alone and pin the others there, where they do not fit.
-// While fewer replacements than the minimum exist, they go one by one, as before.
+// While fewer replacements than the minimum exist, they wait, told why.
 func TestReplacementsOfAnEmptiedGangArePlannedWhole(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -310,7 +310,7 @@ func TestReplacementsOfAnEmptiedGangArePlannedWhole(t *testing.T) {
 		planned      bool
 	}{
 		{name: "all replacements exist: planned whole", replacements: 3, planned: true},
-		{name: "fewer than the minimum: one by one", replacements: 1},
+		{name: "fewer than the minimum: they wait", replacements: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,10 +327,11 @@ func TestReplacementsOfAnEmptiedGangArePlannedWhole(t *testing.T) {
 			for _, p := range pods[:tc.replacements] {
 				res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), p, nodes)
 				switch {
+				case !tc.planned && (s.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(s.Message(), "placed together once they meet its minimum (3)")):
+					t.Fatalf("PreFilter(%s) = %v, %v; want the lone replacement to wait", p.Name, res, s)
+				case !tc.planned:
 				case !s.IsSuccess():
 					t.Fatalf("PreFilter(%s) = %v", p.Name, s)
-				case !tc.planned && res != nil:
-					t.Fatalf("PreFilter(%s) narrowed a lone replacement to %v", p.Name, sets.List(res.NodeNames))
 				case tc.planned && (res == nil || res.NodeNames.Len() != 1):
 					t.Fatalf("PreFilter(%s) = %v; want one planned node", p.Name, res)
 				case tc.planned:
@@ -344,6 +345,29 @@ func TestReplacementsOfAnEmptiedGangArePlannedWhole(t *testing.T) {
 				t.Errorf("tree planned: %v, want %v", got, tc.planned)
 			}
 		})
+	}
+}
+
+// A member refused while its emptied gang's replacements are short of the minimum is queued
+// when a pod of its own tree is created, not for pods of other trees or namespaces.
+func TestQueuedWhenAPodOfItsTreeIsCreated(t *testing.T) {
+	pods := lt.Members("ns", "train", 1, nil)
+	group := lt.MakePodGroup().Namespace("ns").Name("train").Gang(3).Topology(lt.Required(rackKey)).Obj()
+	other := lt.MakePodGroup().Namespace("ns").Name("other").Gang(1).Obj()
+	env := newTestEnv(t, []runtime.Object{group, other}, pods, labeledNodes("4"))
+	tests := []struct {
+		added *v1.Pod
+		want  fwk.QueueingHint
+	}{
+		{added: lt.Member("ns", "train", 1).Obj(), want: fwk.Queue},
+		{added: lt.Member("ns", "other", 0).Obj(), want: fwk.QueueSkip},
+		{added: lt.Member("elsewhere", "train", 1).Obj(), want: fwk.QueueSkip},
+		{added: lt.MakePod().Namespace("ns").Name("plain").Obj(), want: fwk.QueueSkip},
+	}
+	for _, tc := range tests {
+		if got, err := env.plugin.isSchedulableAfterTreePodAdded(klog.Background(), pods[0], nil, tc.added); err != nil || got != tc.want {
+			t.Errorf("hint for %s/%s added = %v, %v; want %v", tc.added.Namespace, tc.added.Name, got, err, tc.want)
+		}
 	}
 }
 

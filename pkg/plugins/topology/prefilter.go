@@ -95,6 +95,12 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 			}
 			return res, s
 		}
+		if !pendingWhole(g) {
+			msg := fmt.Sprintf("no member of %s is left to anchor its domain: its replacements are placed together once they meet its minimum (%d)", g.Key, g.Min)
+			logger.V(4).Info("Replacement waits for the others", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
+			pl.notes.NoteUnplaceable(pod, msg)
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+		}
 		logger.V(4).Info("Replacements of a scheduled gang are placed whole: no member of the group is left to anchor its domain", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "unanchored", g.Key)
 	}
 	plan := pl.plans.Get(sum.Root)
@@ -399,9 +405,9 @@ func chosenNames(chosen map[podgroup.Key]string) map[string]string {
 // group (a scheduled gang whose pods were all deleted: a node failed, its controller
 // restarted them) have no siblings to follow: placed one by one, the first would pick a
 // domain for itself alone and pin the others there, room or not. They are planned whole
-// instead, as the gang was at its start, and bind one by one where the plan puts them. A
-// group whose replacements do not all exist yet (its minimum is not pending) is not: its
-// members go one by one, as before, rather than wait for pods its controller may never make.
+// instead, as the gang was at its start, once enough of them exist to meet its minimum
+// (pendingWhole; a controller recreates its pods one by one), and bind one by one where the
+// plan puts them.
 func unanchored(tree *podgroup.GroupView, key podgroup.Key) *podgroup.GroupView {
 	var own *podgroup.GroupView
 	tree.Walk(func(g *podgroup.GroupView) {
@@ -416,9 +422,6 @@ func unanchored(tree *podgroup.GroupView, key podgroup.Key) *podgroup.GroupView 
 		placed := false
 		g.Walk(func(v *podgroup.GroupView) { placed = placed || len(v.PlacedNodes) > 0 })
 		if !placed {
-			if !pendingWhole(g) {
-				return nil
-			}
 			return g
 		}
 	}

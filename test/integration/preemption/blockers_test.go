@@ -11,6 +11,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -21,7 +22,11 @@ var nodes = []string{"z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"}
 // sit on every node, each node with the cpu to spare. The high-priority gang preempts the
 // blockers of one rack, and no other pod, and binds there.
 func TestPreemptionFreesRoomHeldByAntiAffinity(t *testing.T) {
-	env, ns, kubelets := setUp(t, "anti-affinity")
+	testenv.ForEachAPI(t, testPreemptionFreesRoomHeldByAntiAffinity)
+}
+
+func testPreemptionFreesRoomHeldByAntiAffinity(t *testing.T, api podgroup.API) {
+	env, ns, kubelets := setUp(t, api, "anti-affinity")
 	for _, n := range nodes {
 		blocker := lt.GroupPod(ns, "block-"+n, "").Req(lt.CPU("1")).Node(n).Label("app", "blocker").
 			PodAntiAffinityExists("app", lt.HostKey, st.PodAntiAffinityWithRequiredReq)
@@ -46,7 +51,11 @@ func TestPreemptionFreesRoomHeldByAntiAffinity(t *testing.T) {
 // node but one runs a low-priority app=train pod, and the last is full with a high-priority
 // pod: the skew refuses every node until the two counted pods of a rack are evicted.
 func TestPreemptionFreesRoomHeldBySpread(t *testing.T) {
-	env, ns, kubelets := setUp(t, "spread")
+	testenv.ForEachAPI(t, testPreemptionFreesRoomHeldBySpread)
+}
+
+func testPreemptionFreesRoomHeldBySpread(t *testing.T, api podgroup.API) {
+	env, ns, kubelets := setUp(t, api, "spread")
 	for _, n := range nodes[:3] {
 		env.CreatePods(t, lt.InPriorityClass(lt.GroupPod(ns, "low-"+n, "").Req(lt.CPU("1")).Node(n).Label("app", "train"), low).Obj())
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -26,8 +27,8 @@ const (
 // setUp starts a cluster of two racks of two 4-cpu nodes (z0-b0-r0, z0-b0-r1), the
 // PriorityClasses low (10), high (1000) and high-never (1000, preemptionPolicy Never), the
 // scheduler and the kubelets' stand-in.
-func setUp(t *testing.T, name string) (*testenv.Env, string, *testenv.Kubelets) {
-	env := testenv.Start(t)
+func setUp(t *testing.T, api podgroup.API, name string) (*testenv.Env, string, *testenv.Kubelets) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, name)
 	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "4")...)
 	env.CreatePriorityClass(t, low, 10, false)
@@ -79,8 +80,10 @@ func podNames(pods []*v1.Pod) []string {
 // A high-priority rack-required gang on two racks full of low-priority pods: exactly one
 // rack's pods are evicted (each with the DisruptionTarget condition and an event naming the
 // gang), and the gang binds there.
-func TestGangPreemptsOneRack(t *testing.T) {
-	env, ns, kubelets := setUp(t, "one-rack")
+func TestGangPreemptsOneRack(t *testing.T) { testenv.ForEachAPI(t, testGangPreemptsOneRack) }
+
+func testGangPreemptsOneRack(t *testing.T, api podgroup.API) {
+	env, ns, kubelets := setUp(t, api, "one-rack")
 	fillCluster(t, env, ns)
 
 	members := gang(t, env, ns, "train", 4, "2", high)
@@ -103,7 +106,7 @@ func TestGangPreemptsOneRack(t *testing.T) {
 			t.Errorf("victim %s was deleted without the DisruptionTarget condition: %+v", p.Name, p.Status.Conditions)
 		}
 	}
-	env.WaitEvent(t, ns, removed[0].Name, "Preempted", "gang PodGroup "+ns+"/train")
+	env.WaitEvent(t, ns, removed[0].Name, "Preempted", "gang "+env.GroupRef("PodGroup", ns, "train"))
 	env.WaitEvent(t, ns, "train", v1alpha1.ReasonPreempting, "taking rack "+rack+": evicting 8 pods")
 	env.WaitCondition(t, "PodGroup", ns, "train", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
 	left, err := env.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
@@ -120,9 +123,13 @@ func TestGangPreemptsOneRack(t *testing.T) {
 // told (an event and DisruptionTarget on its group) and is a gang again: the pods its
 // controller recreates bind only when all of them fit, although its PodGroupInitiallyScheduled
 // condition stays True.
-func TestVictimGangIsEvictedWhole(t *testing.T) {
-	env, ns, kubelets := setUp(t, "whole")
-	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("batch").Gang(4).PriorityClass(low).Obj())
+func TestVictimGangIsEvictedWhole(t *testing.T) { testenv.ForEachAPI(t, testVictimGangIsEvictedWhole) }
+
+func testVictimGangIsEvictedWhole(t *testing.T, api podgroup.API) {
+	env, ns, kubelets := setUp(t, api, "whole")
+	// Disrupted whole: lockstep's default for a gang, said as the native kinds need it
+	// (theirs is one by one).
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("batch").Gang(4).PriorityClass(low).DisruptedWhole().Obj())
 	for i, node := range []string{"z0-b0-r0-h0", "z0-b0-r0-h0", "z0-b0-r1-h0", "z0-b0-r1-h0"} {
 		env.CreatePods(t, lt.InPriorityClass(lt.Member(ns, "batch", i).Req(lt.CPU("2")).Node(node), low).Obj())
 	}
@@ -137,10 +144,10 @@ func TestVictimGangIsEvictedWhole(t *testing.T) {
 		t.Errorf("evicted %v, want %v: the gang batch whole and the fillers of rack %s", got, want, rack)
 	}
 	// The victim gang is told, on its group, who preempted it and for which domain.
-	env.WaitEvent(t, ns, "batch", v1alpha1.ReasonPreempted, "evicting its 4 running pods: preempted by gang PodGroup "+ns+"/train (priority ")
+	env.WaitEvent(t, ns, "batch", v1alpha1.ReasonPreempted, "evicting its 4 running pods: preempted by gang "+env.GroupRef("PodGroup", ns, "train")+" (priority ")
 	env.WaitEvent(t, ns, "batch", v1alpha1.ReasonPreempted, "which takes rack "+rack)
 	env.WaitConditionOfType(t, "PodGroup", ns, "batch", v1alpha1.DisruptionTarget, metav1.ConditionTrue, v1alpha1.ReasonPreemptionByScheduler,
-		"evicting its 4 running pods: preempted by gang PodGroup "+ns+"/train (priority 1000), which takes rack "+rack)
+		"evicting its 4 running pods: preempted by gang "+env.GroupRef("PodGroup", ns, "train")+" (priority 1000), which takes rack "+rack)
 
 	// Its Job recreates the 4 pods: only 2 fit (the other rack's first node), so none binds.
 	var again []string
@@ -176,7 +183,11 @@ func TestVictimGangIsEvictedWhole(t *testing.T) {
 // A gang whose PriorityClass says preemptionPolicy: Never evicts nothing, and neither does
 // per-member preemption on its behalf.
 func TestPreemptionPolicyNeverEvictsNothing(t *testing.T) {
-	env, ns, kubelets := setUp(t, "never")
+	testenv.ForEachAPI(t, testPreemptionPolicyNeverEvictsNothing)
+}
+
+func testPreemptionPolicyNeverEvictsNothing(t *testing.T, api podgroup.API) {
+	env, ns, kubelets := setUp(t, api, "never")
 	fillCluster(t, env, ns)
 	members := gang(t, env, ns, "polite", 4, "2", "high-never")
 	env.WaitCondition(t, "PodGroup", ns, "polite", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "")
@@ -191,7 +202,11 @@ func TestPreemptionPolicyNeverEvictsNothing(t *testing.T) {
 // nothing: not as a gang, and not member by member (each member alone would fit if a node
 // were emptied, which is what per-member preemption would do).
 func TestImpossibleGangEvictsNothing(t *testing.T) {
-	env, ns, kubelets := setUp(t, "impossible")
+	testenv.ForEachAPI(t, testImpossibleGangEvictsNothing)
+}
+
+func testImpossibleGangEvictsNothing(t *testing.T, api podgroup.API) {
+	env, ns, kubelets := setUp(t, api, "impossible")
 	fillCluster(t, env, ns)
 	members := gang(t, env, ns, "huge", 12, "2", high)
 	env.WaitCondition(t, "PodGroup", ns, "huge", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "no rack has room for 12 pods")

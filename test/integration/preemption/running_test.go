@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -32,12 +33,17 @@ func running(ns, name, group, node, cpu, class string) *v1.Pod {
 // gang — every member, on every node — never one member, and the gang says it was disrupted.
 // Checked from the pods the kubelets removed, not from lockstep's conditions.
 func TestPlainPodTakesRunningGangsWhole(t *testing.T) {
-	env, ns, kubelets := setUp(t, "plain-vs-gang")
+	testenv.ForEachAPI(t, testPlainPodTakesRunningGangsWhole)
+}
+
+func testPlainPodTakesRunningGangsWhole(t *testing.T, api podgroup.API) {
+	env, ns, kubelets := setUp(t, api, "plain-vs-gang")
 	env.CreatePriorityClass(t, top, 2000, false)
 	const (
 		h0, h1, r1h0, r1h1 = "z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"
 	)
-	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("train").Gang(2).Obj())
+	// Disrupted whole: lockstep's default for a gang, said as the native kinds need it.
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("train").Gang(2).DisruptedWhole().Obj())
 	env.CreatePods(t,
 		running(ns, "train-0", "train", h0, "2", low), running(ns, "plain-a", "", h0, "2", low),
 		running(ns, "train-1", "train", h1, "2", low), running(ns, "busy-h1", "", h1, "2", top),
@@ -75,7 +81,11 @@ func TestPlainPodTakesRunningGangsWhole(t *testing.T) {
 // the replacement preempts for itself, as upstream would for the pod alone, inside its gang's
 // rack, never outside it and never its own gang.
 func TestReplacementPreemptsInItsDomain(t *testing.T) {
-	env, ns, kubelets := setUp(t, "replacement")
+	testenv.ForEachAPI(t, testReplacementPreemptsInItsDomain)
+}
+
+func testReplacementPreemptsInItsDomain(t *testing.T, api podgroup.API) {
+	env, ns, kubelets := setUp(t, api, "replacement")
 	const (
 		h0, h1, r1h0, r1h1 = "z0-b0-r0-h0", "z0-b0-r0-h1", "z0-b0-r1-h0", "z0-b0-r1-h1"
 	)

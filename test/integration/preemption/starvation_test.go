@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -21,7 +22,11 @@ import (
 // (reserveAfterSeconds 3 here), the freed cpus are held: no small pod binds before the big
 // gang, which binds once the last plain pod ends; the small ones follow when it ends.
 func TestStarvingGangGetsAReservation(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testStarvingGangGetsAReservation)
+}
+
+func testStarvingGangGetsAReservation(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "starvation")
 	env.CreateNodes(t, lt.TopologyNodes(1, 1, 1, 4, "2")...)
 	sched := env.StartScheduler(t, testenv.GangArgs{"reserveAfterSeconds": 3, "backoffSeconds": 1})

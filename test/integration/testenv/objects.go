@@ -97,6 +97,12 @@ func (e *Env) CreateComposites(t *testing.T, cpgs ...*v1alpha1.CompositePodGroup
 	}
 }
 
+// GroupRef is how lockstep's messages name a group of the test's GroupAPI: "PodGroup ns/name",
+// "PodGroup.scheduling.k8s.io ns/name" for a native one.
+func (e *Env) GroupRef(kind, ns, name string) string {
+	return podgroup.Key{Kind: podgroup.Kind(kind), Namespace: ns, Name: name, API: e.GroupAPI}.String()
+}
+
 // inGroupAPI returns a pod as the test's GroupAPI makes members: lockstep's label naming its
 // PodGroup, or (native) the pod's spec.schedulingGroup naming it, without the label.
 func (e *Env) inGroupAPI(p *v1.Pod) *v1.Pod {

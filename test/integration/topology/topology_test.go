@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -49,8 +50,10 @@ func assertOneDomain(t *testing.T, placed map[string]string, pods []string, leve
 
 // Rack-required gangs land each in one rack, two gangs in two racks when one rack cannot
 // hold both.
-func TestRackRequiredGangs(t *testing.T) {
-	env := testenv.Start(t)
+func TestRackRequiredGangs(t *testing.T) { testenv.ForEachAPI(t, testRackRequiredGangs) }
+
+func testRackRequiredGangs(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "rack")
 	env.CreateNodes(t, lt.TopologyNodes(1, 2, 2, 2, "4")...) // racks of 8 cpu
 	env.StartScheduler(t, fastArgs)
@@ -71,7 +74,11 @@ func TestRackRequiredGangs(t *testing.T) {
 // A three-level tree: the job in one zone, each shard group in one block, each shard in one
 // rack.
 func TestThreeLevelCompositeZoneBlockRack(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testThreeLevelCompositeZoneBlockRack)
+}
+
+func testThreeLevelCompositeZoneBlockRack(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "tree")
 	env.CreateNodes(t, lt.TopologyNodes(2, 2, 2, 2, "4")...)
 	env.StartScheduler(t, fastArgs)
@@ -114,7 +121,11 @@ func TestThreeLevelCompositeZoneBlockRack(t *testing.T) {
 // Preferred rack: a gang that fits in a rack packs into one; one that does not falls back to
 // one block.
 func TestPreferredRackFallsBackToBlock(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testPreferredRackFallsBackToBlock)
+}
+
+func testPreferredRackFallsBackToBlock(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "pref")
 	env.CreateNodes(t, lt.TopologyNodes(1, 2, 2, 2, "4")...) // racks 8 cpu, blocks 16
 	env.StartScheduler(t, fastArgs)
@@ -136,7 +147,11 @@ func TestPreferredRackFallsBackToBlock(t *testing.T) {
 // When no rack has room, the gang waits with a condition that says so in numbers, and binds
 // in one rack once a rack has room.
 func TestNoRackFitsExplainsInNumbers(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testNoRackFitsExplainsInNumbers)
+}
+
+func testNoRackFitsExplainsInNumbers(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "full")
 	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "4")...)
 	env.StartScheduler(t, fastArgs)
@@ -156,7 +171,11 @@ func TestNoRackFitsExplainsInNumbers(t *testing.T) {
 
 // Members already bound (after a restart) pin their rack, even when another rack fits better.
 func TestBoundMembersPinTheirRackAcrossRestart(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testBoundMembersPinTheirRackAcrossRestart)
+}
+
+func testBoundMembersPinTheirRackAcrossRestart(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "pin")
 	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "8")...)
 	// Rack r0 is fuller, so best fit alone would choose it for the rest of the gang.
@@ -208,7 +227,11 @@ func TestMemberOnADeletedNodeDoesNotUnpinItsRack(t *testing.T) {
 // room for all of them: the first does not take the emptiest node for itself alone, in a rack
 // with room for two, and leave the others pinned where they cannot fit.
 func TestReplacementsOfAnEmptiedGangBindInOneRack(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testReplacementsOfAnEmptiedGangBindInOneRack)
+}
+
+func testReplacementsOfAnEmptiedGangBindInOneRack(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "emptied")
 	env.CreateNodes(t, lt.TopologyNodes(1, 1, 2, 2, "8")...)
 	env.StartScheduler(t, fastArgs)
@@ -240,7 +263,11 @@ func TestReplacementsOfAnEmptiedGangBindInOneRack(t *testing.T) {
 
 // A topology key that is not a configured level is refused with a condition.
 func TestUnknownTopologyKeyIsInvalid(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testUnknownTopologyKeyIsInvalid)
+}
+
+func testUnknownTopologyKeyIsInvalid(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "badkey")
 	env.CreateNodes(t, lt.TopologyNodes(1, 1, 1, 2, "4")...)
 	env.StartScheduler(t, fastArgs)
