@@ -93,7 +93,8 @@ func Start(t *testing.T) *Env {
 
 // StartServingNative runs a kube-apiserver that serves the native scheduling.k8s.io kinds
 // (Workload and PodGroup v1beta1, v1alpha3 with CompositePodGroup: the workload gates on, as
-// a cluster that enables them), with lockstep's CRDs. The gates are the test process's, which
+// a cluster that enables them, WorkloadWithJob for Jobs' spec.scheduling and the Job
+// controller's groups), with lockstep's CRDs. The gates are the test process's, which
 // an in-process scheduler would share: run lockstep as its own process (StartProcess), with
 // its own gates off, as it is deployed.
 func StartServingNative(t *testing.T) *Env {
@@ -102,6 +103,7 @@ func StartServingNative(t *testing.T) *Env {
 		features.GenericWorkload:                 true,
 		features.CompositePodGroup:               true,
 		features.TopologyAwareWorkloadScheduling: true,
+		features.WorkloadWithJob:                 true,
 	})
 	env := startAPIServer(t, "--runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true")
 	env.InstallCRDs(t)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/informers"
+	schedulinginformers "k8s.io/client-go/informers/scheduling/v1beta1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/kubernetes/test/integration/util"
 
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/scheduler"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
@@ -24,8 +26,15 @@ func (e *Env) StartKubeControllers(t *testing.T) {
 	t.Cleanup(cancel)
 	cfg := rest.CopyConfig(e.Config)
 	informerSet := informers.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(rest.AddUserAgent(cfg, "job-informers")), 0)
+	// Where the native kinds are served (WorkloadWithJob on), the Job controller makes every
+	// Job's native Workload and PodGroup, as kube-controller-manager does.
+	var workloads schedulinginformers.WorkloadInformer
+	var podGroups schedulinginformers.PodGroupInformer
+	if e.GroupAPI == podgroup.APINative {
+		workloads, podGroups = informerSet.Scheduling().V1beta1().Workloads(), informerSet.Scheduling().V1beta1().PodGroups()
+	}
 	jc, err := jobcontroller.NewController(ctx, kubernetes.NewForConfigOrDie(rest.AddUserAgent(cfg, "job-controller")),
-		informerSet.Core().V1().Pods(), informerSet.Batch().V1().Jobs(), nil, nil)
+		informerSet.Core().V1().Pods(), informerSet.Batch().V1().Jobs(), workloads, podGroups)
 	if err != nil {
 		t.Fatal(err)
 	}
