@@ -249,6 +249,9 @@ func Suspended(job *batchv1.Job) bool {
 	return job != nil && job.Spec.Suspend != nil && *job.Spec.Suspend
 }
 
+// Gated reports whether a pod has scheduling gates: whoever made it is not done with it.
+func Gated(pod *v1.Pod) bool { return len(pod.Spec.SchedulingGates) > 0 }
+
 // KueueGated reports whether a pod waits for Kueue to place it (Kueue's topology scheduling
 // gate): Kueue is still setting its node selector.
 func KueueGated(pod *v1.Pod) bool {

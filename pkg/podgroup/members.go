@@ -21,8 +21,9 @@ type Members struct {
 	// ran counts members that completed (a Job's succeeded pods): they are gone from the
 	// scheduler's pod informer, but they ran.
 	ran map[Key]int
-	// kueueGated counts members Kueue has not placed yet (filing.KueueGated).
-	kueueGated map[Key]int
+	// gated counts members with scheduling gates (filing.Gated), kueueGated those of them
+	// Kueue has not placed yet (filing.KueueGated).
+	gated, kueueGated map[Key]int
 }
 
 // Member is one pod of a PodGroup, as the informer last showed it.
@@ -41,6 +42,7 @@ func NewMembers() *Members {
 		byGroup:    map[Key]map[types.UID]*Member{},
 		bound:      map[Key]int{},
 		ran:        map[Key]int{},
+		gated:      map[Key]int{},
 		kueueGated: map[Key]int{},
 	}
 }
@@ -66,6 +68,9 @@ func (ms *Members) Put(pod *v1.Pod, k Key) *Member {
 	g[pod.UID] = m
 	if m.Bound() {
 		ms.bound[k]++
+	}
+	if filing.Gated(pod) {
+		ms.gated[k]++
 	}
 	if filing.KueueGated(pod) {
 		ms.kueueGated[k]++
@@ -96,6 +101,11 @@ func (ms *Members) remove(m *Member) {
 			delete(ms.bound, m.Group)
 		}
 	}
+	if filing.Gated(m.Pod) {
+		if ms.gated[m.Group]--; ms.gated[m.Group] <= 0 {
+			delete(ms.gated, m.Group)
+		}
+	}
 	if filing.KueueGated(m.Pod) {
 		if ms.kueueGated[m.Group]--; ms.kueueGated[m.Group] <= 0 {
 			delete(ms.kueueGated, m.Group)
@@ -121,6 +131,9 @@ func (ms *Members) BoundOrRan(k Key) int { return ms.bound[k] + ms.ran[k] }
 
 // Pending counts a PodGroup's members without a node.
 func (ms *Members) Pending(k Key) int { return len(ms.byGroup[k]) - ms.bound[k] }
+
+// Gated counts a PodGroup's members with scheduling gates.
+func (ms *Members) Gated(k Key) int { return ms.gated[k] }
 
 // KueueGated counts a PodGroup's members that Kueue has not placed yet.
 func (ms *Members) KueueGated(k Key) int { return ms.kueueGated[k] }

@@ -32,7 +32,7 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		prev = nil
 	}
 	wasBound := prev != nil && prev.Bound()
-	wasGated := prev != nil && filing.KueueGated(prev.Pod)
+	wasGated := prev != nil && filing.Gated(prev.Pod)
 	m.members.Put(pod, k)
 	if held, ok := m.held[pod.UID]; ok && m.synced() {
 		delete(m.held, pod.UID)
@@ -46,11 +46,12 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		if root, ok := m.index.RootOf(k); ok {
 			m.permits.pokeLocked(root, fmt.Sprintf("pod %s joined PodGroup %s", pod.Name, k.Name))
 		}
-	case wasGated && !filing.KueueGated(pod):
-		// Kueue placed a member: once it has placed the whole tree, its members are tried.
-		if root, ok := m.index.RootOf(k); ok && m.kueueGatedLocked(root) == 0 {
+	case wasGated && !filing.Gated(pod):
+		// A member lost its last scheduling gate (Kueue placed it, its controller released
+		// it): once no member of the tree is gated, its members are tried.
+		if root, ok := m.index.RootOf(k); ok && m.gatedLocked(root) == 0 {
 			eff.activate = append(eff.activate, m.pendingLocked(root)...)
-			m.permits.pokeLocked(root, fmt.Sprintf("Kueue placed pod %s", pod.Name))
+			m.permits.pokeLocked(root, fmt.Sprintf("pod %s lost its scheduling gates", pod.Name))
 		}
 	case pod.Spec.NodeName == "" && placementChanged(prev.Pod, pod):
 		// A waiting member's node selector or affinity changed (Kueue pins pods to the
@@ -79,7 +80,28 @@ func placementChanged(old, cur *v1.Pod) bool {
 		!reflect.DeepEqual(old.Spec.Tolerations, cur.Spec.Tolerations)
 }
 
-// kueueGatedLocked counts the members of root's tree that Kueue has not placed yet.
+// gatedLocked counts the members of root's tree with scheduling gates; kueueGatedLocked
+// those of them Kueue has not placed yet.
+func (m *Model) gatedLocked(root Key) int {
+	n := 0
+	for _, k := range m.index.PodGroupsOf(root) {
+		n += m.members.Gated(k)
+	}
+	return n
+}
+
+// gatedMessageLocked says why root's tree is held for its gated members, "" if it is not.
+func (m *Model) gatedMessageLocked(root Key) string {
+	n := m.gatedLocked(root)
+	switch {
+	case n == 0:
+		return ""
+	case m.kueueGatedLocked(root) == n:
+		return fmt.Sprintf("waiting for Kueue to place %d pods of gang %s (scheduling gate %s)", n, root.Name, filing.KueueTopologySchedulingGate)
+	}
+	return fmt.Sprintf("waiting for %d pods of %s to lose their scheduling gates", n, root.Name)
+}
+
 func (m *Model) kueueGatedLocked(root Key) int {
 	n := 0
 	for _, k := range m.index.PodGroupsOf(root) {

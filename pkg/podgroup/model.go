@@ -514,6 +514,13 @@ func (m *Model) OnGroupDelete(obj any) {
 		return
 	}
 	m.update(m.logger, func(eff *effects) {
+		// Its pending members are queued again, to be held and told that their group is
+		// gone rather than keep the reason of their last attempt.
+		for _, sk := range m.index.Subtree(k) {
+			if sk.Kind == KindPodGroup {
+				eff.activate = append(eff.activate, m.pendingOfLocked(sk)...)
+			}
+		}
 		for _, top := range m.index.Delete(obj) {
 			eff.reshape(top)
 		}

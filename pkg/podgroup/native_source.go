@@ -63,14 +63,22 @@ func (n *NativeSource) Watch(ctx context.Context, m *Model, served Served) {
 		UpdateFunc: m.OnNativeGroup,
 		DeleteFunc: m.OnNativeGroupDelete,
 	}
-	start := func(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer, claim func() bool) {
+	// informer is called only once the kind may be watched: asking the factory for an
+	// informer registers it, and the scheduler waits for every informer of its factory.
+	start := func(gvr schema.GroupVersionResource, informer func() cache.SharedIndexInformer, claim func() bool) {
+		if err := n.canList(ctx, gvr); err != nil {
+			// Without access (RBAC not updated with the binary) an informer would never sync
+			// and would hold every gang member: schedule lockstep's own kinds, say why not these.
+			logger.Error(err, "Cannot read native groups; lockstep schedules only its own kinds (grant the manifests' RBAC on scheduling.k8s.io and restart)", "resource", gvr)
+			return
+		}
 		n.mu.Lock()
 		ok := claim()
 		n.mu.Unlock()
 		if !ok {
 			return
 		}
-		reg, err := inf.AddEventHandler(handler)
+		reg, err := informer().AddEventHandler(handler)
 		if err != nil {
 			logger.Error(err, "Cannot watch native groups", "resource", gvr)
 			return
@@ -95,13 +103,13 @@ func (n *NativeSource) Watch(ctx context.Context, m *Model, served Served) {
 		}
 	}
 	served.When(NativePodGroupsV1beta1, func() {
-		start(NativePodGroupsV1beta1, n.factory.Scheduling().V1beta1().PodGroups().Informer(), claimPodGroups("v1beta1"))
+		start(NativePodGroupsV1beta1, n.factory.Scheduling().V1beta1().PodGroups().Informer, claimPodGroups("v1beta1"))
 	})
 	served.When(NativePodGroupsV1alpha3, func() {
-		start(NativePodGroupsV1alpha3, n.factory.Scheduling().V1alpha3().PodGroups().Informer(), claimPodGroups("v1alpha3"))
+		start(NativePodGroupsV1alpha3, n.factory.Scheduling().V1alpha3().PodGroups().Informer, claimPodGroups("v1alpha3"))
 	})
 	served.When(NativeCompositePodGroupsV1alpha3, func() {
-		start(NativeCompositePodGroupsV1alpha3, n.factory.Scheduling().V1alpha3().CompositePodGroups().Informer(), func() bool {
+		start(NativeCompositePodGroupsV1alpha3, n.factory.Scheduling().V1alpha3().CompositePodGroups().Informer, func() bool {
 			was := n.composites
 			n.composites = true
 			return !was
@@ -111,6 +119,23 @@ func (n *NativeSource) Watch(ctx context.Context, m *Model, served Served) {
 	n.mu.Lock()
 	n.started = true
 	n.mu.Unlock()
+}
+
+// canList checks that lockstep may list a native resource.
+func (n *NativeSource) canList(ctx context.Context, gvr schema.GroupVersionResource) error {
+	opts := metav1.ListOptions{Limit: 1}
+	var err error
+	switch gvr {
+	case NativePodGroupsV1beta1:
+		_, err = n.kube.SchedulingV1beta1().PodGroups("").List(ctx, opts)
+	case NativePodGroupsV1alpha3:
+		_, err = n.kube.SchedulingV1alpha3().PodGroups("").List(ctx, opts)
+	case NativeCompositePodGroupsV1alpha3:
+		_, err = n.kube.SchedulingV1alpha3().CompositePodGroups("").List(ctx, opts)
+	default:
+		err = fmt.Errorf("%s is not a native group resource", gvr)
+	}
+	return err
 }
 
 // Watched returns the version of PodGroups watched ("" for none) and whether

@@ -18,6 +18,8 @@ import (
 func TestNativeGroupsReadAsLockstepsOwn(t *testing.T) {
 	timeout := lt.MakePodGroup().Namespace("ns").Name("g").Gang(4).ScheduleTimeout(30).Obj()
 	timeout.Spec.ReserveAfterSeconds = ptr.To[int32](0)
+	followers := lt.MakePodGroup().Namespace("ns").Name("g").Gang(8).Leaders(2).Obj()
+	followers.Spec.SchedulingPolicy.Gang.FollowersTimeoutSeconds = ptr.To[int32](60)
 	pgs := []*v1alpha1.PodGroup{
 		lt.MakePodGroup().Namespace("ns").Name("g").Gang(4).Obj(),
 		lt.MakePodGroup().Namespace("ns").Name("g").Basic().Obj(),
@@ -25,6 +27,7 @@ func TestNativeGroupsReadAsLockstepsOwn(t *testing.T) {
 		lt.MakePodGroup().Namespace("ns").Name("g").Gang(8).Topology(lt.Required(lt.RackKey), lt.Preferred(lt.HostKey)).Obj(),
 		lt.MakePodGroup().Namespace("ns").Name("g").Gang(8).Topology(lt.Exclusive(lt.RackKey), lt.Slices(lt.HostKey, 4)).Obj(),
 		lt.MakePodGroup().Namespace("ns").Name("g").Gang(8).Leaders(1).Obj(),
+		followers,
 		timeout,
 	}
 	for _, pg := range pgs {

@@ -164,6 +164,11 @@ func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
 		}
 		return c, true
 	}
+	if root, ok := m.index.RootOf(k); ok {
+		if msg := m.gatedMessageLocked(root); msg != "" {
+			return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: msg, Note: msg}, true
+		}
+	}
 	if out.Preempting != "" {
 		// No Note: the preemption's own event (with the victims' count) is recorded when it
 		// happens, even if the condition turns Scheduled before it is written.

@@ -99,7 +99,7 @@ func TestDemo(t *testing.T) {
 	for _, r := range roots {
 		walk(r)
 	}
-	for _, name := range []string{"pretrain", "pretrain-shard-0", "pretrain-shard-1", "serving", "sweep", "whale", "llm", "mpi"} {
+	for _, name := range []string{"pretrain", "pretrain-shard-0", "pretrain-shard-1", "serving", "sweep", "whale", "llm", "mpi", "native-train"} {
 		if byName[name] == nil {
 			t.Fatalf("example group %s missing; have %v", name, keys(byName))
 		}
@@ -121,7 +121,10 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	level := map[string]int{"topology.kubernetes.io/zone": 0, "topology.kubernetes.io/block": 1, "topology.kubernetes.io/rack": 2}
-	for _, g := range []*tree.Group{byName["pretrain"], byName["pretrain-shard-0"], byName["pretrain-shard-1"], byName["serving"], byName["sweep"], byName["llm"], byName["mpi"], finetune} {
+	if g := byName["native-train"]; g.API != "scheduling.k8s.io" || g.Pods == nil || g.Pods.Exist != 4 {
+		t.Errorf("native-train: %+v, want the native PodGroup with its Job's 4 pods", g)
+	}
+	for _, g := range []*tree.Group{byName["pretrain"], byName["pretrain-shard-0"], byName["pretrain-shard-1"], byName["serving"], byName["sweep"], byName["llm"], byName["mpi"], finetune, byName["native-train"]} {
 		if g.Condition == nil || g.Condition.Status != "True" {
 			t.Errorf("%s not scheduled: %+v", g.Name, g.Condition)
 			continue

@@ -334,6 +334,10 @@ func (c *Cluster) fresh(ctx context.Context) error {
 		"--service-account-signing-key-file="+filepath.Join(pkiDir, "sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.0.0.0/24",
+		// The native workload API, served as on a cluster that enables its gates: lockstep
+		// schedules its PodGroups (example 12) as its own kinds.
+		"--feature-gates=GenericWorkload=true,CompositePodGroup=true,TopologyAwareWorkloadScheduling=true",
+		"--runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true",
 		// Nothing runs behind the kubernetes Service of a loopback-only cluster.
 		"--endpoint-reconciler-type=none",
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"), "--profiling=false"); err != nil {

@@ -120,6 +120,11 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 		}
 		return nil, msg
 	}
+	for _, pd := range pods {
+		if _, ok := plan.Pods[pd.pod.UID]; !ok && !podgroup.IsFollower(pd.pod) {
+			plan.leave(pd.pod.UID)
+		}
+	}
 	return plan, ""
 }
 

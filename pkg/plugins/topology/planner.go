@@ -436,6 +436,19 @@ func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least capacity
 		spare int64
 		cpu   int64
 	}
+	capacities := map[*domain]int64{} // read only for ties
+	capacityOf := func(d *domain) int64 {
+		c, ok := capacities[d]
+		if !ok {
+			for _, n := range d.nodes {
+				if n.obj != nil {
+					c += n.obj.Status.Allocatable.Cpu().MilliValue()
+				}
+			}
+			capacities[d] = c
+		}
+		return c
+	}
 	var ok []scored
 	for _, d := range ds {
 		total, slots := p.room(d, g, rep, shape, count)
@@ -455,6 +468,12 @@ func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least capacity
 			return ok[i].spare > ok[j].spare // part of the group: the roomiest
 		case ok[i].cpu != ok[j].cpu:
 			return ok[i].cpu < ok[j].cpu
+		}
+		if ci, cj := capacityOf(ok[i].d), capacityOf(ok[j].d); ci != cj {
+			// As much room either way: the domain more of which is in use (the larger),
+			// so that an idle domain stays whole for a gang that needs all of it, as
+			// upstream's placement scoring (most allocated) would choose.
+			return ci > cj
 		}
 		return ok[i].d.key < ok[j].d.key
 	})

@@ -25,6 +25,10 @@ type Plan struct {
 	// Refused are groups the plan could not place (the tree is ready without them), with
 	// the reason; their members are refused until the tree is planned again.
 	Refused map[podgroup.Key]string
+	// Left are pending members the plan looked at and did not place (its groups' minimums
+	// met without them, no room for more): they wait, rather than take the room the plan
+	// gives their siblings, until the tree is planned again.
+	Left sets.Set[types.UID]
 	// Chosen names the domain each group was placed in, e.g. "rack r3", for logs.
 	Chosen map[podgroup.Key]string
 	// Unplanned records that the tree is left to the scheduler's own scoring (its members
@@ -43,6 +47,14 @@ type Plan struct {
 	// (podgroup.IsFollower) is held for them (Reservations.holdForFollowers).
 	Priority         int32
 	FollowersTimeout time.Duration
+}
+
+// leave records that the plan did not place a pending member.
+func (p *Plan) leave(uid types.UID) {
+	if p.Left == nil {
+		p.Left = sets.New[types.UID]()
+	}
+	p.Left.Insert(uid)
 }
 
 // PlannedPod is one member's place in a plan.

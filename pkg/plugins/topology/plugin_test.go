@@ -371,6 +371,50 @@ func TestQueuedWhenAPodOfItsTreeIsCreated(t *testing.T) {
 	}
 }
 
+// A gang of minimum 2 with three members on room for two: the plan places two (the first by
+// name), and the third waits, told why, rather than take the room planned for a sibling (it
+// would race them for it). With or without topology.
+func TestMemberBeyondTheMinimumWaitsForRoom(t *testing.T) {
+	for _, topo := range []bool{false, true} {
+		pods := lt.Members("ns", "g", 3, lt.CPU("2"))
+		w := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2)
+		if topo {
+			w = w.Topology(lt.Required(rackKey))
+		}
+		env := newTestEnv(t, []runtime.Object{w.Obj()}, pods, rackedNodes(1, 2, "2")[:2]) // one rack of two
+		nodes := env.NodeInfos(t)
+		for i, p := range pods {
+			res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), p, nodes)
+			if i < 2 && (!s.IsSuccess() || res == nil || res.NodeNames.Len() != 1) {
+				t.Errorf("topology %v: PreFilter(%s) = %v, %v; want its planned node", topo, p.Name, res, s)
+			}
+			if i == 2 && (s.Code() != fwk.Unschedulable || !strings.Contains(s.Message(), "placed without it")) {
+				t.Errorf("topology %v: PreFilter(%s) = %v, %v; want it to wait", topo, p.Name, res, s)
+			}
+		}
+	}
+}
+
+// Two racks with as much free room (4 cpu) for a gang of three: the plan takes the one more of
+// which is in use (three nodes, one full) and leaves the idle one whole, as upstream's
+// placement scoring (most allocated) would.
+func TestEqualRoomGoesToTheBusierRack(t *testing.T) {
+	var nodes []*v1.Node
+	for _, n := range []struct{ name, rack string }{{"a0", "z0-r0"}, {"a1", "z0-r0"}, {"b0", "z0-r1"}, {"b1", "z0-r1"}, {"b2", "z0-r1"}} {
+		nodes = append(nodes, lt.InTopology(lt.MakeNode(n.name, "2"), "z0", "z0-b0", n.rack).Obj())
+	}
+	pods := append(lt.Members("ns", "g", 3, lt.CPU("1")), lt.MakePod().Namespace("other").Name("full").UID("full").Req(lt.CPU("2")).Node("b2").Obj())
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(3).Topology(lt.Required(rackKey)).Obj()
+	env := newTestEnv(t, []runtime.Object{group}, pods, nodes)
+	res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+	if !s.IsSuccess() || res == nil || res.NodeNames.Len() != 1 {
+		t.Fatalf("PreFilter = %v, %v", res, s)
+	}
+	if n := res.NodeNames.UnsortedList()[0]; n[0] != 'b' {
+		t.Errorf("planned on %s, want the busier rack z0-r1 (b0, b1)", n)
+	}
+}
+
 // A replacement in a gang that was initially scheduled binds alone, inside the rack its
 // group's placed members occupy: no plan, no gang. A member bound to a node the cluster does
 // not have (a bind that landed as the node was deleted) says nothing of the rack: the others

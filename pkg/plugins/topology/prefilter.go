@@ -151,6 +151,11 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		logger.V(4).Info("Member narrowed to its planned node", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node)
 		return &fwk.PreFilterResult{NodeNames: sets.New(pp.Node)}, nil
 	}
+	if plan.Left.Has(pod.UID) {
+		msg := "its gang is placed without it: no room for a member beyond the minimum; tried again when room appears"
+		logger.V(4).Info("Member left out of its tree's plan", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+	}
 	if why, ok := plan.Refused[sum.Group]; ok {
 		pl.notes.NoteUnplaceable(pod, why)
 		logger.V(4).Info("Member's group has no place in the plan", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", why)
@@ -338,6 +343,11 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 	}
 	for uid, n := range out.assign {
 		plan.Pods[uid] = PlannedPod{Node: n.name, Request: out.requests[uid]}
+	}
+	for uid := range out.requests {
+		if _, placed := out.assign[uid]; !placed {
+			plan.leave(uid)
+		}
 	}
 	for k, d := range out.domains {
 		if g := planner.views[k]; g != nil && d.level >= 0 && d.level == topo.exclusiveLevel(g) {

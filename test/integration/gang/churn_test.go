@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 	"github.com/lockstep-sched/lockstep/test/integration/testenv"
 )
@@ -40,7 +41,11 @@ func waitingGang(t *testing.T, env *testenv.Env, ns, name string, minCount int32
 // last member cannot be placed. The deleted member stops counting: the gang does not bind
 // short, and binds whole once its last member can be placed.
 func TestDeletedWaiterAndReplacement(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testDeletedWaiterAndReplacement)
+}
+
+func testDeletedWaiterAndReplacement(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "dw")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	testenv.NominateWaiting(t)
@@ -89,7 +94,11 @@ func TestCompositeRecreatedUnderAWaiter(t *testing.T) {
 
 // minCount lowered while members wait: they are allowed at once, not at their timeout.
 func TestMinCountLoweredReleasesWaiters(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testMinCountLoweredReleasesWaiters)
+}
+
+func testMinCountLoweredReleasesWaiters(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "ml")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	testenv.NominateWaiting(t)
@@ -108,7 +117,11 @@ func TestMinCountLoweredReleasesWaiters(t *testing.T) {
 
 // minCount raised before the gang is complete: no member binds until the new minimum is met.
 func TestMinCountRaisedHoldsTheGang(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testMinCountRaisedHoldsTheGang)
+}
+
+func testMinCountRaisedHoldsTheGang(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "mr")
 	env.CreateNodes(t, lt.MakeNode("n1", "8").Obj())
 	testenv.NominateWaiting(t)
@@ -128,7 +141,11 @@ func TestMinCountRaisedHoldsTheGang(t *testing.T) {
 // A member replaced while its siblings wait: the replacement joins the attempt and the gang
 // binds whole.
 func TestMemberReplacedWhileSiblingsWait(t *testing.T) {
-	env := testenv.Start(t)
+	testenv.ForEachAPI(t, testMemberReplacedWhileSiblingsWait)
+}
+
+func testMemberReplacedWhileSiblingsWait(t *testing.T, api podgroup.API) {
+	env := testenv.StartFor(t, api)
 	ns := env.Namespace(t, "mw")
 	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
 	testenv.NominateWaiting(t)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -368,18 +370,8 @@ func testMalformedTreesDoNotBlockHealthyGangs(t *testing.T, api podgroup.API) {
 	env.CreateComposites(t, lt.MakeCompositePodGroup().Namespace(ns).Name("nope").Obj())
 	env.WaitBound(t, ns, names(2, "orphan")...)
 	env.WaitCondition(t, "PodGroup", ns, "orphan", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")
-	if api == podgroup.APINative {
-		return // the native kinds' spec is immutable: there is no minCount to lower
-	}
 	// Lowering minCount to the pods that exist releases "short".
-	pg, err := env.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "short", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Spec.SchedulingPolicy.Gang.MinCount = 2
-	if _, err := env.Lockstep.SchedulingV1alpha1().PodGroups(ns).Update(context.Background(), pg, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env.SetMinCount(t, ns, "short", 2)
 	env.WaitBound(t, ns, names(2, "short")...)
 }
 
@@ -480,4 +472,33 @@ func testHalfBoundGangIsReleased(t *testing.T, api podgroup.API) {
 	env.CreatePods(t, lt.Member(ns, "stuck", 0).Req(lt.CPU("1")).Obj())
 	env.WaitBound(t, ns, names(3, "stuck")...)
 	env.WaitCondition(t, "PodGroup", ns, "stuck", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "3 pods placed")
+}
+
+// A cluster serves the native kinds but lockstep's RBAC was not updated with its binary (no
+// access to scheduling.k8s.io PodGroups): lockstep does not wait forever for informers that
+// cannot list; it schedules its own kinds.
+func TestNativeKindsWithoutRBACDoNotHoldLockstepsGangs(t *testing.T) {
+	env := testenv.StartServingNative(t)
+	ctx := context.Background()
+	role, err := env.Client.RbacV1().ClusterRoles().Get(ctx, "lockstep-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []rbacv1.PolicyRule
+	for _, r := range role.Rules {
+		if !slices.Contains(r.Resources, "podgroups") || !slices.Contains(r.APIGroups, "scheduling.k8s.io") {
+			rules = append(rules, r)
+		}
+	}
+	role.Rules = rules
+	if _, err := env.Client.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t, "norbac")
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj())
+	env.StartScheduler(t, fastArgs)     // its own process, the gates off, as deployed
+	env.GroupAPI = podgroup.APILockstep // the test's groups are lockstep's own
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("train").Gang(2).Obj())
+	env.CreatePods(t, lt.Members(ns, "train", 2, lt.CPU("1"))...)
+	env.WaitBound(t, ns, names(2, "train")...)
 }

@@ -377,6 +377,17 @@ func (e *Env) DeleteNode(t *testing.T, name string) {
 func (e *Env) SetMinCount(t *testing.T, ns, name string, minCount int32) {
 	t.Helper()
 	ctx := context.Background()
+	if e.GroupAPI == podgroup.APINative {
+		pg, err := e.Client.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg.Spec.SchedulingPolicy.Gang.MinCount = minCount // mutable, as lockstep's
+		if _, err := e.Client.SchedulingV1beta1().PodGroups(ns).Update(ctx, pg, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	pg, err := e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

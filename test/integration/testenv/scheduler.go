@@ -93,7 +93,11 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	if e.GroupAPI == podgroup.APINative {
 		// The apiserver's workload gates are this process's: lockstep runs as its own, with
 		// its gates off, as deployed.
-		p := e.StartProcess(t, "lockstep-scheduler", ProcessOptions{Args: args})
+		opts := ProcessOptions{Args: args}
+		if utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation) {
+			opts.FeatureGates = NominatedWaiting // NominateWaiting, for the process
+		}
+		p := e.StartProcess(t, "lockstep-scheduler", opts)
 		return &Scheduler{cancel: p.Kill, done: p.done, MetricsURL: p.MetricsURL}
 	}
 	cfgPath := e.schedulerConfig(t, args)
