@@ -16,7 +16,9 @@ func tasNodes(specs ...[3]string) step {
 	}
 }
 
-func member(name, pg string) pod { return pod{name: name, group: pg, cpu: "1", priority: 100, grace0: true} }
+func member(name, pg string) pod {
+	return pod{name: name, group: pg, cpu: "1", priority: 100, grace0: true}
+}
 func memberPrio(name, pg string, p int32) pod {
 	return pod{name: name, group: pg, cpu: "1", priority: p, grace0: true}
 }
