@@ -388,7 +388,7 @@ func TestMemberBeyondTheMinimumWaitsForRoom(t *testing.T) {
 			if i < 2 && (!s.IsSuccess() || res == nil || res.NodeNames.Len() != 1) {
 				t.Errorf("topology %v: PreFilter(%s) = %v, %v; want its planned node", topo, p.Name, res, s)
 			}
-			if i == 2 && (s.Code() != fwk.Unschedulable || !strings.Contains(s.Message(), "placed without it")) {
+			if i == 2 && (s.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(s.Message(), "placed without it")) {
 				t.Errorf("topology %v: PreFilter(%s) = %v, %v; want it to wait", topo, p.Name, res, s)
 			}
 		}

@@ -151,15 +151,16 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		logger.V(4).Info("Member narrowed to its planned node", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node)
 		return &fwk.PreFilterResult{NodeNames: sets.New(pp.Node)}, nil
 	}
-	if plan.Left.Has(pod.UID) {
-		msg := "its gang is placed without it: no room for a member beyond the minimum; tried again when room appears"
-		logger.V(4).Info("Member left out of its tree's plan", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
-	}
 	if why, ok := plan.Refused[sum.Group]; ok {
 		pl.notes.NoteUnplaceable(pod, why)
 		logger.V(4).Info("Member's group has no place in the plan", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "cannot place the group: "+why)
+	}
+	if plan.Left.Has(pod.UID) {
+		// As a refused group's: the plan decided, no node would; room that appears retries it.
+		msg := "its gang is placed without it: no room for a member beyond the minimum; tried again when room appears"
+		logger.V(4).Info("Member left out of its tree's plan", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
 	if dom, ok := plan.Domains[sum.Group]; ok && dom != nil {
 		logger.V(4).Info("Member kept in its group's planned domain", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "domain", plan.Chosen[sum.Group])
@@ -344,9 +345,14 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 	for uid, n := range out.assign {
 		plan.Pods[uid] = PlannedPod{Node: n.name, Request: out.requests[uid]}
 	}
-	for uid := range out.requests {
-		if _, placed := out.assign[uid]; !placed {
-			plan.leave(uid)
+	for k, list := range planner.pendingOf {
+		if _, refused := out.refused[k]; refused {
+			continue // its members are refused with the group (Refused)
+		}
+		for _, pd := range list {
+			if _, placed := out.assign[pd.pod.UID]; !placed {
+				plan.leave(pd.pod.UID)
+			}
 		}
 	}
 	for k, d := range out.domains {

@@ -311,9 +311,16 @@ func deletePodGroup(name string) step {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if len(pg.Finalizers) > 0 {
+		for len(pg.Finalizers) > 0 {
 			pg.Finalizers = nil
-			if _, err := pgs.Update(ctx, pg, metav1.UpdateOptions{}); err != nil {
+			_, err := pgs.Update(ctx, pg, metav1.UpdateOptions{})
+			if err == nil {
+				break
+			}
+			if !apierrors.IsConflict(err) { // lockstep wrote its status meanwhile: again
+				h.t.Fatal(err)
+			}
+			if pg, err = pgs.Get(ctx, name, metav1.GetOptions{}); err != nil {
 				h.t.Fatal(err)
 			}
 		}
@@ -627,5 +634,21 @@ func invalidGroups(msg string, groups ...string) step {
 		for _, g := range groups {
 			h.WaitCondition(h.t, "PodGroup", h.ns, g, metav1.ConditionFalse, v1alpha1.ReasonInvalid, msg)
 		}
+	}
+}
+
+// oneUnschedulable waits until one of the pods is refused by a scheduling attempt.
+func oneUnschedulable(names ...string) step {
+	return func(h *h) {
+		testenv.Eventually(h.t, 60*time.Second, fmt.Sprintf("one of %v unschedulable", names), func() (bool, string) {
+			for _, n := range names {
+				if p, exists := h.state(n); exists {
+					if ok, _ := unschedulable(p); ok {
+						return true, ""
+					}
+				}
+			}
+			return false, "none refused yet"
+		})
 	}
 }

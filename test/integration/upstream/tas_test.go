@@ -186,9 +186,10 @@ func TestTopologyAwareSchedulingWithBasicPolicy(t *testing.T) {
 			boundInOneDomain(rack, "p1", "p2", "p3")}},
 		{name: "two basic podgroups schedule consecutively, each on a single rack", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1"), r2z1("node4-rack2")),
+			// Differs: a basic group's first pod picks the rack by node score (upstream: the
+			// fuller rack 2 by placement score); each group in one rack, all bound.
 			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)), createGroups(basicPG("pg2", rack)), createPods(q("p3"), q("p4")),
-			scheduled("p1", "p2"), onNodes([]string{"p1", "p2"}, "node4-rack2"),
-			scheduled("p3", "p4"), onNodes([]string{"p3", "p4"}, "node1-rack1", "node2-rack1", "node3-rack1")}},
+			scheduled("p1", "p2", "p3", "p4"), oneDomain(rack, "p1", "p2"), oneDomain(rack, "p3", "p4")}},
 		{name: "two basic podgroups schedule consecutively on the only rack", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1")),
 			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)), createGroups(basicPG("pg2", rack)), createPods(q("p3"), q("p4"), q("p5")),
@@ -197,8 +198,8 @@ func TestTopologyAwareSchedulingWithBasicPolicy(t *testing.T) {
 			tasNodes(r1z1("node1-rack1"), r2z2("node2-zone2"), r2z2("node3-zone2"), r3z2("node4-zone2"), r3z2("node5-zone2")),
 			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)),
 			createGroups(basicPG("pg2", zone)), createPods(large("p3", "pg2"), large("p4", "pg2"), large("p5", "pg2")),
-			scheduled("p1", "p2", "p3", "p4", "p5"), onNodes([]string{"p1", "p2"}, "node1-rack1"),
-			onNodes([]string{"p3", "p4", "p5"}, "node2-zone2", "node3-zone2", "node4-zone2", "node5-zone2")}},
+			// Differs: as above, pg1's rack is its first pod's pick; each group in its domain.
+			scheduled("p1", "p2", "p3", "p4", "p5"), oneDomain(rack, "p1", "p2"), oneDomain(zone, "p3", "p4", "p5")}},
 		{name: "two basic podgroups schedule consecutively, one does not fit in the assigned rack", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r2z1("node3-rack2")),
 			// Differs: p1, alone, takes its rack by node score (upstream: the fuller rack 2 by
