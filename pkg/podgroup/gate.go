@@ -52,9 +52,9 @@ const (
 	// Suspended: the pod's Job is suspended (queued, or being preempted, by Kueue): none of
 	// its pods binds until it is resumed.
 	Suspended
-	// AwaitingKueue: a member of the tree has scheduling gates (Kueue has not placed it yet,
-	// its topology scheduling gate; or its controller holds it): the gang is tried once none
-	// has, with every member's node selector final.
+	// AwaitingKueue: a member's scheduling gates hold the tree (holdsTree: Kueue has not
+	// placed it yet; or, in a native group, any gate): the gang is tried once none does, with
+	// every member's node selector final.
 	AwaitingKueue
 	// AwaitingScout: the tree has no attempt in progress, and another member (its scout) is
 	// trying it for all (scout.go).
@@ -205,11 +205,11 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int)
 			Message: fmt.Sprintf("waiting for pods of PodGroup %q: %s", k.Name, known.shortfall(k, "exist"))}, SortKey{}
 	}
 	if msg := m.gatedMessageLocked(root); msg != "" {
-		// A gated member holds its tree, as upstream's gated member holds its group: its
-		// controller is not done with it. Kueue's topology-aware scheduling, for one, pins
-		// each pod (node selector) before it removes the pod's gate: a gang tried before every
-		// pin is in would place members where their new selectors exclude them. Activated when
-		// the last gate goes (filePodLocked).
+		// Members whose gates hold their tree (holdsTree): Kueue's topology-aware scheduling
+		// pins each pod (node selector) before it removes the pod's gate, and a gang tried
+		// before every pin is in would place members where their new selectors exclude them;
+		// a native group's gated member holds its group, as upstream's does. Activated when
+		// the last such gate goes (filePodLocked).
 		return Verdict{Code: AwaitingKueue, Group: k, Root: root, Message: msg}, SortKey{}
 	}
 	// A tree backing off is held out of the queue too (PreEnqueue): a member popped only to be

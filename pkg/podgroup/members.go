@@ -21,8 +21,8 @@ type Members struct {
 	// ran counts members that completed (a Job's succeeded pods): they are gone from the
 	// scheduler's pod informer, but they ran.
 	ran map[Key]int
-	// gated counts members with scheduling gates (filing.Gated), kueueGated those of them
-	// Kueue has not placed yet (filing.KueueGated).
+	// gated counts members whose scheduling gates hold their tree (holdsTree), kueueGated
+	// those of them Kueue has not placed yet (filing.KueueGated).
 	gated, kueueGated map[Key]int
 }
 
@@ -69,7 +69,7 @@ func (ms *Members) Put(pod *v1.Pod, k Key) *Member {
 	if m.Bound() {
 		ms.bound[k]++
 	}
-	if filing.Gated(pod) {
+	if holdsTree(pod, k) {
 		ms.gated[k]++
 	}
 	if filing.KueueGated(pod) {
@@ -101,7 +101,7 @@ func (ms *Members) remove(m *Member) {
 			delete(ms.bound, m.Group)
 		}
 	}
-	if filing.Gated(m.Pod) {
+	if holdsTree(m.Pod, m.Group) {
 		if ms.gated[m.Group]--; ms.gated[m.Group] <= 0 {
 			delete(ms.gated, m.Group)
 		}
@@ -132,8 +132,16 @@ func (ms *Members) BoundOrRan(k Key) int { return ms.bound[k] + ms.ran[k] }
 // Pending counts a PodGroup's members without a node.
 func (ms *Members) Pending(k Key) int { return len(ms.byGroup[k]) - ms.bound[k] }
 
-// Gated counts a PodGroup's members with scheduling gates.
+// Gated counts a PodGroup's members whose scheduling gates hold their tree.
 func (ms *Members) Gated(k Key) int { return ms.gated[k] }
+
+// holdsTree reports whether a member's scheduling gates hold its whole tree: Kueue's
+// topology gate does on any group (Kueue pins a pod before it lifts the gate); any gate does
+// on a native group, as upstream's gated member holds its group. On lockstep's kinds another
+// gate holds only its pod: the others are placed and wait for it at Permit.
+func holdsTree(pod *v1.Pod, k Key) bool {
+	return filing.KueueGated(pod) || (k.Native() && filing.Gated(pod))
+}
 
 // KueueGated counts a PodGroup's members that Kueue has not placed yet.
 func (ms *Members) KueueGated(k Key) int { return ms.kueueGated[k] }

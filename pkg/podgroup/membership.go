@@ -32,7 +32,7 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		prev = nil
 	}
 	wasBound := prev != nil && prev.Bound()
-	wasGated := prev != nil && filing.Gated(prev.Pod)
+	wasGated := prev != nil && holdsTree(prev.Pod, prev.Group)
 	m.members.Put(pod, k)
 	if held, ok := m.held[pod.UID]; ok && m.synced() {
 		delete(m.held, pod.UID)
@@ -46,9 +46,9 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		if root, ok := m.index.RootOf(k); ok {
 			m.permits.pokeLocked(root, fmt.Sprintf("pod %s joined PodGroup %s", pod.Name, k.Name))
 		}
-	case wasGated && !filing.Gated(pod):
-		// A member lost its last scheduling gate (Kueue placed it, its controller released
-		// it): once no member of the tree is gated, its members are tried.
+	case wasGated && !holdsTree(pod, k):
+		// A member lost the gates that held its tree (Kueue placed it, its controller
+		// released it): once no member of the tree is held so, its members are tried.
 		if root, ok := m.index.RootOf(k); ok && m.gatedLocked(root) == 0 {
 			eff.activate = append(eff.activate, m.pendingLocked(root)...)
 			m.permits.pokeLocked(root, fmt.Sprintf("pod %s lost its scheduling gates", pod.Name))
@@ -80,8 +80,8 @@ func placementChanged(old, cur *v1.Pod) bool {
 		!reflect.DeepEqual(old.Spec.Tolerations, cur.Spec.Tolerations)
 }
 
-// gatedLocked counts the members of root's tree with scheduling gates; kueueGatedLocked
-// those of them Kueue has not placed yet.
+// gatedLocked counts the members of root's tree whose gates hold it (holdsTree);
+// kueueGatedLocked those of them Kueue has not placed yet.
 func (m *Model) gatedLocked(root Key) int {
 	n := 0
 	for _, k := range m.index.PodGroupsOf(root) {

@@ -1,6 +1,8 @@
 package podgroup
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -70,5 +72,38 @@ func TestNativeMembership(t *testing.T) {
 		if k, _ := m.Gate().GroupOf(p); k != tc.want {
 			t.Errorf("pod of Job %s filed under %v, want %v", tc.job.Name, k, tc.want)
 		}
+	}
+}
+
+// A gated member holds its whole native group, as upstream's does; in a lockstep group (of
+// the same name and shape) only itself, its siblings are placed and wait for it.
+func TestGatedMemberHoldsItsNativeGroup(t *testing.T) {
+	m, _, _ := testModel(t)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj())
+	m.OnNativeGroup(nil, ToNativePodGroup(lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj()))
+	var native, own []*v1.Pod
+	for i := range 3 {
+		n := lt.MakePod().Namespace("ns").Name(fmt.Sprintf("n-%d", i)).UID(fmt.Sprintf("n-%d", i)).PodGroupName("g").Obj()
+		o := lt.Member("ns", "g", i).Obj()
+		if i == 0 {
+			n.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "foo-gate"}}
+			o.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "foo-gate"}}
+		}
+		native, own = append(native, n), append(own, o)
+		m.OnPod(nil, n)
+		m.OnPod(nil, o)
+	}
+	if v := m.Gate().Admit(klog.Background(), native[1]); v.Code != AwaitingKueue || !strings.Contains(v.Message, "to lose their scheduling gates") {
+		t.Errorf("native sibling of a gated member: %+v, want held for the gate", v)
+	}
+	if v := m.Gate().Admit(klog.Background(), own[1]); v.Code == AwaitingKueue {
+		t.Errorf("lockstep sibling of a gated member held: %+v", v)
+	}
+	// The gate goes: the native group is tried.
+	ungated := native[0].DeepCopy()
+	ungated.Spec.SchedulingGates = nil
+	m.OnPod(native[0], ungated)
+	if v := m.Gate().Admit(klog.Background(), native[1]); v.Code == AwaitingKueue {
+		t.Errorf("native sibling still held once the gate went: %+v", v)
 	}
 }

@@ -125,14 +125,14 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		steps:     []step{admit(1, Proceed), check(1), fail(1), wait(10 * time.Second), admit(1, Proceed), admit(0, AwaitingScout)},
 		activated: []string{"a-1"},
 	}, {
-		name: "a gated member holds its tree, as upstream's holds its group: no member scouts",
-		min:  2, pods: 3,
-		steps:     []step{gate(0), admit(0, AwaitingKueue), admit(1, AwaitingKueue), admit(2, AwaitingKueue)},
+		name: "a gated member is no scout: its gates hold it, the next member scouts",
+		min:  3, pods: 3,
+		steps:     []step{gate(0), admit(0, Proceed), admit(1, Proceed), admit(2, AwaitingScout)},
 		activated: nil,
 	}, {
-		name: "a member gated after a failed attempt holds the retry",
+		name: "a retry sends a member that is not gated",
 		min:  3, pods: 3,
-		steps:     []step{admit(1, Proceed), check(1), fail(1), gate(1), wait(10 * time.Second), admit(0, AwaitingKueue), admit(2, AwaitingKueue)},
+		steps:     []step{admit(1, Proceed), check(1), fail(1), gate(1), wait(10 * time.Second), admit(0, Proceed), admit(2, AwaitingScout)},
 		activated: []string{"a-0"},
 	}, {
 		name: "a gang of one needs no scout",
