@@ -40,8 +40,11 @@ func waitingGang(t *testing.T, env *testenv.Env, ns, name string, minCount int32
 // Issue #10 item 1: a waiting member is deleted and a fitting replacement created while the
 // last member cannot be placed. The deleted member stops counting: the gang does not bind
 // short, and binds whole once its last member can be placed.
+// Lockstep's kinds only: the gang waits at Permit for a gated member, which on lockstep's
+// kinds holds only itself; in a native group a gated member holds the whole group
+// (upstream's semantics), so no member would wait at Permit.
 func TestDeletedWaiterAndReplacement(t *testing.T) {
-	testenv.ForEachAPI(t, testDeletedWaiterAndReplacement)
+	testDeletedWaiterAndReplacement(t, podgroup.APILockstep)
 }
 
 func testDeletedWaiterAndReplacement(t *testing.T, api podgroup.API) {
@@ -93,8 +96,11 @@ func TestCompositeRecreatedUnderAWaiter(t *testing.T) {
 }
 
 // minCount lowered while members wait: they are allowed at once, not at their timeout.
+// Lockstep's kinds only: the gang waits at Permit for a gated member, which on lockstep's
+// kinds holds only itself; in a native group a gated member holds the whole group
+// (upstream's semantics), so no member would wait at Permit.
 func TestMinCountLoweredReleasesWaiters(t *testing.T) {
-	testenv.ForEachAPI(t, testMinCountLoweredReleasesWaiters)
+	testMinCountLoweredReleasesWaiters(t, podgroup.APILockstep)
 }
 
 func testMinCountLoweredReleasesWaiters(t *testing.T, api podgroup.API) {
@@ -116,8 +122,11 @@ func testMinCountLoweredReleasesWaiters(t *testing.T, api podgroup.API) {
 }
 
 // minCount raised before the gang is complete: no member binds until the new minimum is met.
+// Lockstep's kinds only: the gang waits at Permit for a gated member, which on lockstep's
+// kinds holds only itself; in a native group a gated member holds the whole group
+// (upstream's semantics), so no member would wait at Permit.
 func TestMinCountRaisedHoldsTheGang(t *testing.T) {
-	testenv.ForEachAPI(t, testMinCountRaisedHoldsTheGang)
+	testMinCountRaisedHoldsTheGang(t, podgroup.APILockstep)
 }
 
 func testMinCountRaisedHoldsTheGang(t *testing.T, api podgroup.API) {
@@ -140,8 +149,11 @@ func testMinCountRaisedHoldsTheGang(t *testing.T, api podgroup.API) {
 
 // A member replaced while its siblings wait: the replacement joins the attempt and the gang
 // binds whole.
+// Lockstep's kinds only: the gang waits at Permit for a gated member, which on lockstep's
+// kinds holds only itself; in a native group a gated member holds the whole group
+// (upstream's semantics), so no member would wait at Permit.
 func TestMemberReplacedWhileSiblingsWait(t *testing.T) {
-	testenv.ForEachAPI(t, testMemberReplacedWhileSiblingsWait)
+	testMemberReplacedWhileSiblingsWait(t, podgroup.APILockstep)
 }
 
 func testMemberReplacedWhileSiblingsWait(t *testing.T, api podgroup.API) {
