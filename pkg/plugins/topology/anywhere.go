@@ -121,8 +121,8 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 		return nil, msg
 	}
 	for _, pd := range pods {
-		if _, ok := plan.Pods[pd.pod.UID]; !ok && !podgroup.IsFollower(pd.pod) {
-			plan.leave(pd.pod.UID)
+		if _, ok := plan.Pods[pd.pod.UID]; !ok && !podgroup.IsFollower(pd.pod) && root.Key.Kind == podgroup.KindPodGroup {
+			plan.leave(pd.pod.UID) // a single PodGroup's member beyond its minimum (as planTree)
 		}
 	}
 	return plan, ""

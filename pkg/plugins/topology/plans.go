@@ -25,9 +25,9 @@ type Plan struct {
 	// Refused are groups the plan could not place (the tree is ready without them), with
 	// the reason; their members are refused until the tree is planned again.
 	Refused map[podgroup.Key]string
-	// Left are pending members the plan looked at and did not place (its groups' minimums
-	// met without them, no room for more): they wait, rather than take the room the plan
-	// gives their siblings, until the tree is planned again.
+	// Left are pending members of a tree that is one PodGroup the plan looked at and did
+	// not place (its minimum met without them, no room for more): they wait, rather than take
+	// the room the plan gives their siblings, until the tree is planned again.
 	Left sets.Set[types.UID]
 	// Chosen names the domain each group was placed in, e.g. "rack r3", for logs.
 	Chosen map[podgroup.Key]string

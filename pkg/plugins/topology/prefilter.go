@@ -346,8 +346,10 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 		plan.Pods[uid] = PlannedPod{Node: n.name, Request: out.requests[uid]}
 	}
 	for k, list := range planner.pendingOf {
-		if _, refused := out.refused[k]; refused {
-			continue // its members are refused with the group (Refused)
+		if _, refused := out.refused[k]; refused || tree.Key.Kind != podgroup.KindPodGroup {
+			// A refused group's members are refused with it; in a composite tree a child
+			// group left out is not held here (the tree's attempt decides for it).
+			continue
 		}
 		for _, pd := range list {
 			if _, placed := out.assign[pd.pod.UID]; !placed {
