@@ -365,7 +365,10 @@ func unschedulable(p *v1.Pod) (bool, string) {
 
 func (h *h) wait(what string, names []string, ok func(p *v1.Pod, exists bool) (bool, string)) {
 	h.t.Helper()
-	testenv.Eventually(h.t, 60*time.Second, fmt.Sprintf("%v %s", names, what), func() (bool, string) {
+	// Two and a half minutes: a composite tree whose first attempt fails part-way may wait a
+	// minute for its next (the scout's timeout; TestCPGHierarchicalScheduling, noted in
+	// docs/upstream-cases.md) before it binds.
+	testenv.Eventually(h.t, 150*time.Second, fmt.Sprintf("%v %s", names, what), func() (bool, string) {
 		var bad []string
 		for _, n := range names {
 			p, exists := h.state(n)
