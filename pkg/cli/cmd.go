@@ -68,16 +68,8 @@ func List(ctx context.Context, kube kubernetes.Interface, ls versioned.Interface
 // lockstep reads them (podgroup.FromNative): PodGroups of v1beta1, else v1alpha3, and
 // CompositePodGroups of v1alpha3, where the cluster serves them and the user may read them.
 func ListNative(ctx context.Context, kube kubernetes.Interface, ns string) ([]v1alpha1.PodGroup, []v1alpha1.CompositePodGroup, error) {
-	var pgs []v1alpha1.PodGroup
-	var cpgs []v1alpha1.CompositePodGroup
-	add := func(obj any) {
-		switch o, _ := podgroup.FromNative(obj); g := o.(type) {
-		case *v1alpha1.PodGroup:
-			pgs = append(pgs, *g)
-		case *v1alpha1.CompositePodGroup:
-			cpgs = append(cpgs, *g)
-		}
-	}
+	var in tree.Inputs
+	add := func(obj any) { addNative(&in, obj) }
 	unserved := func(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsForbidden(err) }
 	if list, err := kube.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for i := range list.Items {
@@ -99,5 +91,15 @@ func ListNative(ctx context.Context, kube kubernetes.Interface, ns string) ([]v1
 	} else if !unserved(err) {
 		return nil, nil, fmt.Errorf("listing native CompositePodGroups: %w", err)
 	}
-	return pgs, cpgs, nil
+	return in.PodGroups, in.Composites, nil
+}
+
+// addNative adds a native group object to the inputs, as lockstep reads it.
+func addNative(in *tree.Inputs, obj any) {
+	switch o, _ := podgroup.FromNative(obj); g := o.(type) {
+	case *v1alpha1.PodGroup:
+		in.PodGroups = append(in.PodGroups, *g)
+	case *v1alpha1.CompositePodGroup:
+		in.Composites = append(in.Composites, *g)
+	}
 }

@@ -22,11 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 	lsinformers "github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
-	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
 
 // The view's type when printed as JSON or YAML: a list of gang trees, not an API object.
@@ -263,12 +261,7 @@ func (o *getOptions) watchTrees(ctx context.Context, kube kubernetes.Interface, 
 		}
 		for _, inf := range native {
 			for _, obj := range inf.GetStore().List() {
-				switch g, _ := podgroup.FromNative(obj); g := g.(type) {
-				case *v1alpha1.PodGroup:
-					in.PodGroups = append(in.PodGroups, *g)
-				case *v1alpha1.CompositePodGroup:
-					in.Composites = append(in.Composites, *g)
-				}
+				addNative(&in, obj)
 			}
 		}
 		if nodeInformers != nil {

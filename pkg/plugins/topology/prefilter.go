@@ -427,13 +427,7 @@ func chosenNames(chosen map[podgroup.Key]string) map[string]string {
 // (pendingWhole; a controller recreates its pods one by one), and bind one by one where the
 // plan puts them.
 func unanchored(tree *podgroup.GroupView, key podgroup.Key) *podgroup.GroupView {
-	var own *podgroup.GroupView
-	tree.Walk(func(g *podgroup.GroupView) {
-		if g.Key == key {
-			own = g
-		}
-	})
-	for g := own; g != nil; g = g.Parent {
+	for g := groupIn(tree, key); g != nil; g = g.Parent {
 		if len(g.Topology) == 0 {
 			continue
 		}
@@ -444,6 +438,17 @@ func unanchored(tree *podgroup.GroupView, key podgroup.Key) *podgroup.GroupView 
 		}
 	}
 	return nil
+}
+
+// groupIn returns the view of group key in tree, nil if it is not there.
+func groupIn(tree *podgroup.GroupView, key podgroup.Key) *podgroup.GroupView {
+	var out *podgroup.GroupView
+	tree.Walk(func(g *podgroup.GroupView) {
+		if g.Key == key {
+			out = g
+		}
+	})
+	return out
 }
 
 // pendingWhole reports whether g's pending members meet its minimum: a PodGroup's count, a
@@ -468,13 +473,9 @@ func pendingWhole(g *podgroup.GroupView) bool {
 // scheduled gang) completes the slice rather than starting one.
 func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	var path []*podgroup.GroupView
-	tree.Walk(func(g *podgroup.GroupView) {
-		if g.Key == key {
-			for v := g; v != nil; v = v.Parent {
-				path = append(path, v)
-			}
-		}
-	})
+	for v := groupIn(tree, key); v != nil; v = v.Parent {
+		path = append(path, v)
+	}
 	c := newCluster(pl.topology.get(pl.levels, nodes), nil)
 	allowed := sets.New[string]()
 	for _, n := range c.nodes {
