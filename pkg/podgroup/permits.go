@@ -400,7 +400,13 @@ func (p *Permits) failLocked(eff *effects, logger klog.Logger, pod *v1.Pod, reas
 		msg = "cannot fit: " + r.unplaceable
 		r.unplaceable = ""
 	}
-	p.rejectLocked(eff, logger, root, msg, !possible.subtree(root), pol.Backoff, possible.path, "unschedulable")
+	whole := !possible.subtree(root)
+	p.rejectLocked(eff, logger, root, msg, whole, pol.Backoff, possible.path, "unschedulable")
+	if !whole && !r.open {
+		// Only this member's subtree is out; the rest of the tree can be ready without it, and
+		// a scout of that subtree tried it for none of the others: they are tried now.
+		p.openLocked(eff, root, r, fmt.Sprintf("member %s's group cannot be ready, and the gang can be ready without it", pod.Name))
+	}
 	return p.memberRejectionLocked(root, "unschedulable")
 }
 

@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -300,5 +301,38 @@ func TestScoutYieldsToANodeTheModelHasNotSeen(t *testing.T) {
 	clk.Step(unseenGrace)
 	if v := m.Gate().Check(bg, pods[0], 2); v.Code != Proceed {
 		t.Errorf("Check with the counts apart for %s = %v %q, want Proceed", unseenGrace, v.Code, v.Message)
+	}
+}
+
+// A scout whose own group can no longer be ready, in a tree that can be ready without that
+// group (a composite's minGroupCount met by the others), opens the tree: the members of the
+// other groups are let in at once, not after a retry (upstream's TestCPGHierarchicalScheduling,
+// where a member of the impossible group often reaches its cycle first).
+func TestScoutOfAGroupTheTreeCanDoWithoutOpensIt(t *testing.T) {
+	m, _, rec := testModel(t)
+	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("root").Gang(1).Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Parent("root").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Parent("root").Obj())
+	a, b := addPods(m, "a", 3), addPods(m, "b", 2)
+	rec.take()
+	if v := m.Gate().Admit(bg, a[0]); v.Code != Proceed {
+		t.Fatalf("Admit of the first member %s = %v %q, want Proceed (the scout)", a[0].Name, v.Code, v.Message)
+	}
+	if v := m.Gate().Admit(bg, b[0]); v.Code != AwaitingScout {
+		t.Fatalf("Admit of %s before the scout's cycle = %v %q, want AwaitingScout", b[0].Name, v.Code, v.Message)
+	}
+	m.Gate().Check(bg, a[0], 0)
+	m.Permits().Fail(bg, a[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	activated, _, _ := rec.take()
+	for _, p := range b {
+		if !slices.Contains(activated, p.Name) {
+			t.Errorf("%s not activated after the scout of a group the tree can do without failed (activated %v)", p.Name, activated)
+		}
+		if v := m.Gate().Admit(bg, p); v.Code != Proceed {
+			t.Errorf("Admit of %s = %v %q, want Proceed", p.Name, v.Code, v.Message)
+		}
+	}
+	if slices.Contains(activated, a[0].Name) {
+		t.Errorf("the scout that failed was activated again at once (activated %v)", activated)
 	}
 }

@@ -365,9 +365,9 @@ func unschedulable(p *v1.Pod) (bool, string) {
 
 func (h *h) wait(what string, names []string, ok func(p *v1.Pod, exists bool) (bool, string)) {
 	h.t.Helper()
-	// Two and a half minutes: a composite tree whose first attempt fails part-way may wait a
-	// minute for its next (the scout's timeout; TestCPGHierarchicalScheduling, noted in
-	// docs/upstream-cases.md) before it binds.
+	// Two and a half minutes: with no node at all, the scheduler turns a gang's scout away
+	// before any plugin runs, and its tree opens to the other members after the scout's
+	// one-minute grace ("Node add triggers queueing hint", noted in docs/upstream-cases.md).
 	testenv.Eventually(h.t, 150*time.Second, fmt.Sprintf("%v %s", names, what), func() (bool, string) {
 		var bad []string
 		for _, n := range names {
