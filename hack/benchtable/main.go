@@ -42,6 +42,7 @@ type run struct {
 	writes      float64     // the scheduler's requests to the apiserver; -1 unknown
 	victims     float64     // pods deleted or evicted (victims.go); -1 unknown
 	window      *waitWindow // a waiting workload's window (waiting.go); nil for the others
+	process     bool        // lockstep ran as its own process: CPU and heap are its own (process.go)
 }
 
 func main() {
@@ -115,6 +116,13 @@ func load(paths []string) ([]*run, error) {
 					}
 					r.cpu = &cpu
 				}
+				proc, err := readProcess(filepath.Dir(f), mode, shape)
+				if err != nil {
+					return nil, fmt.Errorf("process figures of %s: %w", key, err)
+				}
+				if proc != nil {
+					r.applyProcess(proc)
+				}
 			}
 			switch it.Labels["Metric"] {
 			case "SchedulingThroughput":
@@ -174,7 +182,9 @@ func family(mode string) (group, role string) {
 	case strings.HasPrefix(mode, "Native"):
 		return strings.TrimPrefix(mode, "Native"), "native"
 	case strings.HasPrefix(mode, "Lockstep"):
-		return strings.TrimPrefix(mode, "Lockstep"), "lockstep"
+		// LockstepGangNativeAPI: lockstep on the native objects, compared with the Gang
+		// family's native and plain modes (process.go).
+		return strings.TrimSuffix(strings.TrimPrefix(mode, "Lockstep"), "NativeAPI"), "lockstep"
 	}
 	return mode, mode
 }
@@ -256,7 +266,9 @@ func writeScheduling(w io.Writer, runs []*run) {
 		if role == "lockstep" {
 			vsNative = ratio(r, native[group+"/"+r.shape])
 			vsPlain = ratio(r, plain(group, r.shape))
-			heap = heapRatio(r, plain(group, r.shape))
+			if !r.process { // the process's heap is in the scheduler heap column
+				heap = heapRatio(r, plain(group, r.shape))
+			}
 		}
 		fmt.Fprintln(w, row(r, r.mode, vsNative, vsPlain, heap))
 	}
@@ -288,8 +300,12 @@ func row(r *run, mode, vsNative, vsPlain, heap string) string {
 	if r.cpu != nil && r.pods > 0 {
 		perThousand := 1000 / float64(r.pods)
 		cpu = fmt.Sprintf("%.2f", r.cpu.scheduler*perThousand)
-		filterScore = fmt.Sprintf("%.2f", r.cpu.filterScore*perThousand)
-		if r.cpu.total > 0 {
+		if r.cpu.filterScore >= 0 {
+			filterScore = fmt.Sprintf("%.2f", r.cpu.filterScore*perThousand)
+		}
+		if r.process {
+			cpu += " (process)"
+		} else if r.cpu.total > 0 {
 			share = fmt.Sprintf("%.0f%%", 100*r.cpu.scheduler/r.cpu.total)
 		}
 	}

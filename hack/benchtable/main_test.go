@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // A shape names its measured pods: in total, or per gang after upstream's preemptor gangs.
@@ -70,5 +72,39 @@ func TestVictims(t *testing.T) {
 	want := "| s | NativePreemption | 12 | 5.0 |\n| s | LockstepPreemption | 10 | 10.0 |\n"
 	if got := out.String(); !strings.HasSuffix(got, want) || strings.Contains(got, "Waiting") || strings.Contains(got, "| u |") {
 		t.Errorf("victims table:\n%s\nwant rows:\n%s", got, want)
+	}
+}
+
+// A mode that runs lockstep as its own process (LockstepGangNativeAPI) is compared with its
+// family's native and plain modes, and shows the process's CPU and heap, marked as such (the
+// benchmark process's heap, the apiserver's, is not compared with plain's).
+func TestProcessMode(t *testing.T) {
+	shape := "5000Nodes_1000Gangs_3000Pods"
+	mk := func(mode string, duration float64) *run {
+		return &run{mode: mode, shape: shape, pods: 3000, duration: duration, schedHeapMB: -1, writes: -1}
+	}
+	proc := mk("LockstepGangNativeAPI", 10)
+	proc.applyProcess(&processFigures{Seconds: 10, CPUSeconds: 3, HeapMB: 42})
+	runs := []*run{mk("Plain", 20), mk("NativeGang", 40), mk("LockstepGang", 10), proc}
+	var out bytes.Buffer
+	writeScheduling(&out, runs)
+	var got [][]string
+	for _, line := range strings.Split(out.String(), "\n")[2:] {
+		if cells := strings.Split(line, "|"); len(cells) > 17 {
+			var row []string
+			for _, c := range []int{2, 10, 11, 12, 13, 14, 15, 16} {
+				row = append(row, strings.TrimSpace(cells[c]))
+			}
+			got = append(got, row)
+		}
+	}
+	want := [][]string{
+		{"plain", "", "", "", "–", "–", "–", "–"},
+		{"NativeGang", "", "", "", "–", "–", "–", "–"},
+		{"LockstepGangNativeAPI", "4.00×", "2.00×", "", "42.0", "1.00 (process)", "–", "–"},
+		{"LockstepGang", "4.00×", "2.00×", "–", "–", "–", "–", "–"},
+	}
+	if !cmp.Equal(got, want) {
+		t.Errorf("rows (mode, vs native, vs plain, heap vs plain, scheduler heap, CPU / 1000 pods, of which node search, share): %s", cmp.Diff(want, got))
 	}
 }

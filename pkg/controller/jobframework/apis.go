@@ -80,6 +80,16 @@ func (a *APIs) servedNow(gvr schema.GroupVersionResource) bool {
 	if a.disc == nil {
 		return false
 	}
+	// The group's versions first: asking for a version the apiserver does not serve is a 404
+	// that an apiserver with the mixed-version proxy forwards to its peers, every Recheck.
+	groups, err := a.disc.ServerGroups()
+	if err != nil {
+		klog.FromContext(a.ctx).Error(err, "Cannot tell whether the API serves a workload kind; waiting for its CRD", "resource", gvr)
+		return false
+	}
+	if !servesVersion(groups, gvr.GroupVersion()) {
+		return false
+	}
 	list, err := a.disc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -90,6 +100,21 @@ func (a *APIs) servedNow(gvr schema.GroupVersionResource) bool {
 	for _, r := range list.APIResources {
 		if r.Name == gvr.Resource {
 			return true
+		}
+	}
+	return false
+}
+
+// servesVersion reports whether the API groups list gv.
+func servesVersion(groups *metav1.APIGroupList, gv schema.GroupVersion) bool {
+	for _, g := range groups.Groups {
+		if g.Name != gv.Group {
+			continue
+		}
+		for _, v := range g.Versions {
+			if v.Version == gv.Version {
+				return true
+			}
 		}
 	}
 	return false

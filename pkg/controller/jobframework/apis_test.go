@@ -469,3 +469,27 @@ func TestOptionalKindServedLater(t *testing.T) {
 		}
 	}
 }
+
+// TestUnservedVersionIsNotAskedFor proves that discovery is asked for a group version's
+// resources only when the API lists that version: a request for a version it does not serve
+// is a 404 that an apiserver with the mixed-version proxy forwards to its peers, and
+// lockstep asks again every Recheck for the native kinds a cluster does not serve.
+func TestUnservedVersionIsNotAskedFor(t *testing.T) {
+	other := schema.GroupVersionResource{Group: widgets.Group, Version: "v9", Resource: widgets.Resource}
+	_, tctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(tctx)
+	defer cancel()
+	disc := discoveryServing(other)
+	a := NewAPIs(ctx, disc, newCRDAPI().dyn)
+	if a.servedNow(widgets) {
+		t.Fatalf("%v served by a discovery listing only %v", widgets, other.GroupVersion())
+	}
+	for _, action := range disc.Actions() {
+		if action.GetResource().Resource == "resource" {
+			t.Errorf("discovery was asked for the resources of a version it does not list (%v)", action)
+		}
+	}
+	if !a.servedNow(other) {
+		t.Errorf("%v not served by a discovery listing it", other)
+	}
+}

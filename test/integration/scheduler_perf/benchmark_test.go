@@ -53,12 +53,19 @@ func slowAfterNodes(ktesting.TContext, *kubescheduler.Scheduler, *perf.Workload,
 	return setEtcdLatency(etcdLatency)
 }
 
-// prepare readies a workload's apiserver for lockstep, counts the requests it serves and
-// records the window of a waiting workload (window_test.go).
+// prepare readies a workload's apiserver for lockstep, counts the requests it serves,
+// records the window of a waiting workload (window_test.go) and, for a process mode, starts
+// lockstep's binary (process_test.go).
 func prepare(tCtx ktesting.TContext) error {
 	countRequests(tCtx)
 	recordWindow(tCtx)
-	return installCRDs(tCtx)
+	if err := installCRDs(tCtx); err != nil {
+		return err
+	}
+	if processMode(tCtx) {
+		return startProcess(tCtx)
+	}
+	return nil
 }
 
 // installCRDs creates lockstep's CRDs from manifests/crds once the apiserver of a workload

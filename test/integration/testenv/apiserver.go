@@ -214,6 +214,15 @@ func InstallCRDs(ctx context.Context, extensions apiextensionsclient.Interface, 
 // writeKubeconfig writes a kubeconfig for cfg into the test's temp dir.
 func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := WriteKubeconfig(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// WriteKubeconfig writes a kubeconfig for cfg (its server, CA, credentials) to path.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host,
@@ -230,9 +239,5 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	}
 	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
 	kc.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return clientcmd.WriteToFile(*kc, path)
 }

@@ -30,6 +30,16 @@ var (
 // the tests that kill and restart the scheduler run the real binary.
 func schedulerBinary(t *testing.T) string {
 	t.Helper()
+	bin, err := SchedulerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// SchedulerBinary builds bin/lockstep-scheduler from this checkout, once per process, and
+// returns its path (the benchmarks run it as its own process too).
+func SchedulerBinary() (string, error) {
 	buildOnce.Do(func() {
 		binary = filepath.Join(RepoRoot(), "bin", "lockstep-scheduler")
 		cmd := exec.Command("go", "build", "-o", binary, "./cmd/scheduler")
@@ -39,10 +49,7 @@ func schedulerBinary(t *testing.T) string {
 			buildErr = fmt.Errorf("go build ./cmd/scheduler: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
+	return binary, buildErr
 }
 
 // ProcessOptions configure a scheduler process.
@@ -53,7 +60,7 @@ type ProcessOptions struct {
 	LeaderElect bool
 	// NoWorkloadController adds --workload-controller=false.
 	NoWorkloadController bool
-	// Verbosity is the -v level (default 2).
+	// Verbosity is the -v level (default 2, or $LOCKSTEP_TEST_VERBOSITY).
 	Verbosity int
 	// FeatureGates is the value of --feature-gates ("" for none).
 	FeatureGates string
@@ -77,6 +84,9 @@ func (e *Env) StartProcess(t *testing.T, name string, opts ProcessOptions) *Proc
 	cfgPath := e.processConfig(t, opts)
 	port := freePort(t)
 	dir := t.TempDir()
+	if v, err := strconv.Atoi(os.Getenv("LOCKSTEP_TEST_VERBOSITY")); err == nil && opts.Verbosity == 0 {
+		opts.Verbosity = v // for reading a failed run's log (with LOCKSTEP_TEST_LOGS)
+	}
 	args := []string{
 		"--config=" + cfgPath,
 		"--bind-address=127.0.0.1",
