@@ -52,7 +52,7 @@ func GangForJob(job *batchv1.Job, schedulerNames sets.Set[string]) (*JobGang, []
 	if !schedulerNames.Has(tmpl.Spec.SchedulerName) || metav1.GetControllerOf(job) != nil {
 		return nil, nil
 	}
-	if NamesGroup(tmpl.Labels) || tmpl.Spec.SchedulingGroup != nil || job.Spec.Scheduling != nil {
+	if NamesGroup(&tmpl) || job.Spec.Scheduling != nil {
 		return nil, nil
 	}
 	var problems []string

@@ -86,12 +86,13 @@ func (JobGangs) Labelled(*v1.Pod) (string, bool) { return "", false }
 // mirrors.
 const SchedulerPluginsPodGroupLabel = "scheduling.x-k8s.io/pod-group"
 
-// NamesGroup reports whether pod labels name a group of a kind lockstep supports (its own
-// PodGroup, a scheduler-plugins PodGroup): pods with such labels join that group, so the
-// workload that makes them gets no group of its own ("bring your own group"), which its pods
-// would never join.
-func NamesGroup(labels map[string]string) bool {
-	return labels[v1alpha1.PodGroupLabel] != "" || labels[SchedulerPluginsPodGroupLabel] != ""
+// NamesGroup reports whether a pod template names a group of a kind lockstep supports: its
+// own PodGroup or a scheduler-plugins PodGroup (labels), a native scheduling.k8s.io PodGroup
+// (spec.schedulingGroup). Its pods join that group, so the workload that makes them gets no
+// group of its own ("bring your own group"), which its pods would never join.
+func NamesGroup(tmpl *v1.PodTemplateSpec) bool {
+	return tmpl.Labels[v1alpha1.PodGroupLabel] != "" || tmpl.Labels[SchedulerPluginsPodGroupLabel] != "" ||
+		tmpl.Spec.SchedulingGroup != nil
 }
 
 // GroupNameOf returns the PodGroup a pod names through its label, if any.

@@ -857,6 +857,21 @@ func (p *Permits) backoffLeftLocked(root Key) time.Duration {
 	return 0
 }
 
+// subtreeFailedLocked reports whether member uid fit nowhere in root's current attempt and
+// its path can no longer be ready without the members that failed: its subtree failed,
+// though the tree may be ready without it (failLocked then backs off nothing).
+func (p *Permits) subtreeFailedLocked(uid types.UID, root Key) bool {
+	r := p.attempts.Round(root)
+	if r == nil {
+		return false
+	}
+	k, failed := r.failed[uid]
+	if !failed {
+		return false
+	}
+	return !p.m.index.readiness(p.possibleCounter(root), true).path(k)
+}
+
 // Waiters returns the pods waiting at Permit (for tests and diagnostics).
 func (p *Permits) Waiters() []types.UID {
 	p.m.mu.Lock()

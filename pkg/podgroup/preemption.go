@@ -17,8 +17,10 @@ type Preemptor struct {
 	// Never: the root's PriorityClass or the member says preemptionPolicy: Never.
 	Never  bool
 	Object runtime.Object
-	// Failed: the tree's last attempt failed and it backs off; preemption is decided once per
-	// failed attempt.
+	// Failed: the tree's last attempt failed and it backs off (preemption is decided once per
+	// failed attempt), or the member's own subtree cannot be ready while the rest of the
+	// tree can (a child gang a composite's minimum does not need, or one added to a running
+	// tree): that subtree preempts for itself, inside the tree's domains.
 	Failed bool
 	// WaitingSince is when the tree started failing to fit (zero while it does not);
 	// ReserveAfter how long it may before a domain is held for it (0: never), and
@@ -47,7 +49,7 @@ func (g *Gate) Preemptor(pod *v1.Pod) (Preemptor, bool) {
 			p.Never = true
 		}
 	}
-	if m.permits.backoffLeftLocked(root) > 0 {
+	if m.permits.backoffLeftLocked(root) > 0 || m.permits.subtreeFailedLocked(pod.UID, root) {
 		p.Failed = true
 	}
 	if r := m.permits.attempts.Round(root); r != nil {

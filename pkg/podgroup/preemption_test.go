@@ -57,6 +57,39 @@ func TestPreemptor(t *testing.T) {
 	}
 }
 
+// A child gang that cannot be ready, in a tree that can be ready without it (a composite's
+// minGroupCount met by the others), preempts for itself: its failed member is a preemptor,
+// though the tree backs off nothing. A member beyond its group's minimum is not.
+func TestPreemptorOfASubtree(t *testing.T) {
+	tests := []struct {
+		name       string
+		aPods      int
+		wantFailed bool
+	}{
+		{name: "the member's gang cannot be ready without it", aPods: 2, wantFailed: true},
+		{name: "the member's gang can be ready without it", aPods: 3, wantFailed: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, _ := testModel(t)
+			m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("root").Gang(1).Obj())
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("root").Obj())
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("b").Gang(2).Parent("root").Obj())
+			a, b := addPods(m, "a", tc.aPods), addPods(m, "b", 2)
+			if got, _ := m.Gate().Preemptor(a[0]); got.Failed {
+				t.Fatalf("Preemptor before any failure: %+v, want not failed", got)
+			}
+			m.Permits().Fail(bg, a[0], "no room", testPolicy)
+			if got, _ := m.Gate().Preemptor(a[0]); got.Failed != tc.wantFailed {
+				t.Errorf("Preemptor of the failed member: Failed = %v, want %v", got.Failed, tc.wantFailed)
+			}
+			if got, _ := m.Gate().Preemptor(b[0]); got.Failed {
+				t.Errorf("Preemptor of a member of the other child, which did not fail: Failed = true")
+			}
+		})
+	}
+}
+
 // A running gang is one victim: every member holding room (bound or reserved), at the
 // tree's priority; a pod of a basic group, or of no group, is not a unit.
 func TestUnitOf(t *testing.T) {

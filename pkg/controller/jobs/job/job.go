@@ -67,7 +67,7 @@ func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
 func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup, schedulerNames sets.Set[string]) (*jobframework.Groups, []string) {
 	job := obj.(*batchv1.Job)
 	gang, problems := filing.GangForJob(job, schedulerNames)
-	if (gang == nil && filing.NamesGroup(job.Spec.Template.Labels)) || (suspended(job) && (gang != nil || len(existing) > 0)) {
+	if (gang == nil && filing.NamesGroup(&job.Spec.Template)) || (suspended(job) && (gang != nil || len(existing) > 0)) {
 		return jobframework.NoGroups(), problems
 	}
 	if gang == nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
+	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // Adapter is the JobSet adapter.
@@ -73,7 +74,7 @@ func (a *Adapter) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) 
 	if owner == nil || owner.Kind != GVK.Kind || !strings.HasPrefix(owner.APIVersion, GVK.Group+"/") {
 		return "", false
 	}
-	if !schedulerNames.Has(job.Spec.Template.Spec.SchedulerName) || job.Spec.Template.Labels[v1alpha1.PodGroupLabel] != "" {
+	if !schedulerNames.Has(job.Spec.Template.Spec.SchedulerName) || filing.NamesGroup(&job.Spec.Template) {
 		return "", false // another scheduler's, or its pods name their own group (treeOf)
 	}
 	rjob, index := job.Labels[LabelReplicatedJob], job.Labels[LabelJobIndex]

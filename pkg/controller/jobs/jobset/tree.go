@@ -121,7 +121,7 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 		pod := rj.Template.Spec.Template
 		switch {
 		case !schedulerNames.Has(pod.Spec.SchedulerName):
-		case pod.Labels[v1alpha1.PodGroupLabel] != "":
+		case filing.NamesGroup(&pod):
 			ownGroup = true
 		default:
 			ours = append(ours, rj)

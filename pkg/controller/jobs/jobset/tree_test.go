@@ -376,6 +376,21 @@ func TestTreeOf(t *testing.T) {
 			},
 		},
 		{
+			name: "every ReplicatedJob's pods name a native PodGroup: no groups, those it has go",
+			js: func() *jobSet {
+				js := newJobSet("native", rjob("a", 1, 2), rjob("b", 1, 2))
+				for i := range js.Spec.ReplicatedJobs {
+					js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("native")}
+				}
+				return js
+			},
+			check: func(t *testing.T, _ *jobSet, g *jobframework.Groups) {
+				if !g.None || len(g.Composites)+len(g.PodGroups) != 0 {
+					t.Errorf("groups %+v, want None", g)
+				}
+			},
+		},
+		{
 			name: "every ReplicatedJob's pods name a lockstep PodGroup: no groups, those it has go",
 			js: func() *jobSet {
 				js := newJobSet("own", rjob("a", 1, 2), rjob("b", 1, 2))

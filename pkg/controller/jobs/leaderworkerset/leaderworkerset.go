@@ -311,7 +311,7 @@ func (a *Adapter) Groups(obj jobframework.Object, _ []*v1alpha1.PodGroup, schedu
 	if !schedulerNames.Has(leaderTemplate(lws).Spec.SchedulerName) {
 		return nil, nil
 	}
-	if filing.NamesGroup(leaderTemplate(lws).Labels) || filing.NamesGroup(lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels) {
+	if filing.NamesGroup(leaderTemplate(lws)) || filing.NamesGroup(&lws.Spec.LeaderWorkerTemplate.WorkerTemplate) {
 		return jobframework.NoGroups(), nil
 	}
 	var leaders []*v1.Pod

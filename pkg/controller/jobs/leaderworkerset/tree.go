@@ -64,7 +64,7 @@ func leaderFirst(lws *leaderWorkerSet) bool {
 // profile of lockstep, and Groups makes groups for it.
 func gangs(lws *leaderWorkerSet, schedulerNames sets.Set[string]) bool {
 	return schedulerNames.Has(leaderTemplate(lws).Spec.SchedulerName) &&
-		!filing.NamesGroup(leaderTemplate(lws).Labels) && !filing.NamesGroup(lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels)
+		!filing.NamesGroup(leaderTemplate(lws)) && !filing.NamesGroup(&lws.Spec.LeaderWorkerTemplate.WorkerTemplate)
 }
 
 // subgroups returns the sizes of the subgroups LWS makes of a replica and whether the leader

@@ -172,7 +172,7 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 	if !schedulerNames.Has(head.Spec.SchedulerName) {
 		return nil, nil
 	}
-	if ptr.Deref(rc.Spec.Suspend, false) || filing.NamesGroup(head.Labels) {
+	if ptr.Deref(rc.Spec.Suspend, false) || filing.NamesGroup(head) {
 		return jobframework.NoGroups(), nil
 	}
 	workers := required(rc, schedulerNames)
@@ -270,7 +270,7 @@ func (a *Adapter) GroupOfPod(pod *v1.Pod, schedulerNames sets.Set[string]) (fili
 		return filing.Filing{}, false
 	}
 	head := &rc.Spec.HeadGroupSpec.Template
-	if !schedulerNames.Has(head.Spec.SchedulerName) || filing.NamesGroup(head.Labels) {
+	if !schedulerNames.Has(head.Spec.SchedulerName) || filing.NamesGroup(head) {
 		return filing.Filing{}, false
 	}
 	if pod.Labels[LabelNodeType] == NodeTypeWorker {

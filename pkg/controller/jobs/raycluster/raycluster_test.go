@@ -107,6 +107,11 @@ func TestGroups(t *testing.T) {
 			rc.Spec.HeadGroupSpec.Template.Labels = map[string]string{v1alpha1.PodGroupLabel: "mine"}
 			return rc
 		}, wantNone: true},
+		{name: "pods name a native PodGroup", rc: func() *rayCluster {
+			rc := cluster([2]int32{2, 1})
+			rc.Spec.HeadGroupSpec.Template.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("native")}
+			return rc
+		}, wantNone: true},
 		{name: "head of another scheduler", rc: func() *rayCluster {
 			rc := cluster([2]int32{2, 1})
 			rc.Spec.HeadGroupSpec.Template.Spec.SchedulerName = "default-scheduler"
