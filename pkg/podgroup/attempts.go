@@ -89,8 +89,10 @@ type Round struct {
 	// tree fails whole.
 	scout, lastScout types.UID
 	scoutTried       bool
-	scoutTimer       Timer
-	open             bool
+	// triedAt is when the scout last reached its scheduling cycle (catchUpLocked).
+	triedAt    time.Time
+	scoutTimer Timer
+	open       bool
 	// unplaceable is why a planner found no place for the tree in this attempt.
 	unplaceable string
 

@@ -42,6 +42,9 @@ type Permits struct {
 	gone sets.Set[string]
 	// batches are the retries news armed that have not run yet (newsLocked).
 	batches []*newsBatch
+	// newsAt and news: when news last retried failed trees, and what it was (catchUpLocked).
+	newsAt time.Time
+	news   string
 	// cycles counts the scheduling cycles the model saw (Gate.Check), lastCycle is the sort
 	// key of the pod of the latest (scout.go).
 	cycles    uint64
@@ -630,6 +633,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 			r.quiet = 0
 		}
 		r.quietRetry = false
+		prompted := r.newsAt // the news retry this attempt was, if any (catchUpLocked)
 		if !r.newsAt.IsZero() && now.Sub(r.newsAt) < 2*p.retryFloor {
 			// The attempt news prompted failed at once: the scheduler's cache may not have had
 			// the news yet. One more look soon; the full backoff after that.
@@ -639,6 +643,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 			backoff = quietBackoff(backoff, r.quiet)
 		}
 		r.stalled, r.lastFailure = true, now
+		p.catchUpLocked(root, r, prompted)
 		p.closeLocked(r)
 		pending := m.pendingLocked(root)
 		r.need, r.needKnown = smallestNeed(pending), len(pending) > 0

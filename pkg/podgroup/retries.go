@@ -67,6 +67,7 @@ const newsDelay = 50 * time.Millisecond
 // newsBatch is a retry of failed trees that news armed and that has not run yet.
 type newsBatch struct {
 	why   string
+	armed time.Time
 	roots []Key
 	// lead are the queue-sort keys of the two trees of it the queue will try first (the
 	// highest priority, then the oldest), best first, as of when they joined: a scout of the
@@ -112,7 +113,8 @@ func (b *newsBatch) ahead(own SortKey) bool {
 // pod) would fail for nothing. An attempt that fails anyway shortly after news backs off for
 // the retry floor only (see rejectLocked).
 func (p *Permits) newsLocked(roots []Key, why string) {
-	b := &newsBatch{why: why}
+	p.newsAt, p.news = p.m.clock.Now(), why
+	b := &newsBatch{why: why, armed: p.newsAt}
 	for _, root := range roots {
 		r := p.attempts.Round(root)
 		if r == nil || (!r.stalled && len(r.failed) == 0) {
@@ -122,6 +124,32 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 		p.joinLocked(b, root, r)
 	}
 	p.armBatchLocked(b, p.m.clock.Now().Add(newsDelay))
+}
+
+// catchUpLocked retries root's tree, which just failed whole, with the trees that news
+// retries and that have not been tried yet: news that came while its scout was in its cycle
+// (the cycle's snapshot may not have held it), or the news whose retry this attempt was
+// (prompted: it failed at once, the scheduler's cache may have lagged). It joins those
+// retries still to run, where the floor of its failure holds back the trees the queue puts
+// after it (armBatchLocked); with none left, news after its scout's cycle began arms one.
+// Without it, a tree tried when room appeared waited, while trees behind it in the queue,
+// which news retried a moment later, took the room (an urgent gang lost a new node so to a
+// gang of priority 0: test/integration/gang's TestReactionUnderLoad, three runs of four).
+func (p *Permits) catchUpLocked(root Key, r *Round, prompted time.Time) {
+	missed := !r.triedAt.IsZero() && p.newsAt.After(r.triedAt)
+	joined := false
+	for _, b := range p.batches {
+		if !(b.armed.After(r.triedAt) || (!prompted.IsZero() && !b.armed.After(prompted))) {
+			continue
+		}
+		if !slices.Contains(b.roots, root) {
+			p.joinLocked(b, root, r)
+		}
+		r.news, joined = b.why, true
+	}
+	if missed && !joined {
+		p.newsLocked([]Key{root}, p.news)
+	}
 }
 
 // joinLocked adds root's tree to b.
@@ -159,7 +187,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 					}
 				}
 			}
-			later := &newsBatch{why: b.why}
+			later := &newsBatch{why: b.why, armed: b.armed}
 			var laterAt time.Time
 			for _, root := range b.roots {
 				r := p.attempts.Round(root)

@@ -120,7 +120,7 @@ func (p *Permits) cycleLocked(key SortKey) {
 // scoutTriedLocked records that a member reached its scheduling cycle (PreFilter).
 func (p *Permits) scoutTriedLocked(uid types.UID, root Key) {
 	if r := p.attempts.Round(root); r != nil && r.scout == uid {
-		r.scoutTried = true
+		r.scoutTried, r.triedAt = true, p.m.clock.Now()
 		stopTimer(&r.scoutTimer)
 	}
 }

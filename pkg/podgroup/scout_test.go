@@ -336,3 +336,83 @@ func TestScoutOfAGroupTheTreeCanDoWithoutOpensIt(t *testing.T) {
 		t.Errorf("the scout that failed was activated again at once (activated %v)", activated)
 	}
 }
+
+// A tree that news retried and that failed at once (the scheduler's cache had not the news
+// yet), while the trees the queue puts after it wait for the floor of their own failure, is
+// retried with them, before them: the room goes to the tree of the highest priority. Before,
+// the lower trees were retried at their floor's end, alone, and a gang of priority 0 took the
+// node an urgent gang had just missed (test/integration/gang's TestReactionUnderLoad, three
+// runs of four).
+func TestATreeNewsRetriedThatFailsAtOnceGoesFirst(t *testing.T) {
+	cpu := map[v1.ResourceName]string{v1.ResourceCPU: "2"}
+	m, clk, rec := testModel(t)
+	m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
+	m.OnPod(nil, lt.MakePod().Namespace("other").Name("filler").UID("filler").Req(cpu).Node("n1").Obj())
+	gang := func(name string, prio int32) []*v1.Pod {
+		m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(2).Obj())
+		pods := []*v1.Pod{lt.Member("ns", name, 0).Req(cpu).Priority(prio).Obj(), lt.Member("ns", name, 1).Req(cpu).Priority(prio).Obj()}
+		for _, p := range pods {
+			m.OnPod(nil, p)
+		}
+		return pods
+	}
+	try := func(p *v1.Pod) {
+		t.Helper()
+		if v := m.Gate().Admit(bg, p); v.Code != Proceed {
+			t.Fatalf("Admit %s = %v %q, want its scout let in", p.Name, v.Code, v.Message)
+		}
+		m.Gate().Check(bg, p, 0)
+	}
+	fail := func(p *v1.Pod) { m.Permits().Fail(bg, p, "0/1 nodes are available: 1 Insufficient cpu", testPolicy) }
+	low, urgent := gang("low", 0), gang("urgent", 100)
+	try(low[0])
+	fail(low[0])
+	try(urgent[0])
+	fail(urgent[0])
+	clk.Step(testPolicy.Backoff) // both backoffs end: their scouts are queued again
+	try(low[0])
+	fail(low[0]) // low failed again: within its floor when news comes
+	clk.Step(DefaultRetryFloor / 2)
+	rec.take()
+	m.OnNodeAdd(lt.MakeNode("n2", "4").Obj()) // room for one gang
+	clk.Step(newsDelay)
+	if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"urgent-0"}) {
+		t.Fatalf("activated %v when news retried the trees, want urgent's scout (low is within its floor)", activated)
+	}
+	try(urgent[0])
+	fail(urgent[0])                                              // at once: its snapshot did not hold n2 yet
+	clk.Step(DefaultRetryFloor/2 - newsDelay + time.Millisecond) // low's floor ends
+	if activated, _, _ := rec.take(); len(activated) != 0 {
+		t.Errorf("activated %v when low's floor ended, want low held behind urgent's retry", activated)
+	}
+	clk.Step(DefaultRetryFloor)
+	// urgent's scout may be activated twice (the retry and its own look-again): one queue entry.
+	if activated, _, _ := rec.take(); !cmp.Equal(slices.Compact(activated), []string{"low-0", "urgent-0"}) {
+		t.Errorf("activated %v at urgent's retry, want both scouts together (the queue puts urgent's first)", activated)
+	}
+}
+
+// A tree whose scout was in its first cycle when room appeared (news retries only trees that
+// failed, so not it), and that failed for want of it (its snapshot did not hold it yet), is
+// retried a moment later, not after its backoff.
+func TestATreeTriedWhenNewsCameIsRetriedSoon(t *testing.T) {
+	cpu := map[v1.ResourceName]string{v1.ResourceCPU: "2"}
+	m, clk, rec := testModel(t)
+	m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
+	m.OnPod(nil, lt.MakePod().Namespace("other").Name("filler").UID("filler").Req(cpu).Node("n1").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	pods := addPods(m, "a", 2)
+	if v := m.Gate().Admit(bg, pods[0]); v.Code != Proceed {
+		t.Fatalf("Admit a-0 = %v, want its scout let in", v.Code)
+	}
+	m.Gate().Check(bg, pods[0], 0) // its cycle begins
+	clk.Step(time.Millisecond)
+	m.OnNodeAdd(lt.MakeNode("n2", "4").Obj())
+	clk.Step(newsDelay)
+	rec.take()
+	m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	clk.Step(newsDelay + DefaultRetryFloor)
+	if activated, _, _ := rec.take(); !cmp.Equal(slices.Compact(activated), []string{"a-0"}) {
+		t.Errorf("activated %v a moment after the failure, want its scout retried with the news it missed", activated)
+	}
+}

@@ -20,11 +20,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 	"sigs.k8s.io/yaml"
 
@@ -182,42 +178,25 @@ func recordProcess(tCtx ktesting.TContext, pid int, heap func() (float64, error)
 	}
 	var mu sync.Mutex
 	edges := map[string]edge{}
-	factory := informers.NewSharedInformerFactoryWithOptions(tCtx.Client(), 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = processLabel }))
-	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			cm, ok := obj.(*v1.ConfigMap)
-			if !ok {
-				return
-			}
-			name := cm.Labels[processLabel]
-			e := edge{at: time.Now()}
-			var err error
-			if e.cpu, err = cpuSeconds(pid); err != nil {
+	watchMarkers(tCtx, processLabel, func(name string) {
+		e := edge{at: time.Now()}
+		var err error
+		if e.cpu, err = cpuSeconds(pid); err != nil {
+			tCtx.Logf("process edge %s: %v", name, err)
+			return
+		}
+		if name == "stop" {
+			inUse, err := heap()
+			if err != nil {
 				tCtx.Logf("process edge %s: %v", name, err)
 				return
 			}
-			if name == "stop" {
-				inUse, err := heap()
-				if err != nil {
-					tCtx.Logf("process edge %s: %v", name, err)
-					return
-				}
-				e.heapMB = inUse / (1 << 20)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			edges[name] = e
-		},
-	}); err != nil {
-		tCtx.Logf("watching for the process markers: %v", err)
-		return
-	}
-	stop := make(chan struct{})
-	factory.Start(stop)
-	tCtx.Cleanup(func() {
-		close(stop)
-		factory.Shutdown()
+			e.heapMB = inUse / (1 << 20)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		edges[name] = e
+	}, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		start, ok1 := edges["start"]

@@ -59,6 +59,31 @@ type snapshot struct {
 	pending  map[string]float64
 }
 
+// watchMarkers calls onEdge with the label's value for each ConfigMap carrying label that the
+// workload creates (the edges of a measured window), and done once the workload ends and the
+// watch has stopped.
+func watchMarkers(tCtx ktesting.TContext, label string, onEdge func(edge string), done func()) {
+	factory := informers.NewSharedInformerFactoryWithOptions(tCtx.Client(), 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = label }))
+	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cm, ok := obj.(*v1.ConfigMap); ok {
+				onEdge(cm.Labels[label])
+			}
+		},
+	}); err != nil {
+		tCtx.Logf("watching for the markers %s: %v", label, err)
+		return
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	tCtx.Cleanup(func() {
+		close(stop)
+		factory.Shutdown()
+		done()
+	})
+}
+
 // recordWindow watches for the window's markers and writes the window when the workload
 // ends; workloads without markers write nothing.
 func recordWindow(tCtx ktesting.TContext) {
@@ -68,33 +93,16 @@ func recordWindow(tCtx ktesting.TContext) {
 	}
 	var mu sync.Mutex
 	edges := map[string]*snapshot{}
-	factory := informers.NewSharedInformerFactoryWithOptions(tCtx.Client(), 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = windowLabel }))
-	informer := factory.Core().V1().ConfigMaps().Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			cm, ok := obj.(*v1.ConfigMap)
-			if !ok {
-				return
-			}
-			s, err := takeSnapshot()
-			if err != nil {
-				tCtx.Logf("window %s: %v", cm.Labels[windowLabel], err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			edges[cm.Labels[windowLabel]] = s
-		},
-	}); err != nil {
-		tCtx.Logf("watching for the window's markers: %v", err)
-		return
-	}
-	stop := make(chan struct{})
-	factory.Start(stop)
-	tCtx.Cleanup(func() {
-		close(stop)
-		factory.Shutdown()
+	watchMarkers(tCtx, windowLabel, func(edge string) {
+		s, err := takeSnapshot()
+		if err != nil {
+			tCtx.Logf("window %s: %v", edge, err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		edges[edge] = s
+	}, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		start, end := edges["start"], edges["stop"]
