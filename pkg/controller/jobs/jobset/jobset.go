@@ -24,7 +24,6 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/controller/jobframework"
-	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
 // Adapter is the JobSet adapter.
@@ -66,6 +65,15 @@ func (a *Adapter) Groups(obj jobframework.Object, _ []*v1alpha1.PodGroup, schedu
 	return treeOf(js, schedulerNames)
 }
 
+// namesOwnGroup reports whether a ReplicatedJob's pod template names a group its pods join
+// instead of the JobSet's tree: a lockstep PodGroup (label) or a native PodGroup
+// (spec.schedulingGroup). A scheduler-plugins PodGroup label does not count here: Kubeflow
+// Trainer's coscheduling policy puts one on every pod of a TrainJob, initializers and
+// trainer nodes alike, where the JobSet's tree gangs each ReplicatedJob in its turn.
+func namesOwnGroup(tmpl *v1.PodTemplateSpec) bool {
+	return tmpl.Labels[v1alpha1.PodGroupLabel] != "" || tmpl.Spec.SchedulingGroup != nil
+}
+
 // GroupOfJob implements jobframework.Adapter: a Job the JobSet controller runs for a JobSet
 // that gets groups belongs to its PodGroup. While the JobSet is not seen, its Jobs are taken
 // to belong to it.
@@ -74,7 +82,7 @@ func (a *Adapter) GroupOfJob(job *batchv1.Job, schedulerNames sets.Set[string]) 
 	if owner == nil || owner.Kind != GVK.Kind || !strings.HasPrefix(owner.APIVersion, GVK.Group+"/") {
 		return "", false
 	}
-	if !schedulerNames.Has(job.Spec.Template.Spec.SchedulerName) || filing.NamesGroup(&job.Spec.Template) {
+	if !schedulerNames.Has(job.Spec.Template.Spec.SchedulerName) || namesOwnGroup(&job.Spec.Template) {
 		return "", false // another scheduler's, or its pods name their own group (treeOf)
 	}
 	rjob, index := job.Labels[LabelReplicatedJob], job.Labels[LabelJobIndex]

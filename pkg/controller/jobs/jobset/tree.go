@@ -121,7 +121,7 @@ func treeOf(js *jobSet, schedulerNames sets.Set[string]) (*jobframework.Groups, 
 		pod := rj.Template.Spec.Template
 		switch {
 		case !schedulerNames.Has(pod.Spec.SchedulerName):
-		case filing.NamesGroup(&pod):
+		case namesOwnGroup(&pod):
 			ownGroup = true
 		default:
 			ours = append(ours, rj)

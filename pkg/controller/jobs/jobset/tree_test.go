@@ -376,6 +376,21 @@ func TestTreeOf(t *testing.T) {
 			},
 		},
 		{
+			name: "pods labelled with a scheduler-plugins PodGroup (Trainer's coscheduling policy) stay in the JobSet's tree",
+			js: func() *jobSet {
+				js := newJobSet("coscheduled", rjob("a", 1, 2), rjob("b", 1, 2))
+				for i := range js.Spec.ReplicatedJobs {
+					js.Spec.ReplicatedJobs[i].Template.Spec.Template.Labels = map[string]string{filing.SchedulerPluginsPodGroupLabel: "coscheduled"}
+				}
+				return js
+			},
+			check: func(t *testing.T, _ *jobSet, g *jobframework.Groups) {
+				if g.None || len(g.PodGroups) != 2 {
+					t.Errorf("groups %+v, want the tree's PodGroup per ReplicatedJob", g)
+				}
+			},
+		},
+		{
 			name: "every ReplicatedJob's pods name a native PodGroup: no groups, those it has go",
 			js: func() *jobSet {
 				js := newJobSet("native", rjob("a", 1, 2), rjob("b", 1, 2))
