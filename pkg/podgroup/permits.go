@@ -42,9 +42,6 @@ type Permits struct {
 	gone sets.Set[string]
 	// batches are the retries news armed that have not run yet (newsLocked).
 	batches []*newsBatch
-	// newsAt and news: when news last retried failed trees, and what it was (catchUpLocked).
-	newsAt time.Time
-	news   string
 	// cycles counts the scheduling cycles the model saw (Gate.Check), lastCycle is the sort
 	// key of the pod of the latest (scout.go).
 	cycles    uint64

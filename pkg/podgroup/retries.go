@@ -69,6 +69,9 @@ type newsBatch struct {
 	why   string
 	armed time.Time
 	roots []Key
+	// lowest is the lowest priority of the trees that joined with a key (hasLower).
+	lowest   int32
+	hasLower bool
 	// lead are the queue-sort keys of the two trees of it the queue will try first (the
 	// highest priority, then the oldest), best first, as of when they joined: a scout of the
 	// first yields only to the second.
@@ -78,6 +81,9 @@ type newsBatch struct {
 // join adds root, whose tree sorts by key, to the batch.
 func (b *newsBatch) join(root Key, key SortKey) {
 	b.roots = append(b.roots, root)
+	if !b.hasLower || key.Priority < b.lowest {
+		b.lowest, b.hasLower = key.Priority, true
+	}
 	i := 0
 	for i < len(b.lead) && !key.Before(b.lead[i]) {
 		i++
@@ -113,8 +119,7 @@ func (b *newsBatch) ahead(own SortKey) bool {
 // pod) would fail for nothing. An attempt that fails anyway shortly after news backs off for
 // the retry floor only (see rejectLocked).
 func (p *Permits) newsLocked(roots []Key, why string) {
-	p.newsAt, p.news = p.m.clock.Now(), why
-	b := &newsBatch{why: why, armed: p.newsAt}
+	b := &newsBatch{why: why, armed: p.m.clock.Now()}
 	for _, root := range roots {
 		r := p.attempts.Round(root)
 		if r == nil || (!r.stalled && len(r.failed) == 0) {
@@ -126,29 +131,31 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 	p.armBatchLocked(b, p.m.clock.Now().Add(newsDelay))
 }
 
-// catchUpLocked retries root's tree, which just failed whole, with the trees that news
-// retries and that have not been tried yet: news that came while its scout was in its cycle
-// (the cycle's snapshot may not have held it), or the news whose retry this attempt was
-// (prompted: it failed at once, the scheduler's cache may have lagged). It joins those
-// retries still to run, where the floor of its failure holds back the trees the queue puts
-// after it (armBatchLocked); with none left, news after its scout's cycle began arms one.
-// Without it, a tree tried when room appeared waited, while trees behind it in the queue,
-// which news retried a moment later, took the room (an urgent gang lost a new node so to a
-// gang of priority 0: test/integration/gang's TestReactionUnderLoad, three runs of four).
+// catchUpLocked retries root's tree, which just failed whole, with the trees of a lower
+// priority that news retries and that have not been tried yet: news that came while its
+// scout was in its cycle (the cycle's snapshot may not have held it), or the news whose retry
+// this attempt was (prompted: it failed at once, the scheduler's cache may have lagged). It
+// joins those retries still to run, where the floor of its failure holds back the trees the
+// queue puts after it (armBatchLocked). Without it, a tree tried when room appeared waited,
+// while trees of a lower priority, which news retried a moment later, took the room (an
+// urgent gang lost a new node so to a gang of priority 0: test/integration/gang's
+// TestReactionUnderLoad, three runs of four). Only for a lower priority: among trees of one
+// priority, under churn, every tree that failed would hold back the younger ones in turn, and
+// some were never tried (test/integration/churn).
 func (p *Permits) catchUpLocked(root Key, r *Round, prompted time.Time) {
-	missed := !r.triedAt.IsZero() && p.newsAt.After(r.triedAt)
-	joined := false
+	own, ok := p.treeKeyLocked(root, r)
+	if !ok {
+		return
+	}
 	for _, b := range p.batches {
 		if !(b.armed.After(r.triedAt) || (!prompted.IsZero() && !b.armed.After(prompted))) {
 			continue
 		}
-		if !slices.Contains(b.roots, root) {
-			p.joinLocked(b, root, r)
+		if !b.hasLower || own.Priority <= b.lowest || slices.Contains(b.roots, root) {
+			continue
 		}
-		r.news, joined = b.why, true
-	}
-	if missed && !joined {
-		p.newsLocked([]Key{root}, p.news)
+		p.joinLocked(b, root, r)
+		r.news = b.why
 	}
 }
 

@@ -391,28 +391,3 @@ func TestATreeNewsRetriedThatFailsAtOnceGoesFirst(t *testing.T) {
 		t.Errorf("activated %v at urgent's retry, want both scouts together (the queue puts urgent's first)", activated)
 	}
 }
-
-// A tree whose scout was in its first cycle when room appeared (news retries only trees that
-// failed, so not it), and that failed for want of it (its snapshot did not hold it yet), is
-// retried a moment later, not after its backoff.
-func TestATreeTriedWhenNewsCameIsRetriedSoon(t *testing.T) {
-	cpu := map[v1.ResourceName]string{v1.ResourceCPU: "2"}
-	m, clk, rec := testModel(t)
-	m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
-	m.OnPod(nil, lt.MakePod().Namespace("other").Name("filler").UID("filler").Req(cpu).Node("n1").Obj())
-	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
-	pods := addPods(m, "a", 2)
-	if v := m.Gate().Admit(bg, pods[0]); v.Code != Proceed {
-		t.Fatalf("Admit a-0 = %v, want its scout let in", v.Code)
-	}
-	m.Gate().Check(bg, pods[0], 0) // its cycle begins
-	clk.Step(time.Millisecond)
-	m.OnNodeAdd(lt.MakeNode("n2", "4").Obj())
-	clk.Step(newsDelay)
-	rec.take()
-	m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
-	clk.Step(newsDelay + DefaultRetryFloor)
-	if activated, _, _ := rec.take(); !cmp.Equal(slices.Compact(activated), []string{"a-0"}) {
-		t.Errorf("activated %v a moment after the failure, want its scout retried with the news it missed", activated)
-	}
-}
