@@ -148,10 +148,9 @@ func (p *Permits) catchUpLocked(root Key, r *Round, prompted time.Time) {
 		return
 	}
 	for _, b := range p.batches {
-		if !(b.armed.After(r.triedAt) || (!prompted.IsZero() && !b.armed.After(prompted))) {
-			continue
-		}
-		if !b.hasLower || own.Priority <= b.lowest || slices.Contains(b.roots, root) {
+		missed := b.armed.After(r.triedAt)                         // news after its scout's cycle began
+		sameNews := !prompted.IsZero() && !b.armed.After(prompted) // the news this attempt was the retry of
+		if !(missed || sameNews) || !b.hasLower || own.Priority <= b.lowest || slices.Contains(b.roots, root) {
 			continue
 		}
 		p.joinLocked(b, root, r)

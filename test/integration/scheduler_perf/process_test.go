@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -77,7 +76,7 @@ func startProcess(tCtx ktesting.TContext) error {
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -267,15 +266,6 @@ func get(client *http.Client, url string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
 	}
 	return body, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // A process's CPU time is read past its command, which may hold spaces and parentheses.

@@ -65,12 +65,21 @@ func (s *Scheduler) Metrics(t *testing.T) string {
 // freePort returns a port nobody listens on right now.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+// FreePort returns a local TCP port free now (the benchmarks' scheduler processes use it too).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Stop stops the scheduler and waits until it has exited.
