@@ -74,6 +74,8 @@ type shared struct {
 	plans  *topology.Plans
 	// nominations lists the nodes the scheduler's queue may hold nominated pods for.
 	nominations *topology.Nominations
+	// changes tells the topologies of every profile which nodes changed.
+	changes *topology.NodeChanges
 	// workloads are the workload kinds lockstep makes groups for, on informers that both
 	// the group model (filing) and the workload controller read.
 	workloads []jobframework.Adapter
@@ -112,6 +114,7 @@ func (s *Scheduler) Registry() frameworkruntime.Registry {
 				Notes:       c.groups.Model.Permits(),
 				Plans:       c.plans,
 				Nominations: c.nominations,
+				Changes:     c.changes,
 				Guard:       func(h fwk.Handle) fwk.Handle { return podgroup.Guard(h, c.groups.Model.Permits(), gang.Name) },
 			})
 		},
@@ -156,6 +159,11 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 	if err != nil {
 		return nil, err
 	}
+	changes, err := topology.NewNodeChanges(h.SharedInformerFactory().Core().V1().Pods().Informer(),
+		h.SharedInformerFactory().Core().V1().Nodes().Informer())
+	if err != nil {
+		return nil, err
+	}
 	meta, err := metadata.NewForConfig(h.KubeConfig())
 	if err != nil {
 		return nil, err
@@ -181,7 +189,7 @@ func (s *Scheduler) components(ctx context.Context, h fwk.Handle) (*shared, erro
 	groups.Start(ctx)
 	wlInformers.Dynamic.Start(ctx.Done())
 	s.elected.Run(ctx, groups.Lead)
-	c := &shared{groups: groups, plans: plans, nominations: nominations, workloads: adapters, informers: wlInformers}
+	c := &shared{groups: groups, plans: plans, nominations: nominations, changes: changes, workloads: adapters, informers: wlInformers}
 	s.shared[key] = c
 	go func() {
 		<-ctx.Done()

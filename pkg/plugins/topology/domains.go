@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -29,6 +30,17 @@ type node struct {
 	path []string
 	// keys holds the key of the node's domain at each level of path, "" where it is in none.
 	keys []string
+	// cpu is the node's allocatable CPU in millicores, read once per Node object: plans
+	// that break ties between domains by their size sum it over every domain.
+	cpu int64
+}
+
+// setObj adopts a node's object.
+func (n *node) setObj(obj *v1.Node) {
+	n.obj, n.cpu = obj, 0
+	if obj != nil {
+		n.cpu = obj.Status.Allocatable.Cpu().MilliValue()
+	}
 }
 
 // domain is a set of nodes that share their labels down to a level.
@@ -36,6 +48,19 @@ type domain struct {
 	level int    // -1 for "anywhere"
 	key   string // the path down to level, e.g. "zone-a/block-1/rack-3"; "" for anywhere
 	nodes []*node
+	// cpu is the allocatable CPU of its nodes in millicores (node.cpu summed), kept as
+	// Node objects change: a rack-required plan breaks ties between every rack of the
+	// cluster by it.
+	cpu int64
+}
+
+// anywhereIn is the domain of "anywhere" over nodes.
+func anywhereIn(nodes []*node) *domain {
+	d := &domain{level: -1, nodes: nodes}
+	for _, n := range nodes {
+		d.cpu += n.cpu
+	}
+	return d
 }
 
 // name is how messages call the domain: its own label value.
@@ -68,6 +93,8 @@ type topology struct {
 	members map[string][]*node
 	// sub lists, per domain key ("" for anywhere) and deeper level, the domains inside it.
 	sub map[string]map[int][]*domain
+	// domains are the domains by key.
+	domains map[string]*domain
 
 	// mu guards what plans keep of the nodes across plans, so that a plan reads again only
 	// the nodes that changed since the last one (sameAs): each node's free capacity, by the
@@ -82,10 +109,20 @@ type topology struct {
 	version  uint64
 }
 
+// fullCheckInterval is how often a topology told which nodes changed (NodeChanges) still
+// checks every node: what it was told may miss a change for a moment (changes.go).
+const fullCheckInterval = time.Second
+
 // topologyCache keeps the topology of the last snapshot.
 type topologyCache struct {
 	mu   sync.Mutex
 	last *topology
+	// changed are the nodes that may have changed since the last plan; nil: every node is
+	// checked at each plan.
+	changed *changedNodes
+	// lastFull is when every node was last checked; now reads the clock.
+	lastFull time.Time
+	now      func() time.Time
 }
 
 // get returns the topology of infos, reusing the last one when the nodes and their
@@ -93,10 +130,28 @@ type topologyCache struct {
 func (tc *topologyCache) get(levels []string, infos []fwk.NodeInfo) *topology {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	if t := tc.last; t != nil && t.sameAs(infos) {
+	if tc.changed == nil {
+		if t := tc.last; t != nil && t.sameAs(infos) {
+			return t
+		}
+		tc.last = buildTopology(levels, infos)
+		return tc.last
+	}
+	now := time.Now()
+	if tc.now != nil {
+		now = tc.now()
+	}
+	names, all := tc.changed.take()
+	if t := tc.last; t != nil && !all && now.Sub(tc.lastFull) < fullCheckInterval {
+		if pending, ok := t.sameAt(infos, names); ok {
+			tc.changed.keep(pending)
+			return t
+		}
+	} else if t != nil && t.sameAs(infos) {
+		tc.lastFull = now
 		return t
 	}
-	tc.last = buildTopology(levels, infos)
+	tc.last, tc.lastFull = buildTopology(levels, infos), now
 	return tc.last
 }
 
@@ -112,27 +167,74 @@ func (t *topology) sameAs(infos []fwk.NodeInfo) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, ni := range infos {
-		g := ni.GetGeneration()
-		if g == t.gens[i] && g != 0 {
-			continue
-		}
-		if n := ni.Node(); n != t.objs[i] {
-			if n == nil || n.Name != t.nodes[i].name || !equalPaths(pathOf(n, t.levels), t.nodes[i].path) {
-				return false
-			}
-			t.objs[i], t.nodes[i].obj = n, n
-			t.nodeChangedLocked(i)
-		}
-		t.gens[i], t.free[i] = g, freeOf(ni)
-		t.version++
-		t.versions[""] = t.version
-		for _, k := range t.nodes[i].keys {
-			if k != "" {
-				t.versions[k] = t.version
-			}
+		if _, ok := t.refreshLocked(i, ni); !ok {
+			return false
 		}
 	}
 	return true
+}
+
+// sameAt is sameAs for the named nodes only, the ones that may have changed since the last
+// plan (NodeChanges). It returns the names whose NodeInfo did not change yet (their change
+// is still to reach the snapshot), and false when infos are not the nodes of t or a named
+// node is not where t has it.
+func (t *topology) sameAt(infos []fwk.NodeInfo, names []string) (pending []string, ok bool) {
+	if len(infos) != len(t.objs) {
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, name := range names {
+		nd := t.byName[name]
+		if nd == nil {
+			pending = append(pending, name) // a node the snapshot does not have yet
+			continue
+		}
+		ni := infos[nd.idx]
+		if n := ni.Node(); n == nil || n.Name != name {
+			return nil, false
+		}
+		changed, ok := t.refreshLocked(nd.idx, ni)
+		if !ok {
+			return nil, false
+		}
+		if !changed {
+			pending = append(pending, name)
+		}
+	}
+	return pending, true
+}
+
+// refreshLocked reads node i again if its NodeInfo has a new generation (changed); false ok
+// when it is no longer the node t has at i, or its path changed.
+func (t *topology) refreshLocked(i int, ni fwk.NodeInfo) (changed, ok bool) {
+	g := ni.GetGeneration()
+	if g == t.gens[i] && g != 0 {
+		return false, true
+	}
+	if n := ni.Node(); n != t.objs[i] {
+		if n == nil || n.Name != t.nodes[i].name || !equalPaths(pathOf(n, t.levels), t.nodes[i].path) {
+			return false, false
+		}
+		t.objs[i] = n
+		was := t.nodes[i].cpu
+		t.nodes[i].setObj(n)
+		for _, k := range t.nodes[i].keys {
+			if d := t.domains[k]; d != nil {
+				d.cpu += t.nodes[i].cpu - was
+			}
+		}
+		t.nodeChangedLocked(i)
+	}
+	t.gens[i], t.free[i] = g, freeOf(ni)
+	t.version++
+	t.versions[""] = t.version
+	for _, k := range t.nodes[i].keys {
+		if k != "" {
+			t.versions[k] = t.version
+		}
+	}
+	return true, true
 }
 
 // nodeChangedLocked forgets which pod specs may use node i, after its Node object changed.
@@ -162,7 +264,8 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 		t.objs[i], t.gens[i], t.free[i] = n, ni.GetGeneration(), freeOf(ni)
 		nd := &node{idx: i}
 		if n != nil {
-			nd.name, nd.obj, nd.path = n.Name, n, pathOf(n, levels)
+			nd.name, nd.path = n.Name, pathOf(n, levels)
+			nd.setObj(n)
 			nd.keys = make([]string, len(nd.path))
 			for l, v := range nd.path {
 				if v != "" {
@@ -176,6 +279,7 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 		}
 	}
 	domains := map[string]*domain{}
+	t.domains = domains
 	add := func(parent string, d *domain) {
 		if t.sub[parent] == nil {
 			t.sub[parent] = map[int][]*domain{}
@@ -200,6 +304,7 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 				}
 			}
 			d.nodes = append(d.nodes, n)
+			d.cpu += n.cpu
 		}
 	}
 	for _, byLevel := range t.sub {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -236,5 +237,32 @@ func TestCachedRoomPlansAsNodeByNodeSums(t *testing.T) {
 			t.Fatalf("step %d (%s gang of %d): cached room placed %v (ok %v), node-by-node sums %v (ok %v)",
 				step, constraint, len(g.Pending), placementOf(got, g), got.ok, placementOf(want, g), want.ok)
 		}
+	}
+}
+
+// A domain's allocatable CPU (what plans break ties between domains by) follows its nodes'
+// objects: a node that grows grows its rack, block and zone, and no other domain.
+func TestDomainCapacityFollowsNodeObjects(t *testing.T) {
+	nodes := grid(1, 1, 2, 2, 8)
+	infos := nodeInfos(nodes)
+	var tc topologyCache
+	topo := tc.get(levels, infos)
+	cpuOf := func(key string) int64 { return topo.domains[key].cpu / 1000 }
+	if got := cpuOf("z0/z0-b0/z0-b0-r0"); got != 16 {
+		t.Fatalf("rack r0 has %d cores, want 16", got)
+	}
+	grown := infos[0].Node().DeepCopy()
+	grown.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("24")
+	infos[0].(*framework.NodeInfo).SetNode(grown)
+	if again := tc.get(levels, infos); again != topo {
+		t.Fatal("a node's new allocatable rebuilt the topology")
+	}
+	for key, want := range map[string]int64{"z0": 48, "z0/z0-b0": 48, "z0/z0-b0/z0-b0-r0": 32, "z0/z0-b0/z0-b0-r1": 16} {
+		if got := cpuOf(key); got != want {
+			t.Errorf("domain %s has %d cores after node 0 grew to 24, want %d", key, got, want)
+		}
+	}
+	if got := anywhereIn(topo.nodes).cpu / 1000; got != 48 {
+		t.Errorf("anywhere has %d cores, want 48", got)
 	}
 }

@@ -168,7 +168,7 @@ type outcome struct {
 // plan places the pending members of the tree rooted at root.
 func (p *planner) plan(root *podgroup.GroupView) outcome {
 	p.index(root)
-	anywhere := &domain{level: -1, nodes: p.c.nodes}
+	anywhere := anywhereIn(p.c.nodes)
 	ok := p.placeGroup(root, anywhere)
 	out := outcome{ok: ok, failures: p.failures}
 	if !ok {
@@ -436,22 +436,10 @@ func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least capacity
 		spare int64
 		cpu   int64
 	}
-	capacities := map[*domain]int64{} // read only for ties
-	capacityOf := func(d *domain) int64 {
-		c, ok := capacities[d]
-		if !ok {
-			for _, n := range d.nodes {
-				if n.obj != nil {
-					c += n.obj.Status.Allocatable.Cpu().MilliValue()
-				}
-			}
-			capacities[d] = c
-		}
-		return c
-	}
 	var ok []scored
+	rooms := p.rooms(rep, shape)
 	for _, d := range ds {
-		total, slots := p.room(d, g, rep, shape, count)
+		total, slots := p.room(rooms, d, g, rep, shape, count)
 		if !total.Fits(least) || (count > 0 && slots == 0) {
 			continue
 		}
@@ -469,7 +457,7 @@ func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least capacity
 		case ok[i].cpu != ok[j].cpu:
 			return ok[i].cpu < ok[j].cpu
 		}
-		if ci, cj := capacityOf(ok[i].d), capacityOf(ok[j].d); ci != cj {
+		if ci, cj := ok[i].d.cpu, ok[j].d.cpu; ci != cj {
 			// As much room either way: the domain more of which is in use (the larger),
 			// so that an idle domain stays whole for a gang that needs all of it, as
 			// upstream's placement scoring (most allocated) would choose.

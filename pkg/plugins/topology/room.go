@@ -47,11 +47,12 @@ func (p *planner) markDirty(n *node, d int) {
 	}
 }
 
-// room returns the free capacity and the slots of shape (counted when count > 0) on the
-// nodes of d the group's representative member rep may use.
-func (p *planner) room(d *domain, g *podgroup.GroupView, rep *pending, shape capacity.Resources, count int64) (capacity.Resources, int64) {
-	if rep == nil || !p.cached || len(p.held) > 0 || len(p.claims) > 0 || p.dirty[d.key] > 0 {
-		return p.sum(d, g, rep, shape, count)
+// rooms returns the cache of the rooms of domains for the group's representative member rep
+// and shape, nil when the plan cannot take rooms from the cache (a domain is then summed node
+// by node). One cache serves every domain a plan ranks.
+func (p *planner) rooms(rep *pending, shape capacity.Resources) map[string]roomOf {
+	if rep == nil || !p.cached || len(p.held) > 0 || len(p.claims) > 0 {
+		return nil
 	}
 	el, key := rep.shape.elig, roomKey(shape)
 	byDomain := el.rooms[key]
@@ -62,12 +63,22 @@ func (p *planner) room(d *domain, g *podgroup.GroupView, rep *pending, shape cap
 		byDomain = map[string]roomOf{}
 		el.rooms[key] = byDomain
 	}
+	return byDomain
+}
+
+// room returns the free capacity and the slots of shape (counted when count > 0) on the
+// nodes of d the group's representative member rep may use; from the cache rooms when it
+// holds d as the topology has it now.
+func (p *planner) room(rooms map[string]roomOf, d *domain, g *podgroup.GroupView, rep *pending, shape capacity.Resources, count int64) (capacity.Resources, int64) {
+	if rooms == nil || p.dirty[d.key] > 0 {
+		return p.sum(d, g, rep, shape, count)
+	}
 	version := p.c.versions[d.key]
-	r, ok := byDomain[d.key]
+	r, ok := rooms[d.key]
 	if !ok || r.version != version {
 		r.total, r.slots = p.sum(d, g, rep, shape, 1)
 		r.version = version
-		byDomain[d.key] = r
+		rooms[d.key] = r
 	}
 	if count == 0 {
 		return r.total, 0

@@ -96,6 +96,8 @@ type Topology struct {
 	verdicts *verdictCache
 	// nominations lists the nodes that may have nominated pods (nil: any node may).
 	nominations *Nominations
+	// changes is told the nodes of the pods this profile assumes and forgets (Reserve).
+	changes *NodeChanges
 	// podLister tells whether victims are gone; executor evicts (upstream's) the victims
 	// gangPreemption chooses.
 	podLister      corelisters.PodLister
@@ -113,6 +115,7 @@ var (
 	_ fwk.PreFilterPlugin   = &Topology{}
 	_ fwk.FilterPlugin      = &Topology{}
 	_ fwk.PostFilterPlugin  = &Topology{}
+	_ fwk.ReservePlugin     = &Topology{}
 	_ fwk.PreScorePlugin    = &Topology{}
 	_ fwk.ScorePlugin       = &Topology{}
 	_ fwk.EnqueueExtensions = &Topology{}
@@ -132,6 +135,9 @@ type Shared struct {
 	// Nominations lists the nodes that may have nominated pods; nil makes every plan that
 	// weighs whole domains ask the nominator about every node.
 	Nominations *Nominations
+	// Changes tells the plugin's topology which nodes changed since its last plan; nil makes
+	// every plan check every node.
+	Changes *NodeChanges
 }
 
 // New builds the plugin from its (defaulted, internal) args, on what it shares with every
@@ -159,7 +165,9 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 		verdicts:  newVerdictCache(),
 
 		nominations: shared.Nominations,
+		changes:     shared.Changes,
 	}
+	pl.topology.changed = shared.Changes.subscribe()
 	var pdbs policylisters.PodDisruptionBudgetLister
 	if f := handle.SharedInformerFactory(); f != nil {
 		pl.podLister = f.Core().V1().Pods().Lister()

@@ -1,0 +1,234 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time                          { return c.t }
+func (c *fakeClock) step(d time.Duration)                    { c.t = c.t.Add(d) }
+func newFakeClock() *fakeClock                               { return &fakeClock{t: time.Unix(1_000_000, 0)} }
+func freeCPUOf(t *topology, i int) int64                     { return t.free[i].MilliCPU / 1000 }
+func infoAt(infos []fwk.NodeInfo, i int) *framework.NodeInfo { return infos[i].(*framework.NodeInfo) }
+
+// A topology told which nodes changed reads those nodes only: a node changed without a word
+// keeps what the topology read until the next check of every node (fullCheckInterval); a
+// node told before its change reached the snapshot is read once it has.
+func TestTopologyReadsTheNodesItWasTold(t *testing.T) {
+	nodes := grid(1, 1, 2, 2, 8)
+	infos := nodeInfos(nodes)
+	clock := newFakeClock()
+	changes, _ := NewNodeChanges(nil, nil)
+	tc := topologyCache{changed: changes.subscribe(), now: clock.now}
+	topo := tc.get(levels, infos)
+
+	quiet := podOf("quiet", 3, 0)
+	quiet.Spec.NodeName = nodes[0].name
+	infoAt(infos, 0).AddPod(quiet)
+	told := podOf("told", 2, 0)
+	told.Spec.NodeName = nodes[1].name
+	infoAt(infos, 1).AddPod(told)
+	changes.Note(nodes[1].name)
+	changes.Note(nodes[2].name) // told before its change reaches the snapshot
+	clock.step(fullCheckInterval / 2)
+	if got := tc.get(levels, infos); got != topo {
+		t.Fatal("a pod added rebuilt the topology")
+	}
+	if got := freeCPUOf(topo, 1); got != 6 {
+		t.Errorf("node 1, told: %d cores free, want 6", got)
+	}
+	if got := freeCPUOf(topo, 0); got != 8 {
+		t.Errorf("node 0, changed without a word within %v of the last full check: %d cores free, want 8 (read only at the next full check)", fullCheckInterval, got)
+	}
+
+	late := podOf("late", 5, 0)
+	late.Spec.NodeName = nodes[2].name
+	infoAt(infos, 2).AddPod(late)
+	tc.get(levels, infos)
+	if got := freeCPUOf(topo, 2); got != 3 {
+		t.Errorf("node 2, told before its change reached the snapshot: %d cores free, want 3", got)
+	}
+
+	clock.step(fullCheckInterval)
+	tc.get(levels, infos)
+	if got := freeCPUOf(topo, 0); got != 5 {
+		t.Errorf("node 0 after a full check: %d cores free, want 5", got)
+	}
+}
+
+// Whatever the order of changes, notes and plans, a topology told about its nodes' changes
+// (possibly before they reach the snapshot) sees every told change at its next plan, and
+// every change at the first plan a full check interval after it. The oracle keeps its own
+// count of the cores each node's pods take.
+func TestTopologyFollowsChangesItIsTold(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	for round := 0; round < 20; round++ {
+		nodes := grid(1, 2, 2, 3, 16)
+		infos := nodeInfos(nodes)
+		clock := newFakeClock()
+		changes, _ := NewNodeChanges(nil, nil)
+		tc := topologyCache{changed: changes.subscribe(), now: clock.now}
+		tc.get(levels, infos)
+		lastFull := clock.t
+		used := make([]int64, len(nodes))     // cores taken, by the oracle
+		unseen := make([]bool, len(nodes))    // changed without a word since the last full check
+		pods := make([][]*v1.Pod, len(nodes)) // pods on each node
+		pending := map[int]bool{}             // told, change still to come
+		next := 0
+		for step := 0; step < 200; step++ {
+			i := rng.IntN(len(nodes))
+			switch op := rng.IntN(6); {
+			case op <= 1 && used[i] < 16: // a pod assumed or bound, told
+				cpu := 1 + rng.Int64N(16-used[i])
+				p := podOf(fmt.Sprintf("p%d", next), cpu, 0)
+				next++
+				p.Spec.NodeName = nodes[i].name
+				infoAt(infos, i).AddPod(p)
+				pods[i], used[i] = append(pods[i], p), used[i]+cpu
+				changes.Note(nodes[i].name)
+				delete(pending, i) // the plan reads the change this note told
+			case op == 2 && len(pods[i]) > 0: // a pod gone, told
+				p := pods[i][0]
+				if err := infoAt(infos, i).RemovePod(klog.Background(), p); err != nil {
+					t.Fatal(err)
+				}
+				pods[i], used[i] = pods[i][1:], used[i]-p.Spec.Containers[0].Resources.Requests.Cpu().Value()
+				changes.Note(nodes[i].name)
+				delete(pending, i)
+			case op == 3: // told now, the change comes later (the informer ran first)
+				changes.Note(nodes[i].name)
+				pending[i] = true
+			case op == 4 && len(pods[i]) > 0: // a pod gone without a word
+				p := pods[i][len(pods[i])-1]
+				if err := infoAt(infos, i).RemovePod(klog.Background(), p); err != nil {
+					t.Fatal(err)
+				}
+				pods[i], used[i] = pods[i][:len(pods[i])-1], used[i]-p.Spec.Containers[0].Resources.Requests.Cpu().Value()
+				if pending[i] {
+					delete(pending, i) // the note told before covers it
+				} else {
+					unseen[i] = true
+				}
+			default:
+				clock.step(time.Duration(rng.IntN(400)) * time.Millisecond)
+			}
+			topo := tc.get(levels, infos)
+			full := clock.t.Sub(lastFull) >= fullCheckInterval
+			if full {
+				lastFull = clock.t
+				clear(unseen)
+				clear(pending) // a full check forgets what it was told
+			}
+			for j := range nodes {
+				if unseen[j] {
+					continue
+				}
+				if got, want := freeCPUOf(topo, j), 16-used[j]; got != want {
+					t.Fatalf("seed %d round %d step %d: node %d has %d cores free in the topology, want %d", seed, round, step, j, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A node added or deleted rebuilds the topology at the next plan, told or not.
+func TestTopologyRebuiltWhenNodesComeAndGo(t *testing.T) {
+	nodes := grid(1, 1, 1, 3, 8)
+	infos := nodeInfos(nodes)
+	clock := newFakeClock()
+	changes, _ := NewNodeChanges(nil, nil)
+	tc := topologyCache{changed: changes.subscribe(), now: clock.now}
+	tc.get(levels, infos)
+	more := append(slices.Clone(nodes), testNode{zone: "z0", block: "z0-b0", rack: "z0-b0-r0", name: "added", cpu: 8})
+	if got := tc.get(levels, nodeInfos(more)); got.byName["added"] == nil {
+		t.Error("a node added (not told) is not in the next plan's topology")
+	}
+	// Same number of nodes, one replaced by another: told by the node informer (NoteAll).
+	swapped := append(slices.Clone(nodes[:2]), testNode{zone: "z0", block: "z0-b0", rack: "z0-b0-r0", name: "other", cpu: 8})
+	tc.get(levels, nodeInfos(nodes))
+	changes.NoteAll()
+	if got := tc.get(levels, nodeInfos(swapped)); got.byName["other"] == nil || got.byName[nodes[2].name] != nil {
+		t.Error("a node replaced by another is not in the next plan's topology")
+	}
+}
+
+// The scheduler's informers tell NodeChanges the nodes of pods bound, changed and deleted, and
+// of nodes changed; a node added or deleted marks every node.
+func TestNodeChangesFollowInformers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewSimpleClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	changes, err := NewNodeChanges(factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := changes.subscribe()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	s.take()
+
+	expect := func(what string, wantNames []string, wantAll bool) {
+		t.Helper()
+		var names []string
+		var all bool
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			n, a := s.take()
+			names, all = append(names, n...), all || a
+			slices.Sort(names)
+			names = slices.Compact(names)
+			return slices.Equal(names, wantNames) && all == wantAll, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: told %v (every node: %v), want %v (every node: %v)", what, names, all, wantNames, wantAll)
+		}
+	}
+	pods := client.CoreV1().Pods("ns")
+	nodes := client.CoreV1().Nodes()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: v1.PodSpec{NodeName: "a"}}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("pod bound to a", []string{"a"}, false)
+	pod.Labels = map[string]string{"changed": "yes"}
+	if _, err := pods.Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("pod on a changed", []string{"a"}, false)
+	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("pod on a deleted", []string{"a"}, false)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+	if _, err := nodes.Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("node b added", nil, true)
+	node.Spec.Unschedulable = true
+	if _, err := nodes.Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("node b cordoned", []string{"b"}, false)
+	if err := nodes.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("node b deleted", nil, true)
+}
