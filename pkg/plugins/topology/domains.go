@@ -54,15 +54,6 @@ type domain struct {
 	cpu int64
 }
 
-// anywhereIn is the domain of "anywhere" over nodes.
-func anywhereIn(nodes []*node) *domain {
-	d := &domain{level: -1, nodes: nodes}
-	for _, n := range nodes {
-		d.cpu += n.cpu
-	}
-	return d
-}
-
 // name is how messages call the domain: its own label value.
 func (d *domain) name() string {
 	if i := strings.LastIndex(d.key, "/"); i >= 0 {
@@ -93,8 +84,9 @@ type topology struct {
 	members map[string][]*node
 	// sub lists, per domain key ("" for anywhere) and deeper level, the domains inside it.
 	sub map[string]map[int][]*domain
-	// domains are the domains by key.
-	domains map[string]*domain
+	// domains are the domains by key; anywhere is the domain of every node.
+	domains  map[string]*domain
+	anywhere *domain
 
 	// mu guards what plans keep of the nodes across plans, so that a plan reads again only
 	// the nodes that changed since the last one (sameAs): each node's free capacity, by the
@@ -219,6 +211,7 @@ func (t *topology) refreshLocked(i int, ni fwk.NodeInfo) (changed, ok bool) {
 		t.objs[i] = n
 		was := t.nodes[i].cpu
 		t.nodes[i].setObj(n)
+		t.anywhere.cpu += t.nodes[i].cpu - was
 		for _, k := range t.nodes[i].keys {
 			if d := t.domains[k]; d != nil {
 				d.cpu += t.nodes[i].cpu - was
@@ -279,7 +272,10 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 		}
 	}
 	domains := map[string]*domain{}
-	t.domains = domains
+	t.domains, t.anywhere = domains, &domain{level: -1, nodes: t.nodes}
+	for _, n := range t.nodes {
+		t.anywhere.cpu += n.cpu
+	}
 	add := func(parent string, d *domain) {
 		if t.sub[parent] == nil {
 			t.sub[parent] = map[int][]*domain{}

@@ -262,7 +262,7 @@ func TestDomainCapacityFollowsNodeObjects(t *testing.T) {
 			t.Errorf("domain %s has %d cores after node 0 grew to 24, want %d", key, got, want)
 		}
 	}
-	if got := anywhereIn(topo.nodes).cpu / 1000; got != 48 {
+	if got := topo.anywhere.cpu / 1000; got != 48 {
 		t.Errorf("anywhere has %d cores, want 48", got)
 	}
 }

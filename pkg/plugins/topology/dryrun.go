@@ -33,7 +33,7 @@ func (pl *Topology) newDryRun(tree *podgroup.GroupView, infos []fwk.NodeInfo) *d
 func (d *dryRun) Domains() []gangpreemption.Domain {
 	level, _ := d.topo.constraintLevels(d.tree)
 	if level < 0 {
-		return []gangpreemption.Domain{d.pl.domainOf(anywhereIn(d.topo.nodes))}
+		return []gangpreemption.Domain{d.pl.domainOf(d.topo.anywhere)}
 	}
 	out := make([]gangpreemption.Domain, 0, len(d.topo.sub[""][level]))
 	for _, dom := range d.topo.sub[""][level] {

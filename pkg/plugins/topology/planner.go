@@ -168,7 +168,7 @@ type outcome struct {
 // plan places the pending members of the tree rooted at root.
 func (p *planner) plan(root *podgroup.GroupView) outcome {
 	p.index(root)
-	anywhere := anywhereIn(p.c.nodes)
+	anywhere := p.c.anywhere
 	ok := p.placeGroup(root, anywhere)
 	out := outcome{ok: ok, failures: p.failures}
 	if !ok {
