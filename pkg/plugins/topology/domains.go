@@ -89,8 +89,8 @@ type topology struct {
 	anywhere *domain
 
 	// mu guards what plans keep of the nodes across plans, so that a plan reads again only
-	// the nodes that changed since the last one (sameAs): each node's free capacity, by the
-	// generation of its NodeInfo, and which nodes each pod spec may use (eligibility).
+	// the nodes that changed since the last one (sameAs, sameAt): each node's free capacity,
+	// by the generation of its NodeInfo, and which nodes each pod spec may use (eligibility).
 	mu   sync.Mutex
 	gens []int64
 	free []capacity.Resources

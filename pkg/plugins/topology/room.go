@@ -12,10 +12,11 @@ import (
 // use. A rack-required gang ranks every rack of the cluster, so summing it node by node made
 // each plan's cost grow with the cluster. The room of a domain none of whose nodes changed
 // since it was summed is taken from a cache instead, kept per pod spec (eligible) and
-// shape; the topology's refresh (sameAs) gives a domain a new version when any of its nodes
-// changes. A domain is summed node by node when the plan sees its nodes differently from the
-// topology: capacity promised elsewhere or taken by the plan (dirty), nodes excluded for this
-// plan (a fitter that wraps the pod spec's eligibility), or exclusively held domains.
+// shape; the topology's refresh (refreshLocked) gives a domain a new version when any of its
+// nodes changes. A domain is summed node by node when the plan sees its nodes differently
+// from the topology: capacity promised elsewhere or taken by the plan (dirty), nodes
+// excluded for this plan (a fitter that wraps the pod spec's eligibility), or exclusively
+// held domains.
 
 // maxRoomShapes bounds the shapes a pod spec keeps the rooms of domains for: a cluster
 // whose gangs keep asking for new requests forgets them all and starts again.
