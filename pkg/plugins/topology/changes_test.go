@@ -16,16 +16,19 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time                          { return c.t }
-func (c *fakeClock) step(d time.Duration)                    { c.t = c.t.Add(d) }
-func newFakeClock() *fakeClock                               { return &fakeClock{t: time.Unix(1_000_000, 0)} }
 func freeCPUOf(t *topology, i int) int64                     { return t.free[i].MilliCPU / 1000 }
 func infoAt(infos []fwk.NodeInfo, i int) *framework.NodeInfo { return infos[i].(*framework.NodeInfo) }
+
+// toldTopology returns a topology cache told of changes by the NodeChanges it returns, on a
+// clock the test steps.
+func toldTopology() (*topologyCache, *NodeChanges, *testingclock.FakeClock) {
+	clock := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
+	changes, _ := NewNodeChanges(nil, nil)
+	return &topologyCache{changed: changes.subscribe(), now: clock.Now}, changes, clock
+}
 
 // A topology told which nodes changed reads those nodes only: a node changed without a word
 // keeps what the topology read until the next check of every node (fullCheckInterval); a
@@ -33,9 +36,7 @@ func infoAt(infos []fwk.NodeInfo, i int) *framework.NodeInfo { return infos[i].(
 func TestTopologyReadsTheNodesItWasTold(t *testing.T) {
 	nodes := grid(1, 1, 2, 2, 8)
 	infos := nodeInfos(nodes)
-	clock := newFakeClock()
-	changes, _ := NewNodeChanges(nil, nil)
-	tc := topologyCache{changed: changes.subscribe(), now: clock.now}
+	tc, changes, clock := toldTopology()
 	topo := tc.get(levels, infos)
 
 	quiet := podOf("quiet", 3, 0)
@@ -46,7 +47,7 @@ func TestTopologyReadsTheNodesItWasTold(t *testing.T) {
 	infoAt(infos, 1).AddPod(told)
 	changes.Note(nodes[1].name)
 	changes.Note(nodes[2].name) // told before its change reaches the snapshot
-	clock.step(fullCheckInterval / 2)
+	clock.Step(fullCheckInterval / 2)
 	if got := tc.get(levels, infos); got != topo {
 		t.Fatal("a pod added rebuilt the topology")
 	}
@@ -65,7 +66,7 @@ func TestTopologyReadsTheNodesItWasTold(t *testing.T) {
 		t.Errorf("node 2, told before its change reached the snapshot: %d cores free, want 3", got)
 	}
 
-	clock.step(fullCheckInterval)
+	clock.Step(fullCheckInterval)
 	tc.get(levels, infos)
 	if got := freeCPUOf(topo, 0); got != 5 {
 		t.Errorf("node 0 after a full check: %d cores free, want 5", got)
@@ -83,11 +84,9 @@ func TestTopologyFollowsChangesItIsTold(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		nodes := grid(1, 2, 2, 3, 16)
 		infos := nodeInfos(nodes)
-		clock := newFakeClock()
-		changes, _ := NewNodeChanges(nil, nil)
-		tc := topologyCache{changed: changes.subscribe(), now: clock.now}
+		tc, changes, clock := toldTopology()
 		tc.get(levels, infos)
-		lastFull := clock.t
+		lastFull := clock.Now()
 		used := make([]int64, len(nodes))     // cores taken, by the oracle
 		unseen := make([]bool, len(nodes))    // changed without a word since the last full check
 		pods := make([][]*v1.Pod, len(nodes)) // pods on each node
@@ -128,12 +127,12 @@ func TestTopologyFollowsChangesItIsTold(t *testing.T) {
 					unseen[i] = true
 				}
 			default:
-				clock.step(time.Duration(rng.IntN(400)) * time.Millisecond)
+				clock.Step(time.Duration(rng.IntN(400)) * time.Millisecond)
 			}
 			topo := tc.get(levels, infos)
-			full := clock.t.Sub(lastFull) >= fullCheckInterval
+			full := clock.Now().Sub(lastFull) >= fullCheckInterval
 			if full {
-				lastFull = clock.t
+				lastFull = clock.Now()
 				clear(unseen)
 				clear(pending) // a full check forgets what it was told
 			}
@@ -153,9 +152,7 @@ func TestTopologyFollowsChangesItIsTold(t *testing.T) {
 func TestTopologyRebuiltWhenNodesComeAndGo(t *testing.T) {
 	nodes := grid(1, 1, 1, 3, 8)
 	infos := nodeInfos(nodes)
-	clock := newFakeClock()
-	changes, _ := NewNodeChanges(nil, nil)
-	tc := topologyCache{changed: changes.subscribe(), now: clock.now}
+	tc, changes, _ := toldTopology()
 	tc.get(levels, infos)
 	more := append(slices.Clone(nodes), testNode{zone: "z0", block: "z0-b0", rack: "z0-b0-r0", name: "added", cpu: 8})
 	if got := tc.get(levels, nodeInfos(more)); got.byName["added"] == nil {
