@@ -147,6 +147,23 @@ func (tc *topologyCache) get(levels []string, infos []fwk.NodeInfo) *topology {
 	return tc.last
 }
 
+// getSimulated returns the topology of infos that a preemption dry run simulates: copies of
+// some of the snapshot's NodeInfos with victims taken out, which no informer tells of. Every
+// node is checked, and the next plan checks every node again, to read the snapshot's own
+// NodeInfos back.
+func (tc *topologyCache) getSimulated(levels []string, infos []fwk.NodeInfo) *topology {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.changed != nil {
+		tc.changed.reset()
+	}
+	if t := tc.last; t != nil && t.sameAs(infos) {
+		return t
+	}
+	tc.last = buildTopology(levels, infos)
+	return tc.last
+}
+
 // sameAs reports whether infos are the nodes of t, in order, with the same paths, and brings
 // what t keeps of each node up to date: a Node object that changed without changing its path
 // is adopted (and checked again for eligibility), and a node's free capacity is read again.

@@ -51,8 +51,13 @@ func newTestEnvOpts(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes
 			if err != nil {
 				return nil, err
 			}
+			// Told of changed nodes as in a scheduler (pkg/scheduler): a plan reads only those.
+			changes, err := NewNodeChanges(fh.SharedInformerFactory().Core().V1().Pods().Informer(), fh.SharedInformerFactory().Core().V1().Nodes().Informer())
+			if err != nil {
+				return nil, err
+			}
 			pl, err := New(ctx, nil, fh, Shared{Trees: c.Model.Gate(), Notes: c.Model.Permits(), Plans: env.plans, Nominations: nominations,
-				Guard: func(h fwk.Handle) fwk.Handle { return podgroup.Guard(h, c.Model.Permits(), "") }})
+				Changes: changes, Guard: func(h fwk.Handle) fwk.Handle { return podgroup.Guard(h, c.Model.Permits(), "") }})
 			if err != nil {
 				return nil, err
 			}

@@ -275,7 +275,12 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 	logger := klog.FromContext(ctx)
 	start := time.Now()
 	promise, reservedElsewhere := pl.promised(tree, nodes)
-	topo := pl.topology.get(pl.levels, nodes)
+	var topo *topology
+	if scope != nil {
+		topo = pl.topology.getSimulated(pl.levels, nodes) // a preemption's dry run
+	} else {
+		topo = pl.topology.get(pl.levels, nodes)
+	}
 	fit := pl.fitter(ctx, topo, nodes, tree, scope)
 	defer fit.release()
 	if len(reservedElsewhere) > 0 {
