@@ -21,7 +21,8 @@ import (
 // own informer handler running before ours: a plan made in that moment reads the node as it
 // was, Filter (which reads the snapshot) refuses a member it no longer fits, and the tree is
 // planned again. A topology also checks every node at least once a second
-// (fullCheckInterval), whatever it was told.
+// (fullCheckInterval), whatever it was told, and at each preemption dry run, which plans on
+// copies of NodeInfos no informer tells of (topologyCache.getSimulated).
 //
 // One NodeChanges serves every profile of a scheduler, as its cache does.
 type NodeChanges struct {
