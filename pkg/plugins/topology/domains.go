@@ -123,11 +123,7 @@ func (tc *topologyCache) get(levels []string, infos []fwk.NodeInfo) *topology {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if tc.changed == nil {
-		if t := tc.last; t != nil && t.sameAs(infos) {
-			return t
-		}
-		tc.last = buildTopology(levels, infos)
-		return tc.last
+		return tc.checkAllLocked(levels, infos)
 	}
 	now := time.Now()
 	if tc.now != nil {
@@ -139,12 +135,9 @@ func (tc *topologyCache) get(levels []string, infos []fwk.NodeInfo) *topology {
 			tc.changed.keep(pending)
 			return t
 		}
-	} else if t != nil && t.sameAs(infos) {
-		tc.lastFull = now
-		return t
 	}
-	tc.last, tc.lastFull = buildTopology(levels, infos), now
-	return tc.last
+	tc.lastFull = now
+	return tc.checkAllLocked(levels, infos)
 }
 
 // getSimulated returns the topology of infos that a preemption dry run simulates: copies of
@@ -157,6 +150,12 @@ func (tc *topologyCache) getSimulated(levels []string, infos []fwk.NodeInfo) *to
 	if tc.changed != nil {
 		tc.changed.reset()
 	}
+	return tc.checkAllLocked(levels, infos)
+}
+
+// checkAllLocked returns the last topology brought up to date with every node of infos, or a
+// new one when infos are not its nodes.
+func (tc *topologyCache) checkAllLocked(levels []string, infos []fwk.NodeInfo) *topology {
 	if t := tc.last; t != nil && t.sameAs(infos) {
 		return t
 	}
