@@ -169,7 +169,7 @@ bench: etcd
 		-args -perf-scheduling-label-filter=short -data-items-dir=$(BENCH_DIR)/short
 	$(GO) run ./hack/benchtable $(BENCH_DIR)/short
 
-## bench-perf: the 5000- to 15,000-node workloads (about 75 minutes on 2 cores), with CPU and
+## bench-perf: the 5000- to 15,000-node workloads (about 80 minutes on 2 cores), with CPU and
 ## heap profiles of each (the table's scheduler CPU and heap columns); table in $(BENCH_DIR)/perf
 bench-perf: etcd
 	rm -rf $(BENCH_DIR)/perf

@@ -183,8 +183,10 @@ func family(mode string) (group, role string) {
 		return strings.TrimPrefix(mode, "Native"), "native"
 	case strings.HasPrefix(mode, "Lockstep"):
 		// LockstepGangNativeAPI: lockstep on the native objects, compared with the Gang
-		// family's native and plain modes (process.go).
-		return strings.TrimSuffix(strings.TrimPrefix(mode, "Lockstep"), "NativeAPI"), "lockstep"
+		// family's native and plain modes (process.go); LockstepSlowBindsFixed32: lockstep
+		// with its bind window capped at 32, compared with the SlowBinds family's.
+		group := strings.TrimSuffix(strings.TrimPrefix(mode, "Lockstep"), "NativeAPI")
+		return strings.TrimSuffix(group, "Fixed32"), "lockstep"
 	}
 	return mode, mode
 }
@@ -275,7 +277,7 @@ func writeScheduling(w io.Writer, runs []*run) {
 }
 
 func order(group string) int {
-	for i, g := range []string{"Gang", "GangNoPlan", "Topology", "PreferredRack", "GPU", "AntiAffinity", "Composite", "Mixed",
+	for i, g := range []string{"Gang", "GangNoPlan", "SlowBinds", "Topology", "PreferredRack", "GPU", "AntiAffinity", "Composite", "Mixed",
 		"Exclusive", "Preemption", "GangPreemptionPodGroups", "GangPreemptionAffinity", "GangPreemptionRack",
 		"Starvation", "StarvationPodGroup"} {
 		if g == group {

@@ -108,3 +108,29 @@ func TestProcessMode(t *testing.T) {
 		t.Errorf("rows (mode, vs native, vs plain, heap vs plain, scheduler heap, CPU / 1000 pods, of which node search, share): %s", cmp.Diff(want, got))
 	}
 }
+
+// The SlowBinds family pairs its own plain and native modes with both lockstep modes, the
+// shipped window's and the one capped at 32 (LockstepSlowBindsFixed32).
+func TestSlowBindsFamily(t *testing.T) {
+	shape := "5000Nodes_1000Gangs_3000Pods"
+	mk := func(mode string, duration float64) *run {
+		return &run{mode: mode, shape: shape, pods: 3000, duration: duration, schedHeapMB: -1, writes: -1}
+	}
+	runs := []*run{mk("Plain", 100), mk("PlainSlowBinds", 20), mk("NativeSlowBinds", 40),
+		mk("LockstepSlowBindsFixed32", 25), mk("LockstepSlowBinds", 10), mk("LockstepGang", 1)}
+	var out bytes.Buffer
+	writeScheduling(&out, runs)
+	var got []string
+	for _, line := range strings.Split(out.String(), "\n")[2:] {
+		if cells := strings.Split(line, "|"); len(cells) > 11 {
+			got = append(got, strings.Join([]string{strings.TrimSpace(cells[2]), strings.TrimSpace(cells[10]), strings.TrimSpace(cells[11])}, " "))
+		}
+	}
+	want := []string{
+		"plain  ", "LockstepGang – 100.00×",
+		"plain  ", "NativeSlowBinds  ", "LockstepSlowBindsFixed32 1.60× 0.80×", "LockstepSlowBinds 4.00× 2.00×",
+	}
+	if !cmp.Equal(got, want) {
+		t.Errorf("rows (mode, vs native, vs plain): %s", cmp.Diff(want, got))
+	}
+}

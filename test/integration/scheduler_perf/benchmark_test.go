@@ -54,12 +54,16 @@ func slowAfterNodes(ktesting.TContext, *kubescheduler.Scheduler, *perf.Workload,
 }
 
 // prepare readies a workload's apiserver for lockstep, counts the requests it serves,
-// records the window of a waiting workload (window_test.go) and, for a process mode, starts
-// lockstep's binary (process_test.go).
+// records the window of a waiting workload (window_test.go), slows the binds of a SlowBinds
+// mode (slowbinds_test.go) and, for a process mode, starts lockstep's binary
+// (process_test.go).
 func prepare(tCtx ktesting.TContext) error {
 	countRequests(tCtx)
 	recordWindow(tCtx)
 	if err := installCRDs(tCtx); err != nil {
+		return err
+	}
+	if err := slowBinds(tCtx); err != nil {
 		return err
 	}
 	if processMode(tCtx) {
