@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
 
@@ -143,6 +144,40 @@ func (g *Gate) Queueable(pod *v1.Pod) bool {
 	}
 	v := g.Peek(pod)
 	return v.Code == Proceed || v.Code == NotMember
+}
+
+// RoomHelps answers a room hint for the pod left, gone from its node: false when the pod's
+// tree last failed whole for want of room and that node cannot take the smallest of its
+// pending members even with what left requested freed (nodeRoom.helpsWith). The queue asks
+// it about every waiting pod at every deletion; a no spares a thousand waiting gangs a try
+// each for a small pod leaving a full node. The model's own room news (retries.go) retries
+// the trees the node can help once its informer sees the pod go, so a no is never lost news.
+// True for anything else: a pod in no tree, a tree not yet failed or whose pods not only
+// room decides (roomOnly), a pod whose anti-affinity kept members off other nodes too
+// (freesMoreThanRoom).
+func (g *Gate) RoomHelps(pod, left *v1.Pod) bool {
+	if left == nil || left.Spec.NodeName == "" || freesMoreThanRoom(left) {
+		return true
+	}
+	m := g.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem := m.members.Of(pod.UID)
+	if mem == nil || !m.synced() {
+		return true
+	}
+	root, ok := m.index.RootOf(mem.Group)
+	if !ok {
+		return true
+	}
+	r := m.permits.attempts.rounds[root]
+	if r == nil || !r.needKnown {
+		return true
+	}
+	if m.left.uid != left.UID || m.left.uid == "" {
+		m.left.uid, m.left.freed = left.UID, capacity.PodRequests(left)
+	}
+	return m.room.helpsWith(left.Spec.NodeName, m.left.freed, r.need)
 }
 
 // scoutedLocked reports whether the members of PodGroup k are tried by a scout while their

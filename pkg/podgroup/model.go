@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/filing"
 	"github.com/lockstep-sched/lockstep/pkg/generated/informers/externalversions"
 )
@@ -61,6 +62,12 @@ type Model struct {
 	held map[types.UID]*v1.Pod
 	// room is what each node has free, to tell news that can help a waiting gang (room.go).
 	room *nodeRoom
+	// left is the last pod a room hint asked about and what it requested (RoomHelps): the
+	// queue asks about one deletion for every waiting pod.
+	left struct {
+		uid   types.UID
+		freed capacity.Resources
+	}
 	// noticed are the pods told, by an event, that their PodGroup does not exist, and the
 	// type of the last event each was told (once each: Normal, then Warning; see
 	// noticeMissingGroupLocked).
@@ -564,7 +571,7 @@ func (m *Model) OnPod(oldObj, obj any) {
 		m.filePodLocked(eff, pod)
 		m.room.pod(old, pod)
 		if holdsRoom(old) && !holdsRoom(pod) {
-			m.permits.pokeRoomLocked(old.Spec.NodeName, fmt.Sprintf("pod %s/%s finished on node %s", pod.Namespace, pod.Name, old.Spec.NodeName))
+			m.permits.pokeLeftLocked(old, fmt.Sprintf("pod %s/%s finished on node %s", pod.Namespace, pod.Name, old.Spec.NodeName))
 		}
 	})
 }
@@ -587,7 +594,7 @@ func (m *Model) OnPodDelete(obj any) {
 		delete(m.noticed, pod.UID)
 		m.room.pod(pod, nil)
 		if pod.Spec.NodeName != "" {
-			m.permits.pokeRoomLocked(pod.Spec.NodeName, fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
+			m.permits.pokeLeftLocked(pod, fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
 		}
 	})
 }

@@ -28,6 +28,17 @@ func (p *Permits) pokeRoomLocked(node, why string) {
 	p.newsLocked(p.stalledLocked(func(r *Round) bool { return !r.needKnown || p.m.room.helps(node, r.need) }), why)
 }
 
+// pokeLeftLocked retries the trees held back after a failed attempt that a pod leaving its
+// node can help: by the room it frees (pokeRoomLocked), or every one if its anti-affinity kept
+// pods off other nodes too (freesMoreThanRoom).
+func (p *Permits) pokeLeftLocked(left *v1.Pod, why string) {
+	if freesMoreThanRoom(left) {
+		p.pokeStalledLocked(why)
+		return
+	}
+	p.pokeRoomLocked(left.Spec.NodeName, why)
+}
+
 // stalledLocked returns the roots held back after a failed attempt, those keep accepts (nil:
 // all).
 func (p *Permits) stalledLocked(keep func(*Round) bool) []Key {

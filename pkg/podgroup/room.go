@@ -106,6 +106,68 @@ func (n *nodeRoom) helps(node string, need capacity.Resources) bool {
 	return !ok || f.Fits(need)
 }
 
+// helpsWith reports whether node can take a member needing need once freed is added to what
+// the node has free: freed is what a pod that left requested, which the model may not have
+// counted yet (a queueing hint can run before the model's informer sees the pod go). Counted
+// twice if it has: a yes too many, never a no. It allocates nothing: a hint asks it for every
+// waiting pod at every deletion.
+func (n *nodeRoom) helpsWith(node string, freed, need capacity.Resources) bool {
+	a, ok := n.alloc[node]
+	if !ok {
+		return true
+	}
+	u := n.used[node]
+	if need.MilliCPU > a.MilliCPU-u.MilliCPU+freed.MilliCPU || need.Memory > a.Memory-u.Memory+freed.Memory ||
+		need.Pods > a.Pods-u.Pods+freed.Pods {
+		return false
+	}
+	for name, v := range need.Scalar {
+		if v > a.Scalar[name]-u.Scalar[name]+freed.Scalar[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// roomOnly reports whether, of what a pod leaving a node changes, only the room it frees can
+// let pods fit: none has inter-pod affinity or anti-affinity, a topology spread constraint, a
+// host port or a volume of a claim (whose access mode or attach limit a pod leaving may free).
+// For such pods a node that cannot take the smallest of them is no news, wherever the pod
+// left; for others, any pod leaving may be.
+func roomOnly(pods []*v1.Pod) bool {
+	for _, p := range pods {
+		if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+			return false
+		}
+		if len(p.Spec.TopologySpreadConstraints) > 0 {
+			return false
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+				return false
+			}
+		}
+		for _, cs := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for _, c := range cs {
+				for _, port := range c.Ports {
+					if port.HostPort > 0 {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// freesMoreThanRoom reports whether a pod leaving can let pods fit where the room it frees
+// alone would not: its required anti-affinity kept pods off every node of its topology
+// domain, not only its own.
+func freesMoreThanRoom(left *v1.Pod) bool {
+	a := left.Spec.Affinity
+	return a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
 // holdsRoom reports whether a pod holds room on a node: bound and not finished.
 func holdsRoom(p *v1.Pod) bool {
 	return p != nil && p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed

@@ -1,12 +1,14 @@
 package podgroup
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
@@ -89,6 +91,94 @@ func TestRoomNewsOnlyWhereAMemberFits(t *testing.T) {
 				t.Errorf("activated %v, want %v", activated, tc.want)
 			}
 		})
+	}
+}
+
+// The queue's room hint (Gate.RoomHelps) says no to a pod leaving a node only where the
+// model's own room news would retry nothing either, whether the model has seen the pod go or
+// not yet: a no is never lost news. It says yes for members whose fit a pod leaving may
+// change otherwise (inter-pod affinity, spread, host ports, claims), for trees that have not
+// failed, pods in no tree and nodes the model does not know.
+func TestRoomHintAgreesWithRoomNews(t *testing.T) {
+	cpu := func(q string) map[v1.ResourceName]string { return map[v1.ResourceName]string{v1.ResourceCPU: q} }
+	big := lt.MakePod().Namespace("other").Name("big").UID("big").Req(cpu("3")).Node("n1").Obj()
+	small := lt.MakePod().Namespace("other").Name("small").UID("small").Req(cpu("10m")).Node("n1").Obj()
+	elsewhere := lt.MakePod().Namespace("other").Name("x").UID("x").Req(cpu("10m")).Node("unknown").Obj()
+	aloof := lt.MakePod().Namespace("other").Name("aloof").UID("aloof").Req(cpu("10m")).Node("n1").
+		PodAntiAffinityExists("app", "zone", st.PodAntiAffinityWithRequiredReq).Obj()
+	plain := func(i int) *st.PodWrapper { return lt.Member("ns", "a", i).Req(cpu("2")) }
+	tests := []struct {
+		name    string
+		members func(i int) *st.PodWrapper
+		fail    bool // the tree failed for want of room
+		left    *v1.Pod
+		want    bool
+		// retried: the model's own news retries the tree once it sees the pod go.
+		retried bool
+	}{
+		{name: "a small pod leaves the full node", members: plain, fail: true, left: small, want: false},
+		{name: "the large pod leaves", members: plain, fail: true, left: big, want: true, retried: true},
+		{name: "a pod leaves a node the model does not know", members: plain, fail: true, left: elsewhere, want: true, retried: true},
+		{name: "a small pod whose anti-affinity kept pods off its zone leaves", members: plain, fail: true, want: true, retried: true,
+			left: aloof},
+		{name: "the tree has not failed", members: plain, left: small, want: true},
+		{name: "members with pod anti-affinity", fail: true, left: small, want: true, retried: true,
+			members: func(i int) *st.PodWrapper {
+				return plain(i).PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithRequiredReq)
+			}},
+		{name: "members with a spread constraint", fail: true, left: small, want: true, retried: true,
+			members: func(i int) *st.PodWrapper {
+				return plain(i).SpreadConstraint(1, "zone", v1.DoNotSchedule, nil, nil, nil, nil, nil)
+			}},
+		{name: "members with a host port", fail: true, left: small, want: true, retried: true,
+			members: func(i int) *st.PodWrapper { return plain(i).HostPort(8080) }},
+		{name: "members with a claim", fail: true, left: small, want: true, retried: true,
+			members: func(i int) *st.PodWrapper { return plain(i).PVC("data") }},
+	}
+	for _, tc := range tests {
+		for _, seen := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, model saw it go: %v", tc.name, seen), func(t *testing.T) {
+				m, clk, rec := testModel(t)
+				m.OnNodeAdd(lt.MakeNode("n1", "4").Obj())
+				m.OnPod(nil, big)
+				m.OnPod(nil, small)
+				m.OnPod(nil, aloof)
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+				pods := []*v1.Pod{tc.members(0).Obj(), tc.members(1).Obj()}
+				for _, p := range pods {
+					m.OnPod(nil, p)
+				}
+				outsider := lt.MakePod().Namespace("ns").Name("solo").UID("solo").Req(cpu("2")).Obj()
+				m.OnPod(nil, outsider)
+				if tc.fail {
+					m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+				}
+				clk.Step(2 * time.Second)
+				rec.take()
+				if seen {
+					m.OnPodDelete(tc.left)
+				}
+				for _, p := range pods {
+					if got := m.Gate().RoomHelps(p, tc.left); got != tc.want {
+						t.Errorf("RoomHelps(%s, %s left %s) = %v, want %v", p.Name, tc.left.Name, tc.left.Spec.NodeName, got, tc.want)
+					}
+				}
+				if !m.Gate().RoomHelps(outsider, tc.left) {
+					t.Errorf("RoomHelps says no for a pod in no tree")
+				}
+				if !seen {
+					m.OnPodDelete(tc.left)
+				}
+				clk.Step(newsDelay)
+				activated, _, _ := rec.take()
+				if len(activated) > 0 && !tc.want {
+					t.Errorf("the model's room news retried %v where the hint said no", activated)
+				}
+				if tc.retried != (len(activated) > 0) {
+					t.Errorf("the model's room news retried %v, want a retry: %v", activated, tc.retried)
+				}
+			})
+		}
 	}
 }
 

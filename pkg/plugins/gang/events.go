@@ -31,7 +31,7 @@ const (
 func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}, QueueingHintFn: pl.isSchedulableAfterPodAdded},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterCapacityChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: pl.isSchedulableAfterCapacityChange},
 		{Event: fwk.ClusterEvent{Resource: podGroupsResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterGroupChange},
 		{Event: fwk.ClusterEvent{Resource: compositePodGroupsResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterGroupChange},
@@ -50,6 +50,17 @@ func (pl *Gang) isSchedulableAfterPodAdded(_ klog.Logger, pod *v1.Pod, _, newObj
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
+}
+
+// isSchedulableAfterPodDeleted queues a member that failed for want of room when a pod leaves
+// a node that can then take a pending member of its tree (podgroup.Gate.RoomHelps), and not
+// one still held. The queue asks it about every waiting pod at every deletion: a small pod
+// leaving a full node retries none of a thousand waiting gangs.
+func (pl *Gang) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	if left, ok := oldObj.(*v1.Pod); ok && !pl.groups.RoomHelps(pod, left) {
+		return fwk.QueueSkip, nil
+	}
+	return pl.isSchedulableAfterCapacityChange(logger, pod, oldObj, newObj)
 }
 
 // isSchedulableAfterCapacityChange queues a member that failed for want of room, not one

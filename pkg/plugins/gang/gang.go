@@ -40,6 +40,9 @@ type Gate interface {
 	Check(logger klog.Logger, pod *v1.Pod, nodes int) podgroup.Verdict
 	// Queueable answers a queueing hint on room news: whether the member may proceed.
 	Queueable(pod *v1.Pod) bool
+	// RoomHelps answers a hint on a pod that left a node: false if that node cannot take a
+	// member of the pod's tree, which failed for want of room.
+	RoomHelps(pod, left *v1.Pod) bool
 	SortKey(pod *v1.Pod) (podgroup.SortKey, bool)
 	GroupOf(pod *v1.Pod) (podgroup.Key, bool)
 	Related(pod *v1.Pod, k podgroup.Key) bool

@@ -16,9 +16,19 @@ import (
 func (pl *Topology) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint}},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
 		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}, QueueingHintFn: pl.isSchedulableAfterTreePodAdded},
 	}, nil
+}
+
+// isSchedulableAfterPodDeleted queues a member when a pod leaves a node, unless its tree
+// failed for want of room and that node cannot take any of its pending members even then
+// (podgroup.Gate.RoomHelps): the queue asks about every waiting pod at every deletion.
+func (pl *Topology) isSchedulableAfterPodDeleted(_ klog.Logger, pod *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	if left, ok := oldObj.(*v1.Pod); ok && !pl.trees.RoomHelps(pod, left) {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
 }
 
 // isSchedulableAfterTreePodAdded queues a member when a pod of a group of its own tree is

@@ -53,6 +53,9 @@ type Trees interface {
 	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
 	// MayFree reports whether any pod on a node may be taken for a tree of priority of.
 	MayFree(of int32, orEqual bool) bool
+	// RoomHelps answers a hint on a pod that left a node: false if that node cannot take a
+	// member of the pod's tree, which failed for want of room.
+	RoomHelps(pod, left *v1.Pod) bool
 	// Exclusives returns the exclusive groups with members placed; GroupOf the PodGroup a
 	// pod belongs to (exclusive.go).
 	Exclusives() []podgroup.Exclusive
