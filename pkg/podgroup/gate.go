@@ -153,10 +153,10 @@ func (g *Gate) Queueable(pod *v1.Pod) bool {
 // each for a small pod leaving a full node. The model's own room news (retries.go) retries
 // the trees the node can help once its informer sees the pod go, so a no is never lost news.
 // True for anything else: a pod in no tree, a tree not yet failed or whose pods not only
-// room decides (roomOnly), a pod whose anti-affinity kept members off other nodes too
-// (freesMoreThanRoom).
+// room decides (roomOnly) or that takes a domain to itself, a pod that kept members off
+// other nodes too (freesMoreThanRoomLocked).
 func (g *Gate) RoomHelps(pod, left *v1.Pod) bool {
-	if left == nil || left.Spec.NodeName == "" || freesMoreThanRoom(left) {
+	if left == nil || left.Spec.NodeName == "" {
 		return true
 	}
 	m := g.m
@@ -175,9 +175,9 @@ func (g *Gate) RoomHelps(pod, left *v1.Pod) bool {
 		return true
 	}
 	if m.left.uid != left.UID || m.left.uid == "" {
-		m.left.uid, m.left.freed = left.UID, capacity.PodRequests(left)
+		m.left.uid, m.left.freed, m.left.more = left.UID, capacity.PodRequests(left), m.freesMoreThanRoomLocked(left)
 	}
-	return m.room.helpsWith(left.Spec.NodeName, m.left.freed, r.need)
+	return m.left.more || m.room.helpsWith(left.Spec.NodeName, m.left.freed, r.need)
 }
 
 // scoutedLocked reports whether the members of PodGroup k are tried by a scout while their

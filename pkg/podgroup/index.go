@@ -62,6 +62,43 @@ type Group struct {
 // NewIndex returns an empty index.
 func NewIndex() *Index { return &Index{entries: map[Key]*Group{}, exclusive: sets.New[Key]()} }
 
+// exclusiveAbove reports whether group k or a group above it takes a domain to itself: a pod
+// of it leaving may open a whole domain to other trees, not only the room it frees.
+func (ix *Index) exclusiveAbove(k Key) bool {
+	if ix.exclusive.Len() == 0 {
+		return false
+	}
+	for i := 0; i <= v1alpha1.MaxTreeDepth; i++ {
+		if ix.exclusive.Has(k) {
+			return true
+		}
+		g := ix.entries[k]
+		if !g.Exists() {
+			return false
+		}
+		pk, ok := g.ParentKey()
+		if !ok {
+			return false
+		}
+		k = pk
+	}
+	return false
+}
+
+// exclusiveWithin reports whether a group of root's tree takes a domain to itself: the tree
+// waits for a domain without other pods, which a pod leaving may give whatever its room.
+func (ix *Index) exclusiveWithin(root Key) bool {
+	if ix.exclusive.Len() == 0 {
+		return false
+	}
+	for _, k := range ix.Subtree(root) {
+		if ix.exclusive.Has(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // Exclusive returns the groups with an exclusive topology constraint.
 func (ix *Index) Exclusive() []Key { return ix.exclusive.UnsortedList() }
 

@@ -67,6 +67,8 @@ type Model struct {
 	left struct {
 		uid   types.UID
 		freed capacity.Resources
+		// more: its leaving frees more than room (freesMoreThanRoomLocked).
+		more bool
 	}
 	// noticed are the pods told, by an event, that their PodGroup does not exist, and the
 	// type of the last event each was told (once each: Normal, then Warning; see

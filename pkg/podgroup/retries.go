@@ -29,10 +29,10 @@ func (p *Permits) pokeRoomLocked(node, why string) {
 }
 
 // pokeLeftLocked retries the trees held back after a failed attempt that a pod leaving its
-// node can help: by the room it frees (pokeRoomLocked), or every one if its anti-affinity kept
-// pods off other nodes too (freesMoreThanRoom).
+// node can help: by the room it frees (pokeRoomLocked), or every one if it kept pods off
+// other nodes too (freesMoreThanRoomLocked).
 func (p *Permits) pokeLeftLocked(left *v1.Pod, why string) {
-	if freesMoreThanRoom(left) {
+	if p.m.freesMoreThanRoomLocked(left) {
 		p.pokeStalledLocked(why)
 		return
 	}

@@ -131,7 +131,8 @@ func (n *nodeRoom) helpsWith(node string, freed, need capacity.Resources) bool {
 
 // roomOnly reports whether, of what a pod leaving a node changes, only the room it frees can
 // let pods fit: none has inter-pod affinity or anti-affinity, a topology spread constraint, a
-// host port or a volume of a claim (whose access mode or attach limit a pod leaving may free).
+// host port, a volume of a claim (whose access mode or attach limit a pod leaving may free) or
+// a resource claim.
 // For such pods a node that cannot take the smallest of them is no news, wherever the pod
 // left; for others, any pod leaving may be.
 func roomOnly(pods []*v1.Pod) bool {
@@ -139,7 +140,7 @@ func roomOnly(pods []*v1.Pod) bool {
 		if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
 			return false
 		}
-		if len(p.Spec.TopologySpreadConstraints) > 0 {
+		if len(p.Spec.TopologySpreadConstraints) > 0 || len(p.Spec.ResourceClaims) > 0 {
 			return false
 		}
 		for _, v := range p.Spec.Volumes {
@@ -160,12 +161,18 @@ func roomOnly(pods []*v1.Pod) bool {
 	return true
 }
 
-// freesMoreThanRoom reports whether a pod leaving can let pods fit where the room it frees
-// alone would not: its required anti-affinity kept pods off every node of its topology
-// domain, not only its own.
-func freesMoreThanRoom(left *v1.Pod) bool {
-	a := left.Spec.Affinity
-	return a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+// freesMoreThanRoomLocked reports whether a pod leaving can let pods fit where the room it
+// frees alone would not: its required anti-affinity kept pods off every node of its topology
+// domain, not only its own; or its group, or one above, held a domain to itself (exclusive).
+func (m *Model) freesMoreThanRoomLocked(left *v1.Pod) bool {
+	if a := left.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		return true
+	}
+	if m.index.exclusive.Len() == 0 {
+		return false
+	}
+	k, ok := m.groupOfLocked(left)
+	return ok && m.index.exclusiveAbove(k)
 }
 
 // holdsRoom reports whether a pod holds room on a node: bound and not finished.

@@ -9,7 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
@@ -106,6 +108,8 @@ func TestRoomHintAgreesWithRoomNews(t *testing.T) {
 	elsewhere := lt.MakePod().Namespace("other").Name("x").UID("x").Req(cpu("10m")).Node("unknown").Obj()
 	aloof := lt.MakePod().Namespace("other").Name("aloof").UID("aloof").Req(cpu("10m")).Node("n1").
 		PodAntiAffinityExists("app", "zone", st.PodAntiAffinityWithRequiredReq).Obj()
+	held := lt.Member("other", "ex", 0).Req(cpu("10m")).Node("n1").Obj()
+	rack := v1alpha1.TopologyConstraint{Key: "rack", Mode: v1alpha1.TopologyRequired, Exclusive: true}
 	plain := func(i int) *st.PodWrapper { return lt.Member("ns", "a", i).Req(cpu("2")) }
 	tests := []struct {
 		name    string
@@ -115,13 +119,22 @@ func TestRoomHintAgreesWithRoomNews(t *testing.T) {
 		want    bool
 		// retried: the model's own news retries the tree once it sees the pod go.
 		retried bool
+		// exclusive: the waiting gang takes a rack to itself.
+		exclusive bool
 	}{
 		{name: "a small pod leaves the full node", members: plain, fail: true, left: small, want: false},
 		{name: "the large pod leaves", members: plain, fail: true, left: big, want: true, retried: true},
 		{name: "a pod leaves a node the model does not know", members: plain, fail: true, left: elsewhere, want: true, retried: true},
 		{name: "a small pod whose anti-affinity kept pods off its zone leaves", members: plain, fail: true, want: true, retried: true,
 			left: aloof},
+		{name: "a small pod of a group holding its rack to itself leaves", members: plain, fail: true, want: true, retried: true,
+			left: held},
 		{name: "the tree has not failed", members: plain, left: small, want: true},
+		{name: "an exclusive gang", members: plain, exclusive: true, fail: true, left: small, want: true, retried: true},
+		{name: "members with a resource claim", fail: true, left: small, want: true, retried: true,
+			members: func(i int) *st.PodWrapper {
+				return plain(i).PodResourceClaims(v1.PodResourceClaim{Name: "gpu", ResourceClaimName: ptr.To("gpu")})
+			}},
 		{name: "members with pod anti-affinity", fail: true, left: small, want: true, retried: true,
 			members: func(i int) *st.PodWrapper {
 				return plain(i).PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithRequiredReq)
@@ -143,7 +156,13 @@ func TestRoomHintAgreesWithRoomNews(t *testing.T) {
 				m.OnPod(nil, big)
 				m.OnPod(nil, small)
 				m.OnPod(nil, aloof)
-				m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+				m.OnGroup(nil, lt.MakePodGroup().Namespace("other").Name("ex").Gang(1).Topology(rack).Obj())
+				m.OnPod(nil, held)
+				group := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2)
+				if tc.exclusive {
+					group.Topology(rack)
+				}
+				m.OnGroup(nil, group.Obj())
 				pods := []*v1.Pod{tc.members(0).Obj(), tc.members(1).Obj()}
 				for _, p := range pods {
 					m.OnPod(nil, p)
