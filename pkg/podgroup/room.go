@@ -132,9 +132,8 @@ func (n *nodeRoom) helpsWith(node string, freed, need capacity.Resources) bool {
 // roomOnly reports whether, of what a pod leaving a node changes, only the room it frees can
 // let pods fit: none has inter-pod affinity or anti-affinity, a topology spread constraint, a
 // host port, a volume of a claim (whose access mode or attach limit a pod leaving may free) or
-// a resource claim.
-// For such pods a node that cannot take the smallest of them is no news, wherever the pod
-// left; for others, any pod leaving may be.
+// a resource claim. For such pods a node that cannot take the smallest of them is no news,
+// wherever the pod left; for others, any pod leaving may be.
 func roomOnly(pods []*v1.Pod) bool {
 	for _, p := range pods {
 		if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
