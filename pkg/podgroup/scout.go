@@ -161,20 +161,31 @@ func (p *Permits) retryScoutLocked(eff *effects, root Key, r *Round, why string)
 	}
 	// The last scout again if it is still pending: one pod per gang carries the failures'
 	// condition and events (a series of one event, not an event per try). Else one that did
-	// not fail in the last attempt.
-	var scout, fresh *v1.Pod
+	// not fail in the last attempt. But where the scheduler places members one by one in the
+	// order they come (inter-pod affinity, spread, ports, claims: not roomOnly), the order can
+	// decide whether the gang fits: a member that failed after the scout was placed goes first
+	// next time (upstream's gang with an anti-affinity member pinned to a node fits only if that
+	// member is placed before the others).
+	var scout, fresh, failedAfter *v1.Pod
 	pending = slices.DeleteFunc(pending, gated)
 	if len(pending) == 0 {
 		return // the first member whose gates go is let in as the scout (scoutHoldsLocked)
 	}
+	_, scoutFailed := r.failed[r.lastScout]
 	for _, pod := range pending {
-		if pod.UID == r.lastScout {
-			scout = pod
-			break
+		_, failed := r.failed[pod.UID]
+		if failed && !scoutFailed && pod.UID != r.lastScout && failedAfter == nil {
+			failedAfter = pod
 		}
-		if _, failed := r.failed[pod.UID]; !failed && fresh == nil {
+		if pod.UID == r.lastScout && scout == nil {
+			scout = pod
+		}
+		if !failed && fresh == nil {
 			fresh = pod
 		}
+	}
+	if failedAfter != nil && scout != nil && !roomOnly(pending) {
+		scout = failedAfter
 	}
 	if scout == nil {
 		scout = fresh

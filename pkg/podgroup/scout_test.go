@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
@@ -389,5 +390,45 @@ func TestATreeNewsRetriedThatFailsAtOnceGoesFirst(t *testing.T) {
 	// urgent's scout may be activated twice (the retry and its own look-again): one queue entry.
 	if activated, _, _ := rec.take(); !cmp.Equal(slices.Compact(activated), []string{"low-0", "urgent-0"}) {
 		t.Errorf("activated %v at urgent's retry, want both scouts together (the queue puts urgent's first)", activated)
+	}
+}
+
+// Where the scheduler places members one by one (here, members with inter-pod anti-affinity),
+// the order can decide whether the gang fits: a member that failed after the scout was
+// placed scouts the next try. A gang whose members only room decides keeps its scout (one
+// pod carries the gang's condition and events).
+func TestMemberThatFailedAfterTheScoutScoutsNext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		anti bool
+		want []string
+	}{
+		{name: "members placed one by one", anti: true, want: []string{"a-1"}},
+		{name: "members only room decides", want: []string{"a-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk, rec := testModel(t)
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+			var pods []*v1.Pod
+			for i := range 2 {
+				w := lt.Member("ns", "a", i).Req(lt.CPU("1"))
+				if tc.anti {
+					w = w.PodAntiAffinityExists("app", lt.HostKey, st.PodAntiAffinityWithRequiredReq)
+				}
+				pods = append(pods, w.Obj())
+				m.OnPod(nil, pods[i])
+			}
+			m.Gate().Admit(bg, pods[0]) // the scout
+			m.Gate().Check(bg, pods[0], 0)
+			m.Permits().Reserve(bg, assumed(pods[0], "n1"), "n1")
+			m.Gate().Check(bg, pods[1], 0)
+			m.Permits().Fail(bg, pods[1], "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules", testPolicy)
+			m.Permits().Unreserve(bg, pods[0])
+			rec.take()
+			clk.Step(10 * time.Second)
+			if activated, _, _ := rec.take(); !cmp.Equal(activated, tc.want) {
+				t.Errorf("the retry activated %v, want %v", activated, tc.want)
+			}
+		})
 	}
 }
