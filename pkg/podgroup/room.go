@@ -102,8 +102,7 @@ func (n *nodeRoom) free(node string) (capacity.Resources, bool) {
 // helps reports whether news of room on node can help a gang whose smallest member needs
 // need: the node is unknown, or it can take that member now.
 func (n *nodeRoom) helps(node string, need capacity.Resources) bool {
-	f, ok := n.free(node)
-	return !ok || f.Fits(need)
+	return n.helpsWith(node, capacity.Resources{}, need)
 }
 
 // helpsWith reports whether node can take a member needing need once freed is added to what

@@ -174,10 +174,10 @@ func (p *Permits) retryScoutLocked(eff *effects, root Key, r *Round, why string)
 	_, scoutFailed := r.failed[r.lastScout]
 	for _, pod := range pending {
 		_, failed := r.failed[pod.UID]
-		if failed && !scoutFailed && pod.UID != r.lastScout && failedAfter == nil {
+		if failed && !scoutFailed && failedAfter == nil {
 			failedAfter = pod
 		}
-		if pod.UID == r.lastScout && scout == nil {
+		if pod.UID == r.lastScout {
 			scout = pod
 		}
 		if !failed && fresh == nil {

@@ -56,8 +56,8 @@ type processFigures struct {
 
 // processMode reports whether the workload of tCtx runs lockstep as its own process.
 func processMode(tCtx ktesting.TContext) bool {
-	parts := strings.Split(tCtx.Name(), "/") // BenchmarkPerfScheduling/<mode>/<shape>
-	return len(parts) >= 2 && strings.HasPrefix(parts[1], "Lockstep") && strings.HasSuffix(parts[1], processSuffix)
+	mode := modeOf(tCtx)
+	return strings.HasPrefix(mode, "Lockstep") && strings.HasSuffix(mode, processSuffix)
 }
 
 // startProcess runs lockstep's binary against the workload's apiserver until the workload
