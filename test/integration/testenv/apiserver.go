@@ -119,6 +119,7 @@ func StartWithoutCRDs(t *testing.T) *Env {
 
 func startAPIServer(t *testing.T, extra ...string) *Env {
 	t.Helper()
+	NoteFailure(t)
 	flags := []string{
 		"--endpoint-reconciler-type=none",
 		// No service-account controller runs, and no node lifecycle controller would lift the

@@ -53,13 +53,16 @@ func Main(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	url, stop, err := framework.RunCustomEtcd(klog.Background(), "lockstep_etcd", nil)
+	etcdLog := &quietLogger{}
+	url, stop, err := framework.RunCustomEtcd(etcdLog.logger(), "lockstep_etcd", nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting etcd:", err)
 		os.Exit(1)
 	}
 	os.Setenv("KUBE_INTEGRATION_ETCD_URL", url)
 	code := m.Run()
+	etcdLog.quiet.Store(true)
 	stop()
+	reportFailures()
 	os.Exit(code)
 }

@@ -88,6 +88,7 @@ type ucase struct {
 func (c *cluster) run(t *testing.T, cases []ucase, common ...step) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			testenv.NoteFailure(t)
 			c.reset(t)
 			hh := &h{cluster: c, t: t}
 			for _, s := range append(append([]step(nil), common...), tc.steps...) {
