@@ -71,15 +71,16 @@ func (run *decision) bounderOf(d Domain) *bounder {
 	byUnit := map[*Unit]int{}
 	b.hosts = make([]hostRoom, 0, len(d.Nodes))
 	for _, n := range d.Nodes {
-		i, ok := run.index[n]
+		i, ok := run.index.of(n)
 		if !ok {
 			continue
 		}
-		h := hostRoom{base: capacity.FreeOn(run.infos[i]), takes: make([]take, 0, len(run.units[i]))}
-		for _, p := range run.leaving[n] {
+		held := run.nodes.on(i)
+		h := hostRoom{base: capacity.FreeOn(run.infos[i]), takes: make([]take, 0, len(held.units))}
+		for _, p := range held.leaving {
 			h.base.Add(capacity.PodRequests(p))
 		}
-		for _, on := range run.units[i] {
+		for _, on := range held.units {
 			s, seen := byUnit[on.unit]
 			if !seen {
 				s = len(b.shares)

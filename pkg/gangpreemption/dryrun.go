@@ -19,22 +19,26 @@ import (
 )
 
 // decision is what every domain's dry run of one decision shares: the tree and its pending
-// members, the snapshot and its nodes by name, the units that may be taken out and the pods
-// already leaving, by node, and the budgets.
+// members, the snapshot and its nodes by name, what each node holds (read as domains need
+// it), and the budgets.
 type decision struct {
 	dry     DryRun
 	tree    *podgroup.GroupView
 	members map[types.UID]*v1.Pod
 	infos   []fwk.NodeInfo
-	index   map[string]int
-	units   [][]onNode // by node, in the order of infos
-	leaving map[string][]*v1.Pod
+	index   *nodeIndex
+	nodes   *classifier
 	pdbs    []*policy.PodDisruptionBudget
 	// need is what the pending members request in all, slot what the smallest requests.
 	need, slot capacity.Resources
 	// exclusive: the tree takes its domain to itself; no pod may be given back there.
 	exclusive bool
 	mode      Mode
+	priority  int32
+	// evicting are the nodes of pods other trees' preemptions are evicting, placed those of
+	// the tree's own bound or reserved members: what such a node holds is this decision's
+	// alone (bounds.go).
+	evicting, placed sets.Set[string]
 }
 
 // free is one domain's dry run: the domain's units taken out, the tree planned in the
@@ -45,13 +49,17 @@ func (e *Evaluator) free(ctx context.Context, run *decision, d Domain) *Choice {
 	picked := sets.New[string]()
 	terminating := 0
 	for _, n := range d.Nodes {
-		for _, on := range run.unitsOn(n) {
-			if !picked.Has(on.unit.Key) {
-				picked.Insert(on.unit.Key)
-				candidates = append(candidates, on.unit)
+		on := run.on(n)
+		if on == nil {
+			continue
+		}
+		for _, u := range on.units {
+			if !picked.Has(u.unit.Key) {
+				picked.Insert(u.unit.Key)
+				candidates = append(candidates, u.unit)
 			}
 		}
-		terminating += len(run.leaving[n])
+		terminating += len(on.leaving)
 	}
 	if len(candidates) == 0 && terminating == 0 {
 		return nil
@@ -112,7 +120,7 @@ func (e *Evaluator) planWithout(ctx context.Context, run *decision, d Domain, un
 	// A copy of every node a unit (or a leaving pod) is on, without them; the PreFilter
 	// states of the plan forget them too.
 	sim := newSimulation(run.infos, run.index)
-	removed := leavingInfos(d, run.leaving)
+	removed := run.leavingInfos(d)
 	for _, u := range units {
 		removed = append(removed, u.Pods()...)
 	}
@@ -155,10 +163,10 @@ func (e *Evaluator) planWithout(ctx context.Context, run *decision, d Domain, un
 	return c
 }
 
-// unitsOn returns the units on the named node.
-func (run *decision) unitsOn(node string) []onNode {
-	if i, ok := run.index[node]; ok {
-		return run.units[i]
+// on returns what the named node holds, nil if the snapshot has no such node.
+func (run *decision) on(node string) *nodeUnits {
+	if i, ok := run.index.of(node); ok {
+		return run.nodes.on(i)
 	}
 	return nil
 }
@@ -207,11 +215,15 @@ func pdbViolations(units []*Unit, pdbs []*policy.PodDisruptionBudget) map[string
 }
 
 // leavingInfos returns the PodInfos of pods already leaving the domain's nodes.
-func leavingInfos(d Domain, leaving map[string][]*v1.Pod) []fwk.PodInfo {
+func (run *decision) leavingInfos(d Domain) []fwk.PodInfo {
 	var out []fwk.PodInfo
 	seen := sets.New[types.UID]()
 	for _, n := range d.Nodes {
-		for _, p := range leaving[n] {
+		on := run.on(n)
+		if on == nil {
+			continue
+		}
+		for _, p := range on.leaving {
 			if seen.Has(p.UID) {
 				continue
 			}
@@ -224,32 +236,21 @@ func leavingInfos(d Domain, leaving map[string][]*v1.Pod) []fwk.PodInfo {
 	return out
 }
 
-// indexOf maps each node's name to its place in infos.
-func indexOf(infos []fwk.NodeInfo) map[string]int {
-	out := make(map[string]int, len(infos))
-	for i, ni := range infos {
-		if n := ni.Node(); n != nil {
-			out[n.Name] = i
-		}
-	}
-	return out
-}
-
 // simulation is a copy-on-write view of the snapshot's nodes, with pods taken out or put
 // back.
 type simulation struct {
 	infos  []fwk.NodeInfo
-	index  map[string]int
+	index  *nodeIndex
 	copied map[int]bool
 }
 
-func newSimulation(infos []fwk.NodeInfo, index map[string]int) *simulation {
+func newSimulation(infos []fwk.NodeInfo, index *nodeIndex) *simulation {
 	return &simulation{infos: append([]fwk.NodeInfo(nil), infos...), index: index, copied: map[int]bool{}}
 }
 
 // get returns the node's info as simulated, copying it on first use.
 func (s *simulation) get(name string) fwk.NodeInfo {
-	i, ok := s.index[name]
+	i, ok := s.index.of(name)
 	if !ok {
 		return nil
 	}

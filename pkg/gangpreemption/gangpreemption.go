@@ -49,9 +49,22 @@ type Trees interface {
 // Domain is a set of nodes a tree may be placed in whole: a domain of the level its root
 // requires, or the whole cluster.
 type Domain struct {
-	// Name names it in messages: "rack z0-b0-r1", or "the cluster".
-	Name  string
-	Nodes []string
+	// Name names it in messages: "rack z0-b0-r1", or "the cluster". Key tells it from every
+	// other domain (its path), where names may repeat (rack r1 of two blocks).
+	Name, Key string
+	Nodes     []string
+	// Version changes whenever one of the nodes or their pods change, and never comes back;
+	// 0 where it is not known (the nodes' NodeInfo generations are read instead).
+	Version uint64
+}
+
+// id identifies the domain among the others.
+func (d Domain) id() string { return d.Name + "\x00" + d.Key }
+
+// Evictions are the pods other trees' preemptions are evicting, and the nodes they are on.
+type Evictions struct {
+	Pods  sets.Set[types.UID]
+	Nodes sets.Set[string]
 }
 
 // Placement is a plan of the tree: where each pending member goes.
@@ -68,7 +81,7 @@ type DryRun interface {
 	Exclusive() bool
 	// Evicting are the pods other trees' preemptions are evicting: they leave at no cost,
 	// like pods already terminating, before the informer says so.
-	Evicting() sets.Set[types.UID]
+	Evicting() Evictions
 	// Plan plans the tree on infos (a copy of the snapshot from which removed were taken
 	// out), on d's nodes only; false if it does not fit.
 	Plan(ctx context.Context, infos []fwk.NodeInfo, d Domain, removed []fwk.PodInfo) (Placement, bool)
@@ -106,6 +119,10 @@ type Evaluator struct {
 	// assumed); pdbs which evictions budgets allow. Either may be nil.
 	pods corelisters.PodLister
 	pdbs policylisters.PodDisruptionBudgetLister
+	// nodes finds nodes in the snapshot by name; bounds keeps each domain's bound from one
+	// decision to the next (bounds.go).
+	nodes  nodeNames
+	bounds boundCache
 }
 
 // preFilterRunner is the part of the profile's framework that runs PreFilter plugins; the
@@ -116,7 +133,7 @@ type preFilterRunner interface {
 
 // New returns an evaluator running the profile's plugins through handle.
 func New(handle fwk.PluginsRunner, trees Trees, pods corelisters.PodLister, pdbs policylisters.PodDisruptionBudgetLister) *Evaluator {
-	e := &Evaluator{handle: handle, trees: trees, pods: pods, pdbs: pdbs}
+	e := &Evaluator{handle: handle, trees: trees, pods: pods, pdbs: pdbs, bounds: boundCache{now: time.Now}}
 	e.pre, _ = handle.(preFilterRunner)
 	return e
 }
@@ -131,28 +148,33 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 		return nil
 	}
 	run := e.newDecision(dry, tree, p, infos, mode)
-	if run == nil {
-		return nil
-	}
 	// The domains that may hold the tree by resources, from the lowest bound on their cost
-	// up (bound.go).
+	// up (bound.go); the bounds of domains whose nodes did not change since an earlier
+	// decision of a tree of the same shape are that decision's (bounds.go).
 	type candidate struct {
 		domain Domain
 		floor  Cost
 	}
 	domains := dry.Domains()
+	kept := e.bounds.forShape(run.shape(), domains)
 	candidates := make([]candidate, 0, len(domains))
+	fresh := 0
 	for _, d := range domains {
-		if floor, ok := run.lowerBound(d); ok {
+		floor, ok, computed := kept.lowerBound(run, d)
+		if computed {
+			fresh++
+		}
+		if ok {
 			candidates = append(candidates, candidate{domain: d, floor: floor})
 		}
 	}
+	e.bounds.done(kept)
 	sort.SliceStable(candidates, func(i, j int) bool { return mode.better(candidates[i].floor, candidates[j].floor) })
 	deadline := time.Now().Add(TimeLimit)
 	var best *Choice
 	runs := 0
 	defer func() {
-		logger.V(5).Info("Dry runs", "root", tree.Key, "domains", len(domains), "mayHold", len(candidates), "run", runs, "reserving", mode == Reserve)
+		logger.V(5).Info("Dry runs", "root", tree.Key, "domains", len(domains), "bounded", fresh, "mayHold", len(candidates), "run", runs, "reserving", mode == Reserve)
 	}()
 	for _, cand := range candidates {
 		if best != nil && (time.Now().After(deadline) || !mode.better(cand.floor, best.Cost)) {
@@ -173,8 +195,8 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 	return best
 }
 
-// newDecision gathers what every domain's dry run of one decision shares; nil if nothing may
-// be taken and nothing is leaving.
+// newDecision gathers what every domain's dry run of one decision shares. The nodes' pods are
+// read as domains need them (classifier).
 func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode) *decision {
 	members := map[types.UID]*v1.Pod{}
 	tree.Walk(func(g *podgroup.GroupView) {
@@ -182,12 +204,19 @@ func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup
 			members[p.UID] = p
 		}
 	})
-	units, leaving, n := e.units(infos, p, mode, dry.Evicting(), members)
-	if n == 0 && len(leaving) == 0 {
-		return nil
-	}
-	run := &decision{dry: dry, tree: tree, infos: infos, index: indexOf(infos), units: units, leaving: leaving,
-		pdbs: e.listPDBs(), members: members, exclusive: dry.Exclusive(), mode: mode}
+	evicting := dry.Evicting()
+	index := e.nodes.get(infos)
+	run := &decision{dry: dry, tree: tree, infos: infos, index: index, pdbs: e.listPDBs(), members: members,
+		exclusive: dry.Exclusive(), mode: mode, priority: p.Priority, evicting: evicting.Nodes,
+		nodes: e.newClassifier(infos, index, p, mode, evicting.Pods, members)}
+	tree.Walk(func(g *podgroup.GroupView) {
+		for _, n := range g.PlacedNodes {
+			if run.placed == nil {
+				run.placed = sets.New[string]()
+			}
+			run.placed.Insert(n)
+		}
+	})
 	run.need, run.slot = needOf(members)
 	return run
 }

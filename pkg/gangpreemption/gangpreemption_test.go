@@ -156,11 +156,14 @@ func (f *fakeTrees) MayFree(of int32, orEqual bool) bool {
 }
 
 // firstFit is a planner that places each pending member, by name, on the first node of the
-// domain with room for its requests.
+// domain with room for its requests. It reads the domain's nodes only, as the scheduler's
+// planner does for a tree that requires the domain's level.
 type firstFit struct {
 	tree     *podgroup.GroupView
 	domains  []Domain
-	evicting sets.Set[types.UID]
+	evicting Evictions
+	// byName indexes the nodes of the infos planned on (the same list at every plan).
+	byName map[string]int
 }
 
 type placement map[types.UID]string
@@ -170,12 +173,15 @@ func (p placement) NodeOf(uid types.UID) (string, bool) { n, ok := p[uid]; retur
 func (f *firstFit) Domains() []Domain { return f.domains }
 func (f *firstFit) Exclusive() bool   { return false }
 
-func (f *firstFit) Evicting() sets.Set[types.UID] { return f.evicting }
+func (f *firstFit) Evicting() Evictions { return f.evicting }
 
 func (f *firstFit) Plan(_ context.Context, infos []fwk.NodeInfo, d Domain, _ []fwk.PodInfo) (Placement, bool) {
+	if len(f.byName) != len(infos) {
+		f.byName = indexOf(infos)
+	}
 	free := map[string]capacity.Resources{}
-	for _, ni := range infos {
-		free[ni.Node().Name] = capacity.FreeOn(ni)
+	for _, n := range d.Nodes {
+		free[n] = capacity.FreeOn(infos[f.byName[n]])
 	}
 	members := append([]*v1.Pod(nil), f.tree.Pending...)
 	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
@@ -308,11 +314,13 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	}
 	running[1].DeletionTimestamp = &now
 	e := New(noPlugins{}, &fakeTrees{pods: running, gangPriority: map[string]int32{"train": 1}}, nil, nil)
-	units, leaving, n := e.units(nodeInfos(nodes, running), podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 10}, Preempt, sets.New[types.UID]("evicted"), nil)
+	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi")}
+	dry := &firstFit{tree: tree, evicting: Evictions{Pods: sets.New[types.UID]("evicted"), Nodes: sets.New("n0")}}
+	run := e.newDecision(dry, tree, podgroup.Preemptor{Root: tree.Key, Priority: 10}, nodeInfos(nodes, running), Preempt)
 	got := map[string]string{}
-	for i, node := range []string{"n0", "n1"} {
+	for _, node := range []string{"n0", "n1"} {
 		var on []string
-		for _, u := range units[i] {
+		for _, u := range run.on(node).units {
 			on = append(on, fmt.Sprintf("%s:%dm", u.unit.Key, u.room.MilliCPU))
 		}
 		got[node] = strings.Join(on, " ")
@@ -321,14 +329,17 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	if want := map[string]string{"n0": low + ":1000m PodGroup ns/train:5000m", "n1": "PodGroup ns/train:1000m"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("units by node %v, want %v", got, want)
 	}
-	if n != 4 {
-		t.Errorf("%d victim pods counted, want 4 (low and the gang's three)", n)
+	if n := len(run.on("n1").units[0].unit.Pods()); n != 3 {
+		t.Errorf("the gang's unit has %d pods, want its three, wherever they are", n)
 	}
-	if units[0][1].unit != units[1][0].unit {
+	if run.on("n0").units[1].unit != run.on("n1").units[0].unit {
 		t.Error("the gang is two units on its two nodes, want one")
 	}
+	if !run.on("n0").own || run.on("n1").own {
+		t.Error("the tree's own member is on n0 only; want n0 alone to hold the tree's own")
+	}
 	var gone []string
-	for _, p := range leaving["n0"] {
+	for _, p := range run.on("n0").leaving {
 		gone = append(gone, p.Name)
 	}
 	if fmt.Sprint(gone) != "[deleting evicted]" {

@@ -72,101 +72,113 @@ type onNode struct {
 	room capacity.Resources
 }
 
-// hold records that node i holds pi, a pod of u: a unit is listed once per node, with the
+// nodeUnits is what one node of the snapshot holds for a decision: the units a tree of the
+// decision's priority may take out (gangs whole, other pods one by one), and the pods already
+// terminating or being evicted, or the tree's own pending members the snapshot holds
+// (reserved in an attempt that failed), which count as gone at no cost. own: a pod of the
+// tree itself is on the node, so what the node holds is the tree's alone (bounds.go keeps no
+// bound that read it).
+type nodeUnits struct {
+	units   []onNode
+	leaving []*v1.Pod
+	own     bool
+}
+
+// classifier reads the snapshot's nodes for one decision, each node the first time the
+// decision needs it: a decision whose tree requires a rack reads the racks it bounds or dry
+// runs, not every node of the cluster (bounds.go keeps the other racks' bounds).
+type classifier struct {
+	e        *Evaluator
+	infos    []fwk.NodeInfo
+	index    *nodeIndex
+	p        podgroup.Preemptor
+	mode     Mode
+	evicting sets.Set[types.UID]
+	pending  map[types.UID]*v1.Pod
+	byNode   []*nodeUnits
+	// gangs holds each running disruption unit (a gang, or a subtree whose top has
+	// disruption mode all), nil for one that is no victim: a unit is looked at once, however
+	// many members it has and however many nodes they are on. Members of trees whose groups
+	// may be disrupted one by one are victims on their own.
+	gangs map[podgroup.Key]*Unit
+}
+
+func (e *Evaluator) newClassifier(infos []fwk.NodeInfo, index *nodeIndex, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod) *classifier {
+	return &classifier{e: e, infos: infos, index: index, p: p, mode: mode, evicting: evicting, pending: pending,
+		byNode: make([]*nodeUnits, len(infos)), gangs: map[podgroup.Key]*Unit{}}
+}
+
+// on returns what node i holds, read on first use.
+func (c *classifier) on(i int) *nodeUnits {
+	if nu := c.byNode[i]; nu != nil {
+		return nu
+	}
+	nu := &nodeUnits{}
+	c.byNode[i] = nu
+	if c.infos[i].Node() == nil {
+		return nu
+	}
+	for _, pi := range c.infos[i].GetPods() {
+		pod := pi.GetPod()
+		if pod.DeletionTimestamp != nil || (len(c.evicting) > 0 && c.evicting.Has(pod.UID)) {
+			nu.leaving = append(nu.leaving, pod)
+			continue
+		}
+		if c.pending[pod.UID] != nil {
+			nu.own = true
+			if !c.e.bound(pod) {
+				// The tree's own member, reserved in the attempt that failed: its
+				// reservation is being released.
+				nu.leaving = append(nu.leaving, pod)
+			}
+			continue
+		}
+		if !c.mode.takes(corev1helpers.PodPriority(pod), c.p.Priority) {
+			continue // no victim (a gang is taken only if its pods may be): the model need not be asked
+		}
+		sum, member := c.e.trees.Summary(pod)
+		if member && sum.Root == c.p.Root {
+			nu.own = true
+			if !c.e.bound(pod) {
+				nu.leaving = append(nu.leaving, pod)
+			}
+			continue
+		}
+		var u *Unit
+		if member && sum.Unit != (podgroup.Key{}) {
+			gu, done := c.gangs[sum.Unit]
+			if !done {
+				if gang, ok := c.e.trees.UnitOf(pod); ok && takesAll(c.mode, gang, c.p.Priority) {
+					gu = &Unit{Victim: c.gangVictim(gang), Key: sum.Unit.String(), Gang: true, Root: gang.Object, RootKey: gang.Root}
+				}
+				c.gangs[sum.Unit] = gu
+			}
+			if gu == nil {
+				continue
+			}
+			u = gu
+		} else {
+			v, err := preemption.NewVictim([]fwk.PodInfo{pi}, corev1helpers.PodPriority(pod), fwk.PodKeyType)
+			if err != nil {
+				continue
+			}
+			u = &Unit{Victim: v, Key: string(pod.UID), Lasting: lasting(pod)}
+		}
+		nu.hold(u, pi)
+	}
+	return nu
+}
+
+// hold records that the node holds pi, a pod of u: a unit is listed once per node, with the
 // requests of all its pods there.
-func hold(units [][]onNode, i int, u *Unit, pi fwk.PodInfo) {
-	for k := range units[i] {
-		if units[i][k].unit == u {
-			units[i][k].room.Add(capacity.OfPodInfo(pi))
+func (nu *nodeUnits) hold(u *Unit, pi fwk.PodInfo) {
+	for k := range nu.units {
+		if nu.units[k].unit == u {
+			nu.units[k].room.Add(capacity.OfPodInfo(pi))
 			return
 		}
 	}
-	units[i] = append(units[i], onNode{unit: u, room: capacity.OfPodInfo(pi)})
-}
-
-// units returns, by node, the units that a tree of priority p.Priority may take out (gangs
-// whole, other pods one by one), and the pods already terminating or being evicted, or the
-// tree's own pending members the snapshot holds (reserved in an attempt that failed), which
-// count as gone at no cost.
-func (e *Evaluator) units(infos []fwk.NodeInfo, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod) (byNode [][]onNode, leaving map[string][]*v1.Pod, n int) {
-	units := make([][]onNode, len(infos))
-	leaving = map[string][]*v1.Pod{}
-	// gangs holds each running disruption unit (a gang, or a subtree whose top has
-	// disruption mode all), nil for one that is no victim: a unit is looked at once, however
-	// many members it has. Members of trees whose groups may be disrupted one by one are
-	// victims on their own.
-	gangs := map[podgroup.Key]*runningGang{}
-	for i, ni := range infos {
-		if ni.Node() == nil {
-			continue
-		}
-		name := ni.Node().Name
-		for _, pi := range ni.GetPods() {
-			pod := pi.GetPod()
-			if pod.DeletionTimestamp != nil || (len(evicting) > 0 && evicting.Has(pod.UID)) {
-				leaving[name] = append(leaving[name], pod)
-				continue
-			}
-			if pending[pod.UID] != nil {
-				if !e.bound(pod) {
-					// The tree's own member, reserved in the attempt that failed: its
-					// reservation is being released.
-					leaving[name] = append(leaving[name], pod)
-				}
-				continue
-			}
-			if !mode.takes(corev1helpers.PodPriority(pod), p.Priority) {
-				continue // no victim (a gang is taken only if its pods may be): the model need not be asked
-			}
-			sum, member := e.trees.Summary(pod)
-			if member && sum.Root == p.Root {
-				if !e.bound(pod) {
-					// The tree's own member, reserved in the attempt that failed: its
-					// reservation is being released.
-					leaving[name] = append(leaving[name], pod)
-				}
-				continue
-			}
-			var u *Unit
-			if member && sum.Unit != (podgroup.Key{}) {
-				rg, done := gangs[sum.Unit]
-				if !done {
-					if gang, ok := e.trees.UnitOf(pod); ok && takesAll(mode, gang, p.Priority) {
-						rg = &runningGang{gang: gang, unit: &Unit{Key: sum.Unit.String(), Gang: true, Root: gang.Object, RootKey: gang.Root}}
-					}
-					gangs[sum.Unit] = rg
-				}
-				if rg == nil {
-					continue
-				}
-				rg.held = append(rg.held, pi)
-				u = rg.unit
-			} else {
-				v, err := preemption.NewVictim([]fwk.PodInfo{pi}, corev1helpers.PodPriority(pod), fwk.PodKeyType)
-				if err != nil {
-					continue
-				}
-				u = &Unit{Victim: v, Key: string(pod.UID), Lasting: lasting(pod)}
-			}
-			hold(units, i, u, pi)
-			n++
-		}
-	}
-	for _, rg := range gangs {
-		if rg != nil {
-			rg.unit.Victim = gangVictim(rg.gang, rg.held)
-		}
-	}
-	return units, leaving, n
-}
-
-// runningGang is a gang victim while units reads the nodes: its unit, and its members'
-// PodInfos as the snapshot holds them, which keep the requests the scheduler computed once
-// (capacity.OfPodInfo) where a new PodInfo would compute them again.
-type runningGang struct {
-	unit *Unit
-	gang podgroup.Unit
-	held []fwk.PodInfo
+	nu.units = append(nu.units, onNode{unit: u, room: capacity.OfPodInfo(pi)})
 }
 
 // takesAll reports whether a gang may be taken for a tree of priority of: its own priority
@@ -183,17 +195,14 @@ func takesAll(mode Mode, gang podgroup.Unit, of int32) bool {
 	return true
 }
 
-// gangVictim makes a running gang one victim: of its members' PodInfos in the snapshot
-// (held), and new ones for members the snapshot does not hold.
-func gangVictim(gang podgroup.Unit, held []fwk.PodInfo) preemption.Victim {
-	byUID := make(map[types.UID]fwk.PodInfo, len(held))
-	for _, pi := range held {
-		byUID[pi.GetPod().UID] = pi
-	}
+// gangVictim makes a running gang one victim, of its members' PodInfos in the snapshot,
+// which keep the requests the scheduler computed once (capacity.OfPodInfo), and new ones for
+// members the snapshot does not hold.
+func (c *classifier) gangVictim(gang podgroup.Unit) preemption.Victim {
 	pis := make([]fwk.PodInfo, 0, len(gang.Pods))
 	for _, p := range gang.Pods {
-		pi, ok := byUID[p.UID]
-		if !ok {
+		pi := c.podInfo(p)
+		if pi == nil {
 			var err error
 			if pi, err = framework.NewPodInfo(p); err != nil {
 				continue
@@ -207,4 +216,19 @@ func gangVictim(gang podgroup.Unit, held []fwk.PodInfo) preemption.Victim {
 	}
 	v, _ := preemption.NewVictim(pis, gang.Priority, kind)
 	return v
+}
+
+// podInfo returns the snapshot's PodInfo of a pod on its node, nil if the snapshot does not
+// hold it there.
+func (c *classifier) podInfo(p *v1.Pod) fwk.PodInfo {
+	i, ok := c.index.of(p.Spec.NodeName)
+	if !ok {
+		return nil
+	}
+	for _, pi := range c.infos[i].GetPods() {
+		if pi.GetPod().UID == p.UID {
+			return pi
+		}
+	}
+	return nil
 }

@@ -229,3 +229,48 @@ func TestNodeChangesFollowInformers(t *testing.T) {
 	}
 	expect("node b deleted", nil, true)
 }
+
+// A domain's version (what gang preemption keeps a domain's bound by) changes when one of its
+// nodes changes and not when another domain's does, and a rebuilt topology gives every domain
+// a version above any the topology it replaced gave.
+func TestDomainVersionsNeverComeBack(t *testing.T) {
+	nodes := grid(1, 1, 2, 2, 8) // racks z0-b0-r0 and z0-b0-r1
+	infos := nodeInfos(nodes)
+	tc, changes, _ := toldTopology()
+	versionOf := func(topo *topology, rack string) uint64 {
+		topo.mu.Lock()
+		defer topo.mu.Unlock()
+		return topo.domainVersion(topo.domains["z0/z0-b0/"+rack].key)
+	}
+	topo := tc.get(levels, infos)
+	if topo.domains["z0/z0-b0/z0-b0-r0"] == nil {
+		t.Fatal("no rack z0-b0-r0")
+	}
+	r0, r1 := versionOf(topo, "z0-b0-r0"), versionOf(topo, "z0-b0-r1")
+	if r0 == 0 || r1 == 0 {
+		t.Fatalf("versions %d and %d, want neither 0 (unknown)", r0, r1)
+	}
+
+	p := podOf("p", 2, 0)
+	p.Spec.NodeName = nodes[3].name // rack r1
+	infoAt(infos, 3).AddPod(p)
+	changes.Note(nodes[3].name)
+	tc.get(levels, infos)
+	if got := versionOf(topo, "z0-b0-r0"); got != r0 {
+		t.Errorf("rack r0's version %d after a change in rack r1, want %d", got, r0)
+	}
+	if got := versionOf(topo, "z0-b0-r1"); got <= r1 {
+		t.Errorf("rack r1's version %d after a change of its node, want above %d", got, r1)
+	}
+
+	highest := topo.lastVersion()
+	rebuilt := tc.get(levels, nodeInfos(append(slices.Clone(nodes), testNode{zone: "z0", block: "z0-b0", rack: "z0-b0-r1", name: "added", cpu: 8})))
+	if rebuilt == topo {
+		t.Fatal("a node added did not rebuild the topology")
+	}
+	for _, rack := range []string{"z0-b0-r0", "z0-b0-r1"} {
+		if got := versionOf(rebuilt, rack); got <= highest {
+			t.Errorf("rebuilt: rack %s's version %d, want above %d (the last the replaced topology gave)", rack, got, highest)
+		}
+	}
+}

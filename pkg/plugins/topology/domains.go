@@ -97,8 +97,27 @@ type topology struct {
 	elig *eligibility
 	// versions gives each domain (by key, "" for anywhere) a new version whenever one of its
 	// nodes changed: the rooms of domains cached for plans (room.go) are kept by version.
-	versions map[string]uint64
-	version  uint64
+	// base is every domain's version when the topology was built (a domain versions does not
+	// hold yet has it), above every version of the topology it replaced: no two states of a
+	// domain share a version (domainVersion).
+	versions      map[string]uint64
+	version, base uint64
+}
+
+// domainVersion returns the version of the domain with key k: it changes whenever one of
+// its nodes or their pods change, and never comes back. The caller holds t.mu.
+func (t *topology) domainVersion(k string) uint64 {
+	if v, ok := t.versions[k]; ok {
+		return v
+	}
+	return t.base
+}
+
+// lastVersion is the last version t gave.
+func (t *topology) lastVersion() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.version
 }
 
 // fullCheckInterval is how often a topology told which nodes changed (NodeChanges) still
@@ -159,7 +178,12 @@ func (tc *topologyCache) checkAllLocked(levels []string, infos []fwk.NodeInfo) *
 	if t := tc.last; t != nil && t.sameAs(infos) {
 		return t
 	}
+	base := uint64(1)
+	if tc.last != nil {
+		base = tc.last.lastVersion() + 1
+	}
 	tc.last = buildTopology(levels, infos)
+	tc.last.base, tc.last.version = base, base
 	return tc.last
 }
 

@@ -36,14 +36,18 @@ func (d *dryRun) Domains() []gangpreemption.Domain {
 		return []gangpreemption.Domain{d.pl.domainOf(d.topo.anywhere)}
 	}
 	out := make([]gangpreemption.Domain, 0, len(d.topo.sub[""][level]))
+	d.topo.mu.Lock()
+	defer d.topo.mu.Unlock()
 	for _, dom := range d.topo.sub[""][level] {
-		out = append(out, d.pl.domainOf(dom))
+		gd := d.pl.domainOf(dom)
+		gd.Version = d.topo.domainVersion(dom.key)
+		out = append(out, gd)
 	}
 	return out
 }
 
 // Evicting returns the pods other trees' plans are evicting.
-func (d *dryRun) Evicting() sets.Set[types.UID] { return d.pl.plans.Evicting(d.tree.Key) }
+func (d *dryRun) Evicting() gangpreemption.Evictions { return d.pl.plans.Evicting(d.tree.Key) }
 
 // Exclusive reports whether a group of the tree takes its domain to itself.
 func (d *dryRun) Exclusive() bool { return exclusiveTree(d.topo, d.tree) }
@@ -51,7 +55,7 @@ func (d *dryRun) Exclusive() bool { return exclusiveTree(d.topo, d.tree) }
 // Plan plans the tree on infos, on dom's nodes only, as if removed were gone.
 func (d *dryRun) Plan(ctx context.Context, infos []fwk.NodeInfo, dom gangpreemption.Domain, removed []fwk.PodInfo) (gangpreemption.Placement, bool) {
 	inDomain := sets.New(dom.Nodes...)
-	scope := &planScope{verdicts: d.verdicts, removed: removed, outside: func(n *node) string {
+	scope := &planScope{domain: d.topo.domains[dom.Key], verdicts: d.verdicts, removed: removed, outside: func(n *node) string {
 		if inDomain.Has(n.name) {
 			return ""
 		}
@@ -66,7 +70,7 @@ func (d *dryRun) Plan(ctx context.Context, infos []fwk.NodeInfo, dom gangpreempt
 
 // domainOf names a domain and lists its nodes for gang preemption.
 func (pl *Topology) domainOf(d *domain) gangpreemption.Domain {
-	out := gangpreemption.Domain{Name: d.describe(pl.levels), Nodes: make([]string, len(d.nodes))}
+	out := gangpreemption.Domain{Name: d.describe(pl.levels), Key: d.key, Nodes: make([]string, len(d.nodes))}
 	for i, n := range d.nodes {
 		out.Nodes[i] = n.name
 	}

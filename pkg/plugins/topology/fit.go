@@ -95,7 +95,8 @@ type frameworkFitter struct {
 	// (RunPreFilterExtensionRemovePod), or InterPodAffinity and PodTopologySpread would still
 	// count them.
 	removed []fwk.PodInfo
-	byName  map[string]int
+	// byName finds the removed pods' nodes: the topology's index, not one built per plan.
+	byName map[string]*node
 	// reserved are the members with resource claims planned so far: their devices are held in
 	// the scheduler's DRA state (by the profile's Reserve plugins, as upstream's pod-group
 	// cycle does) so that later members see them taken, until release.
@@ -112,7 +113,7 @@ type heldClaims struct {
 	node string
 }
 
-func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, elig *eligibility, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod, removed []fwk.PodInfo) *frameworkFitter {
+func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner, topo *topology, infos []fwk.NodeInfo, cache *verdictCache, tree []*v1.Pod, removed []fwk.PodInfo) *frameworkFitter {
 	interacting, monotone := podshape.Interacts(tree)
 	labelsMatter := true
 	if lister := fh.SnapshotSharedLister(); lister != nil {
@@ -120,16 +121,9 @@ func newFrameworkFitter(ctx context.Context, fh fwk.Handle, pre preFilterRunner,
 			labelsMatter = len(withAnti) > 0
 		}
 	}
-	nodes := elig.nodes
-	f := &frameworkFitter{elig: elig, ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
-		interacting: interacting, monotone: monotone, labelsMatter: labelsMatter, plannedOn: map[int][]*v1.Pod{}, removed: removed}
-	if len(removed) > 0 {
-		f.byName = make(map[string]int, len(nodes))
-		for _, n := range nodes {
-			f.byName[n.name] = n.idx
-		}
-	}
-	return f
+	return &frameworkFitter{elig: topo.eligibility(), ctx: ctx, fh: fh, pre: pre, infos: infos, shapes: map[string]*shape{}, cache: cache,
+		interacting: interacting, monotone: monotone, labelsMatter: labelsMatter, plannedOn: map[int][]*v1.Pod{}, removed: removed,
+		byName: topo.byName}
 }
 
 func (f *frameworkFitter) eligible(s *shape, n *node) bool     { return s.elig.allows(n.idx) }
@@ -165,8 +159,8 @@ func (f *frameworkFitter) prepare(s *shape) {
 		s.only = res.NodeNames
 	}
 	for _, pi := range f.removed {
-		if idx, ok := f.byName[pi.GetPod().Spec.NodeName]; ok {
-			if status := f.fh.RunPreFilterExtensionRemovePod(f.ctx, state, pod, pi, f.infos[idx]); !status.IsSuccess() {
+		if n, ok := f.byName[pi.GetPod().Spec.NodeName]; ok {
+			if status := f.fh.RunPreFilterExtensionRemovePod(f.ctx, state, pod, pi, f.infos[n.idx]); !status.IsSuccess() {
 				klog.FromContext(f.ctx).V(5).Info("Planner: RemovePod failed", "pod", klog.KObj(pi.GetPod()), "err", status.AsError())
 			}
 		}

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -44,6 +45,9 @@ type pending struct {
 type planner struct {
 	c   *cluster
 	fit fitter
+	// scope is the domain a preemption's dry run frees, nil otherwise: domains apart from it
+	// hold no node the plan may use, and are not looked at.
+	scope *domain
 	// budget caps packing attempts, deadline the time of one run: within them every
 	// candidate domain is considered.
 	budget   int
@@ -264,13 +268,13 @@ func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 	}
 	demand, least := p.demand[g.Key], p.minDemand[g.Key]
 	all := cands
-	cands = p.bestFit(cands, g, least)
+	cands = p.bestFit(p.inScope(cands), g, least)
 	for _, d := range cands {
 		if p.exhausted() {
 			break
 		}
 		for l := preferred; l > d.level; l-- {
-			for _, sub := range p.placedFirst(g, p.bestFit(p.c.within(d, l), g, demand)) {
+			for _, sub := range p.placedFirst(g, p.bestFit(p.inScope(p.c.within(d, l)), g, demand)) {
 				if p.exhausted() {
 					break
 				}
@@ -285,6 +289,21 @@ func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 	}
 	p.fail(g, level, all, pin)
 	return false
+}
+
+// inScope returns the domains of ds that a dry run's scope may use: those that hold it or lie
+// in it. Every domain, when the plan has no scope.
+func (p *planner) inScope(ds []*domain) []*domain {
+	if p.scope == nil || p.scope.level < 0 {
+		return ds
+	}
+	out := make([]*domain, 0, 1)
+	for _, d := range ds {
+		if d.level < 0 || d.key == p.scope.key || strings.HasPrefix(p.scope.key, d.key+"/") || strings.HasPrefix(d.key, p.scope.key+"/") {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // exhausted reports whether the run used its budget of packing attempts or of time.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/lockstep-sched/lockstep/pkg/capacity"
+	"github.com/lockstep-sched/lockstep/pkg/gangpreemption"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/reservation"
 )
@@ -40,6 +41,8 @@ type Plan struct {
 	// domain they leave; the tree's members wait until every victim is gone.
 	Victims map[types.UID]types.NamespacedName
 	Freed   string
+	// VictimNodes are the nodes the victims are on.
+	VictimNodes sets.Set[string]
 	// Holds are the domains the plan's exclusive groups take (exclusive.go).
 	Holds []hold
 	// Priority is the tree's. FollowersTimeout is how long, once the tree's leaders are
@@ -267,19 +270,22 @@ func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) (map
 	return out, counted
 }
 
-// Evicting returns the pods that live plans of trees other than except are evicting: they
-// leave, and a dry run that took them again would only ask for their deletion twice.
-func (p *Plans) Evicting(except podgroup.Key) sets.Set[types.UID] {
+// Evicting returns the pods that live plans of trees other than except are evicting, and
+// their nodes: they leave, and a dry run that took them again would only ask for their deletion twice.
+func (p *Plans) Evicting(except podgroup.Key) gangpreemption.Evictions {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := sets.New[types.UID]()
+	out := gangpreemption.Evictions{Pods: sets.New[types.UID](), Nodes: sets.New[string]()}
 	for root := range p.byRoot {
 		if root == except {
 			continue
 		}
 		if plan := p.liveLocked(root); plan != nil {
 			for uid := range plan.Victims {
-				out.Insert(uid)
+				out.Pods.Insert(uid)
+			}
+			for n := range plan.VictimNodes {
+				out.Nodes.Insert(n)
 			}
 		}
 	}

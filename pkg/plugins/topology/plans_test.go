@@ -42,17 +42,18 @@ func TestPreemptingPlanLivesWhileVictimsRemain(t *testing.T) {
 }
 
 // The victims of other trees' live preempting plans are being evicted: a dry run counts them
-// leaving (gangpreemption.DryRun.Evicting), never its own tree's, nor an expired plan's.
+// leaving (gangpreemption.DryRun.Evicting), and bounds their nodes afresh, never its own
+// tree's, nor an expired plan's.
 func TestPlansEvicting(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	plans := NewPlans()
 	plans.now = func() time.Time { return now }
 	a, b, c := podgroup.PodGroupKey("ns", "a"), podgroup.PodGroupKey("ns", "b"), podgroup.PodGroupKey("ns", "c")
-	plans.Store(&Plan{Root: a, Expires: now.Add(time.Minute), Victims: map[types.UID]types.NamespacedName{"va": {Namespace: "ns", Name: "va"}}})
-	plans.Store(&Plan{Root: b, Expires: now.Add(time.Minute), Victims: map[types.UID]types.NamespacedName{"vb": {Namespace: "ns", Name: "vb"}}})
-	plans.Store(&Plan{Root: c, Expires: now.Add(-time.Second), Victims: map[types.UID]types.NamespacedName{"vc": {Namespace: "ns", Name: "vc"}}})
-	got := sets.List(plans.Evicting(a))
-	if fmt.Sprint(got) != "[vb]" {
-		t.Errorf("Evicting(a) = %v, want [vb]", got)
+	plans.Store(&Plan{Root: a, Expires: now.Add(time.Minute), Victims: map[types.UID]types.NamespacedName{"va": {Namespace: "ns", Name: "va"}}, VictimNodes: sets.New("na")})
+	plans.Store(&Plan{Root: b, Expires: now.Add(time.Minute), Victims: map[types.UID]types.NamespacedName{"vb": {Namespace: "ns", Name: "vb"}}, VictimNodes: sets.New("nb")})
+	plans.Store(&Plan{Root: c, Expires: now.Add(-time.Second), Victims: map[types.UID]types.NamespacedName{"vc": {Namespace: "ns", Name: "vc"}}, VictimNodes: sets.New("nc")})
+	got := plans.Evicting(a)
+	if fmt.Sprint(sets.List(got.Pods), sets.List(got.Nodes)) != "[vb] [nb]" {
+		t.Errorf("Evicting(a) = %v on %v, want [vb] on [nb]", sets.List(got.Pods), sets.List(got.Nodes))
 	}
 }

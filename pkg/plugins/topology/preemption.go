@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -94,10 +95,11 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 		return refuse("", "waiting for terminating pods to leave "+choice.Domain.Name)
 	}
 	plan := planOf(choice)
-	plan.Victims = map[types.UID]types.NamespacedName{}
+	plan.Victims, plan.VictimNodes = map[types.UID]types.NamespacedName{}, sets.New[string]()
 	victims := choice.Pods()
 	for _, v := range victims {
 		plan.Victims[v.UID] = types.NamespacedName{Namespace: v.Namespace, Name: v.Name}
+		plan.VictimNodes.Insert(v.Spec.NodeName)
 	}
 	plan.Freed = choice.Domain.Name
 	plan.Expires = time.Now().Add(max(pl.planTTL, victimsGrace))

@@ -261,7 +261,9 @@ func (p *promisedCapacity) all(nodes []fwk.NodeInfo) map[string]capacity.Resourc
 // planScope narrows a plan for preemption's dry runs: to the nodes of one domain, on
 // simulated nodes (victims removed) whose Filter verdicts are kept apart, without metrics.
 type planScope struct {
-	// outside says why a node is not in the domain, "" for the domain's nodes.
+	// domain is the domain (nil: the cluster); the planner looks at no domain apart from it
+	// (planner.apart). outside says why a node is not in it, "" for its nodes.
+	domain   *domain
 	outside  func(*node) string
 	verdicts *verdictCache
 	// removed are the pods taken out of the simulated nodes (victims, pods leaving), which
@@ -326,6 +328,9 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 	promised := promise.all(nodes)
 	c := newCluster(topo, promised)
 	planner := newPlanner(c, fit, pl.planLimit)
+	if scope != nil {
+		planner.scope = scope.domain
+	}
 	planner.held, planner.foreign = held, pl.foreignPods(nodes, promised)
 	out := planner.plan(tree)
 	if !out.ok {
@@ -396,7 +401,7 @@ func (pl *Topology) fitter(ctx context.Context, topo *topology, nodes []fwk.Node
 		if scope != nil {
 			verdicts, removed = scope.verdicts, scope.removed
 		}
-		fit = newFrameworkFitter(ctx, pl.handle, pre, topo.eligibility(), nodes, verdicts, pods, removed)
+		fit = newFrameworkFitter(ctx, pl.handle, pre, topo, nodes, verdicts, pods, removed)
 	} else {
 		fit = newSpecFitter(topo.eligibility())
 	}

@@ -1,0 +1,282 @@
+package gangpreemption
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+)
+
+// cluster is a snapshot as the scheduler keeps it: one NodeInfo per node, changed in place, so
+// that a change gives that node's NodeInfo a new generation and no other.
+type cluster struct {
+	infos []fwk.NodeInfo
+	byPod map[types.UID]int
+	trees *fakeTrees
+}
+
+func newCluster(nodes []*v1.Node, running []*v1.Pod, gangPriority map[string]int32) *cluster {
+	c := &cluster{infos: nodeInfos(nodes, running), byPod: map[types.UID]int{}, trees: &fakeTrees{gangPriority: gangPriority}}
+	index := indexOf(c.infos)
+	for _, p := range running {
+		c.byPod[p.UID] = index[p.Spec.NodeName]
+		c.trees.pods = append(c.trees.pods, p)
+	}
+	return c
+}
+
+func (c *cluster) add(p *v1.Pod, node int) {
+	pi, _ := framework.NewPodInfo(p)
+	c.infos[node].AddPodInfo(pi)
+	c.byPod[p.UID] = node
+	c.trees.pods = append(c.trees.pods, p)
+	c.trees.bound = nil
+}
+
+func (c *cluster) remove(t *testing.T, p *v1.Pod) {
+	if err := c.infos[c.byPod[p.UID]].RemovePod(klog.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.byPod, p.UID)
+	for i, q := range c.trees.pods {
+		if q.UID == p.UID {
+			c.trees.pods = append(c.trees.pods[:i], c.trees.pods[i+1:]...)
+			break
+		}
+	}
+	c.trees.bound = nil
+}
+
+// TestKeptBoundsAreFreshBounds, over seeded random clusters of racks holding gangs that reach
+// across racks and pods of several priorities, and a sequence of decisions between which pods
+// leave and come, other trees' preemptions evict, and the tree's own members are placed: no
+// bound one evaluator kept and used is above the bound of its domain bounded afresh, in any
+// field (it is the same, or, where a gang gained a member on a node its bound did not read,
+// lower: still a bound), and that evaluator chooses as cheap a domain as a new evaluator, for
+// trees of two shapes, preempting and reserving; with domains that have versions (read
+// instead of their nodes) and domains that have none.
+func TestKeptBoundsAreFreshBounds(t *testing.T) {
+	same, lower := 0, 0
+	for seed := int64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		var nodes []*v1.Node
+		var domains []Domain
+		for r := range 3 + rng.Intn(4) {
+			d := Domain{Name: fmt.Sprintf("rack %d", r)}
+			for h := range 2 + rng.Intn(3) {
+				name := fmt.Sprintf("r%d-n%d", r, h)
+				nodes = append(nodes, lt.MakeNode(name, fmt.Sprint(4+rng.Intn(5))).Obj())
+				d.Nodes = append(d.Nodes, name)
+			}
+			domains = append(domains, d)
+		}
+		prios := []int32{0, 1, 5, 10, 2000}
+		gangPriority := map[string]int32{}
+		c := newCluster(nodes, nil, gangPriority)
+		pods := 0
+		// place puts a pod of priority prio in group (none: "") on a random node with room.
+		place := func(group string, prio int32) {
+			cpu := int64(1 + rng.Intn(3))
+			for range 10 {
+				i := rng.Intn(len(nodes))
+				if c.infos[i].GetAllocatable().GetMilliCPU()-c.infos[i].GetRequested().GetMilliCPU() < cpu*1000 {
+					continue
+				}
+				pods++
+				var p *v1.Pod
+				if group == "" {
+					w := lt.GroupPod("ns", fmt.Sprintf("p%d", pods), "").Req(lt.CPU(fmt.Sprint(cpu))).Priority(prio).Node(nodes[i].Name)
+					if rng.Intn(3) == 0 {
+						w = lt.ControlledBy(w, "apps/v1", "ReplicaSet", "rs", "rs-uid")
+					}
+					p = w.Obj()
+				} else {
+					p = lt.Member("ns", group, pods).Req(lt.CPU(fmt.Sprint(cpu))).Priority(prio).Node(nodes[i].Name).Obj()
+				}
+				c.add(p, i)
+				return
+			}
+		}
+		for g := range 2 + rng.Intn(5) {
+			name := fmt.Sprintf("g%d", g)
+			gangPriority[name] = prios[1+rng.Intn(3)]
+			for range 1 + rng.Intn(5) {
+				place(name, gangPriority[name])
+			}
+		}
+		for range rng.Intn(12) {
+			place("", prios[rng.Intn(len(prios))])
+		}
+
+		shapes := [][]string{{"2", "2", "1"}, {"3", "1"}}
+		kept := New(noPlugins{}, c.trees, nil, nil)
+		for step := range 12 {
+			what := fmt.Sprintf("seed %d, step %d", seed, step)
+			tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true}
+			for m, cpu := range shapes[rng.Intn(len(shapes))] {
+				tree.Pending = append(tree.Pending, lt.Member("ns", "hi", 100+m).Req(lt.CPU(cpu)).Obj())
+			}
+			tree.Min = len(tree.Pending)
+			dry := &firstFit{tree: tree, domains: domains}
+			switch rng.Intn(6) {
+			case 0, 1: // a pod leaves
+				if len(c.trees.pods) > 0 {
+					c.remove(t, c.trees.pods[rng.Intn(len(c.trees.pods))])
+				}
+			case 2: // a pod comes, maybe a gang's new member
+				if g := fmt.Sprintf("g%d", rng.Intn(len(gangPriority)+1)); gangPriority[g] != 0 {
+					place(g, gangPriority[g])
+				} else {
+					place("", prios[rng.Intn(len(prios))])
+				}
+			case 3: // another tree's preemption evicts a pod
+				if len(c.trees.pods) > 0 {
+					p := c.trees.pods[rng.Intn(len(c.trees.pods))]
+					dry.evicting = Evictions{Pods: sets.New(p.UID), Nodes: sets.New(p.Spec.NodeName)}
+				}
+			case 4: // the tree has a member placed
+				place("hi", 1)
+				for _, p := range c.trees.pods {
+					if s, ok := c.trees.Summary(p); ok && s.Root == tree.Key {
+						tree.PlacedNodes = append(tree.PlacedNodes, p.Spec.NodeName)
+					}
+				}
+			}
+			if seed%2 == 1 {
+				// The domains have versions, as the topology plugin gives them: one that
+				// changes with any of their nodes and never comes back.
+				index := indexOf(c.infos)
+				for i, d := range domains {
+					domains[i].Version = 0
+					for _, n := range d.Nodes {
+						domains[i].Version = max(domains[i].Version, uint64(c.infos[index[n]].GetGeneration())+1)
+					}
+				}
+			}
+			for _, mode := range []Mode{Preempt, Reserve} {
+				p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
+				if mode == Reserve {
+					p.Priority = 5
+				}
+				what := fmt.Sprintf("%s, mode %d", what, mode)
+				got := kept.Cheapest(context.Background(), dry, tree, p, c.infos, mode)
+				fresh := New(noPlugins{}, c.trees, nil, nil)
+				run := fresh.newDecision(dry, tree, p, c.infos, mode)
+				if used := kept.bounds.shapes[run.shape()]; used != nil {
+					for _, d := range domains {
+						b, ok := used.byDomain[d.id()]
+						if !ok {
+							continue
+						}
+						floor, ok := run.lowerBound(d)
+						if ok && !b.ok || b.cost.Priority > floor.Priority || b.cost.Gangs > floor.Gangs || b.cost.Pods > floor.Pods ||
+							b.cost.Lasting > floor.Lasting || b.cost.PDB > floor.PDB {
+							t.Errorf("%s, %s: kept bound %+v, %v is above the bound afresh %+v, %v", what, d.Name, b.cost, b.ok, floor, ok)
+						}
+						if floor == b.cost && ok == b.ok {
+							same++
+						} else {
+							lower++
+						}
+					}
+				}
+				want := fresh.Cheapest(context.Background(), dry, tree, p, c.infos, mode)
+				switch {
+				case (got == nil) != (want == nil):
+					t.Errorf("%s: chose %v with kept bounds, %v afresh", what, got, want)
+				case got != nil && (mode.better(got.Cost, want.Cost) || mode.better(want.Cost, got.Cost)):
+					t.Errorf("%s: chose %s at %+v with kept bounds, %s at %+v afresh", what, got.Domain.Name, got.Cost, want.Domain.Name, want.Cost)
+				}
+			}
+		}
+	}
+	t.Logf("kept bounds: %d as bounded afresh, %d lower", same, lower)
+	if same == 0 {
+		t.Error("no bound was kept: the test does not test keeping")
+	}
+}
+
+// TestKeptBoundLivesBoundTTL: what the group model says of a pod can change with no node
+// changing (here a running gang's priority is raised above the tree's). The kept bound stands
+// until boundTTL has passed since it was bounded; then the domain is bounded afresh, and
+// nothing is chosen. A decision of another shape, or a domain whose node changed, never
+// reads it.
+func TestKeptBoundLivesBoundTTL(t *testing.T) {
+	nodes := []*v1.Node{lt.MakeNode("a0", "4").Obj(), lt.MakeNode("b0", "4").Obj()}
+	running := []*v1.Pod{
+		lt.Member("ns", "low", 0).Req(lt.CPU("4")).Priority(1).Node("a0").Obj(),
+		lt.GroupPod("ns", "b0-pod", "").Req(lt.CPU("4")).Priority(2000).Node("b0").Obj(),
+	}
+	c := newCluster(nodes, running, map[string]int32{"low": 1})
+	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 1, Pending: lt.Members("ns", "hi", 1, lt.CPU("4"))}
+	dry := &firstFit{tree: tree, domains: []Domain{{Name: "rack a", Nodes: []string{"a0"}}, {Name: "rack b", Nodes: []string{"b0"}}}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := New(noPlugins{}, c.trees, nil, nil)
+	e.bounds.now = func() time.Time { return now }
+	p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
+	decide := func() (*Choice, int) {
+		got := e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
+		return got, len(e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain)
+	}
+	if got, kept := decide(); got == nil || got.Domain.Name != "rack a" || kept != 2 {
+		t.Fatalf("chose %v keeping %d bounds, want rack a, both racks' bounds kept", got, kept)
+	}
+	c.trees.gangPriority["low"] = 1000 // the model's word changes; no node does
+	now = now.Add(boundTTL - time.Second)
+	if got, _ := decide(); got != nil {
+		// The kept bound still says rack a may hold the tree; its dry run, on the snapshot as
+		// it is, finds no victim there.
+		t.Fatalf("chose %s evicting %s, want nothing: the gang is above the tree now", got.Domain.Name, PodNames(got.Pods()))
+	}
+	if b := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain[dry.domains[0].id()]; !b.ok {
+		t.Fatal("rack a's bound was renewed before boundTTL passed")
+	}
+	now = now.Add(2 * time.Second)
+	if got, _ := decide(); got != nil {
+		t.Fatalf("chose %s, want nothing", got.Domain.Name)
+	}
+	if b := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain[dry.domains[0].id()]; b.ok {
+		t.Error("rack a's bound was kept past boundTTL")
+	}
+	// A change of the node: bounded afresh at once.
+	c.trees.gangPriority["low"] = 1
+	c.remove(t, running[1])
+	if got, _ := decide(); got != nil {
+		t.Fatalf("chose %s, want rack b free without victims (no choice to make)", got.Domain.Name)
+	}
+	if b := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain[dry.domains[1].id()]; !b.ok || b.cost != (Cost{}) {
+		t.Errorf("rack b's bound %+v, %v after its pod left; want zero, true", b.cost, b.ok)
+	}
+}
+
+// TestKeptShapesAreFew: bounds are kept for maxShapes shapes of trees at most, the least
+// recently used forgotten first, and only for the domains the last decision was offered.
+func TestKeptShapesAreFew(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := boundCache{now: func() time.Time { return now }}
+	for i := range maxShapes + 3 {
+		now = now.Add(time.Second)
+		k := c.forShape(fmt.Sprint(i), nil)
+		k.next["rack"] = keptBound{}
+		c.done(k)
+	}
+	if len(c.shapes) != maxShapes || c.shapes["0"] != nil || c.shapes[fmt.Sprint(maxShapes+2)] == nil {
+		t.Errorf("%d shapes kept, want the %d most recent", len(c.shapes), maxShapes)
+	}
+	k := c.forShape(fmt.Sprint(maxShapes+2), []Domain{{Name: "other rack"}})
+	c.done(k)
+	if len(c.shapes[fmt.Sprint(maxShapes+2)].byDomain) != 0 {
+		t.Error("a domain no longer offered is still kept")
+	}
+}
