@@ -36,7 +36,8 @@ const boundTTL = 30 * time.Second
 // maxShapes is how many shapes of trees have bounds kept: the least recently used goes.
 const maxShapes = 16
 
-// boundCache keeps, by shape of tree, each domain's last bound.
+// boundCache keeps, by shape of tree, each domain's last bound. Decisions run one at a time
+// (in PostFilter, on the scheduling goroutine); mu guards the shapes against any other reader.
 type boundCache struct {
 	mu     sync.Mutex
 	now    func() time.Time
