@@ -105,14 +105,18 @@ func (c *boundCache) done(k *keptBounds) {
 // lowerBound returns domain d's bound (decision.lowerBound), the kept one if it still
 // stands; computed: it was bounded afresh.
 func (k *keptBounds) lowerBound(run *decision, d Domain) (floor Cost, ok, computed bool) {
-	if b, kept := k.byDomain[d.id()]; kept && k.used.Sub(b.at) < boundTTL && b.version == d.Version {
-		if gen, found, mine := run.generation(d, b.watched); !mine && gen == b.gen && found == b.found {
+	mine := run.mine(d)
+	if b, kept := k.byDomain[d.id()]; kept && !mine && k.used.Sub(b.at) < boundTTL && b.version == d.Version {
+		if gen, found := run.generation(d, b.watched); gen == b.gen && found == b.found {
 			k.next[d.id()] = b
 			return b.cost, b.ok, false
 		}
 	}
 	bounder := run.bounderOf(d)
 	floor, ok = bounder.bound()
+	if mine {
+		return floor, ok, true
+	}
 	if b, keep := run.keep(d, bounder, floor, ok); keep {
 		b.at = k.used
 		k.next[d.id()] = b
@@ -128,8 +132,8 @@ func (k *keptBounds) lowerBound(run *decision, d Domain) (floor Cost, ok, comput
 const maxWatched = 16
 
 // keep returns what keeps domain d's bound, false where the bound is the decision's alone
-// (the tree's own pods or pods being evicted are on the domain's nodes) or its gangs are on
-// nodes the snapshot does not have.
+// (the tree's own pending members are on the domain's nodes) or its gangs are on nodes the
+// snapshot does not have.
 func (run *decision) keep(d Domain, b *bounder, floor Cost, ok bool) (keptBound, bool) {
 	in := make(map[string]bool, len(d.Nodes))
 	for _, n := range d.Nodes {
@@ -157,24 +161,27 @@ func (run *decision) keep(d Domain, b *bounder, floor Cost, ok bool) (keptBound,
 			}
 		}
 	}
-	gen, found, mine := run.generation(d, watched)
-	if mine {
-		return keptBound{}, false
-	}
+	gen, found := run.generation(d, watched)
 	return keptBound{cost: floor, ok: ok, version: d.Version, gen: gen, found: found, watched: watched}, true
 }
 
-// generation returns the highest NodeInfo generation of the watched nodes, and of the
-// domain's where it has no Version, and how many of them the snapshot has; mine: one of the
-// domain's nodes holds the tree's own members or pods being evicted.
-func (run *decision) generation(d Domain, watched []string) (gen int64, found int, mine bool) {
-	if run.evicting.Len() > 0 || run.placed.Len() > 0 {
-		for _, n := range d.Nodes {
-			if run.evicting.Has(n) || run.placed.Has(n) {
-				return 0, 0, true
-			}
+// mine reports whether what domain d holds is this decision's alone: one of its nodes holds
+// the tree's own bound or reserved members, or pods other trees' preemptions are evicting.
+func (run *decision) mine(d Domain) bool {
+	if run.evicting.Len() == 0 && run.placed.Len() == 0 {
+		return false
+	}
+	for _, n := range d.Nodes {
+		if run.evicting.Has(n) || run.placed.Has(n) {
+			return true
 		}
 	}
+	return false
+}
+
+// generation returns the highest NodeInfo generation of the watched nodes, and of the
+// domain's where it has no Version, and how many of them the snapshot has.
+func (run *decision) generation(d Domain, watched []string) (gen int64, found int) {
 	read := func(nodes []string) {
 		for _, n := range nodes {
 			if i, ok := run.index.of(n); ok {
@@ -187,7 +194,7 @@ func (run *decision) generation(d Domain, watched []string) (gen int64, found in
 		read(d.Nodes)
 	}
 	read(watched)
-	return gen, found, false
+	return gen, found
 }
 
 // shape is what a domain's bound reads of the tree: the mode, its priority, and its pending

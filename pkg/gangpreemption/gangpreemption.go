@@ -198,25 +198,18 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 // newDecision gathers what every domain's dry run of one decision shares. The nodes' pods are
 // read as domains need them (classifier).
 func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode) *decision {
-	members := map[types.UID]*v1.Pod{}
+	members, placed := map[types.UID]*v1.Pod{}, sets.New[string]()
 	tree.Walk(func(g *podgroup.GroupView) {
 		for _, p := range g.Pending {
 			members[p.UID] = p
 		}
+		placed.Insert(g.PlacedNodes...)
 	})
 	evicting := dry.Evicting()
 	index := e.nodes.get(infos)
 	run := &decision{dry: dry, tree: tree, infos: infos, index: index, pdbs: e.listPDBs(), members: members,
-		exclusive: dry.Exclusive(), mode: mode, priority: p.Priority, evicting: evicting.Nodes,
+		exclusive: dry.Exclusive(), mode: mode, priority: p.Priority, evicting: evicting.Nodes, placed: placed,
 		nodes: e.newClassifier(infos, index, p, mode, evicting.Pods, members)}
-	tree.Walk(func(g *podgroup.GroupView) {
-		for _, n := range g.PlacedNodes {
-			if run.placed == nil {
-				run.placed = sets.New[string]()
-			}
-			run.placed.Insert(n)
-		}
-	})
 	run.need, run.slot = needOf(members)
 	return run
 }
