@@ -12,23 +12,28 @@ import (
 // shape (the mode, its priority, its pending members' count, requests in all and smallest
 // requests), and otherwise on what the domain's nodes hold and on the gangs there (their pods
 // elsewhere count too). So each domain's bound is kept for the shape, with the domain's
-// Version (the topology plugin's version of the domain, which changes with any of its nodes)
-// and the highest NodeInfo generation of the nodes outside it that hold pods of its gangs
-// (the scheduler's cache gives a NodeInfo a new generation, from one counter, at every change
-// of its node or its pods; a domain without a Version is read so too), and used again by the
-// next decision of a tree of the same shape while they stand: a decision reads no node of a
-// domain that did not change. A gang that gains a member on a node the bound did not read
-// costs more than the kept bound says: it is lower than the bound afresh, so still a bound.
-// The nodes watched outside a domain are at most maxWatched.
+// Version (the topology plugin's version of the domain, which changes with any of its nodes,
+// and never comes back) and, for the nodes outside it that hold pods of its gangs, the
+// Versions of their domains (and the nodes' NodeInfo generations: the scheduler's cache gives
+// a NodeInfo a new generation, from one counter, at every change of its node or its pods).
+// The next decision of a tree of the same shape uses it again while they stand: it reads no
+// node of a domain that did not change, and a few numbers per domain. Where a watched domain
+// moved, the watched nodes' generations say whether the bound still stands; a domain without
+// a Version has its own nodes' generations read instead. A gang that gains a member on a node
+// the bound did not read costs more than the kept bound says: it is lower than the bound
+// afresh, so still a bound. The nodes watched outside a domain are at most maxWatched.
+//
+// The topology plugin learns of a node's change when the informers tell it, or at its check
+// of every node (once a second): a Version can lag the snapshot by that much, as a plan can.
 //
 // What a node holds is the decision's alone where its pods are being evicted by another
 // tree's preemption or are the tree's own: such domains are bounded afresh and their bounds
 // not kept. What the group model says of a pod can change without its node changing (a
 // group's disruption mode or priority class edited, a pod's group created after it), as can a
-// gang's pods on nodes beyond the watched ones: a kept bound lives boundTTL at most. Only the order of the domains and where the search stops
-// rest on kept bounds; every domain dry run is run on the snapshot as it is, so a stale
-// bound can make a decision look at one more domain, or miss a cheaper one for boundTTL, and
-// never evict for a plan that does not fit.
+// gang's pods on nodes beyond the watched ones: a kept bound lives boundTTL at most. Only the
+// order of the domains and where the search stops rest on kept bounds; every domain dry run
+// is run on the snapshot as it is, so a stale bound can make a decision look at one more
+// domain, or miss a cheaper one for boundTTL, and never evict for a plan that does not fit.
 
 // boundTTL is how long a domain's bound is kept while its nodes do not change.
 const boundTTL = 30 * time.Second
@@ -58,14 +63,25 @@ type keptBound struct {
 	cost Cost
 	ok   bool
 	at   time.Time
-	// version is the domain's Version, 0 where it has none; gen is the highest generation of
-	// the nodes read (the watched ones, and the domain's where it has no version), found how
-	// many of them the snapshot had; watched are the nodes outside the domain holding pods of
-	// its gangs.
+	// version is the domain's Version, 0 where it has none: then gen and found are the
+	// highest generation of its nodes and how many of them the snapshot had.
 	version uint64
 	gen     int64
 	found   int
-	watched []string
+	watched []watch
+}
+
+// watch is the nodes of one other domain that hold pods of a domain's gangs. They are read by
+// that domain's Version while it stands, a few numbers for every kept bound of a decision; once
+// it moved (a node of it changed, maybe not these), by the nodes' generations.
+type watch struct {
+	// at is the domain's place in the decision's domains, -1 where the nodes are in none;
+	// version its Version then.
+	at      int
+	version uint64
+	nodes   []string
+	gen     int64
+	found   int
 }
 
 // forShape returns the bounds kept for a shape, for one decision.
@@ -102,12 +118,12 @@ func (c *boundCache) done(k *keptBounds) {
 	}
 }
 
-// lowerBound returns domain d's bound (decision.lowerBound), the kept one if it still
-// stands; computed: it was bounded afresh.
-func (k *keptBounds) lowerBound(run *decision, d Domain) (floor Cost, ok, computed bool) {
-	mine := run.mine(d)
-	if b, kept := k.byDomain[d.id()]; kept && !mine && k.used.Sub(b.at) < boundTTL && b.version == d.Version {
-		if gen, found := run.generation(d, b.watched); gen == b.gen && found == b.found {
+// lowerBound returns domain d, at place i of the decision's domains, its bound
+// (decision.lowerBound), the kept one if it still stands; computed: it was bounded afresh.
+func (k *keptBounds) lowerBound(run *decision, i int, d Domain) (floor Cost, ok, computed bool) {
+	mine := run.mine(i)
+	if b, kept := k.byDomain[d.id()]; kept && !mine && k.used.Sub(b.at) < boundTTL {
+		if b, stands := run.stands(d, b); stands {
 			k.next[d.id()] = b
 			return b.cost, b.ok, false
 		}
@@ -122,6 +138,34 @@ func (k *keptBounds) lowerBound(run *decision, d Domain) (floor Cost, ok, comput
 		k.next[d.id()] = b
 	}
 	return floor, ok, true
+}
+
+// stands reports whether what domain d's kept bound was read from is unchanged, and returns
+// it with the domains it watches read by their Versions again where they moved but not the
+// watched nodes.
+func (run *decision) stands(d Domain, b keptBound) (keptBound, bool) {
+	if b.version != d.Version {
+		return b, false
+	}
+	if d.Version == 0 {
+		if gen, found := run.generation(d.Nodes); gen != b.gen || found != b.found {
+			return b, false
+		}
+	}
+	renewed := false
+	for i, w := range b.watched {
+		if w.version != 0 && w.at < len(run.domains) && run.domains[w.at].Version == w.version {
+			continue
+		}
+		if gen, found := run.generation(w.nodes); gen != w.gen || found != w.found {
+			return b, false
+		}
+		if !renewed {
+			b.watched, renewed = append([]watch(nil), b.watched...), true
+		}
+		b.watched[i].at, b.watched[i].version = run.domainOf(w.nodes[0])
+	}
+	return b, true
 }
 
 // maxWatched bounds the nodes outside a domain whose generations its kept bound reads, so that
@@ -142,7 +186,12 @@ func (run *decision) keep(d Domain, b *bounder, floor Cost, ok bool) (keptBound,
 			return keptBound{}, false
 		}
 	}
-	var watched []string
+	kb := keptBound{cost: floor, ok: ok, version: d.Version}
+	if d.Version == 0 {
+		kb.gen, kb.found = run.generation(d.Nodes)
+	}
+	byDomain := map[int]int{} // a watched domain's place in domains → its place in kb.watched
+	watched := 0
 	for _, s := range b.shares {
 		if !s.unit.Gang {
 			continue
@@ -156,44 +205,49 @@ func (run *decision) keep(d Domain, b *bounder, floor Cost, ok bool) (keptBound,
 				return keptBound{}, false
 			}
 			in[n] = true
-			if len(watched) < maxWatched {
-				watched = append(watched, n)
+			if watched == maxWatched {
+				continue
 			}
+			watched++
+			at, version := run.domainOf(n)
+			w, seen := byDomain[at]
+			if !seen {
+				w = len(kb.watched)
+				byDomain[at] = w
+				kb.watched = append(kb.watched, watch{at: at, version: version})
+			}
+			kb.watched[w].nodes = append(kb.watched[w].nodes, n)
 		}
 	}
-	gen, found := run.generation(d, watched)
-	return keptBound{cost: floor, ok: ok, version: d.Version, gen: gen, found: found, watched: watched}, true
+	for i, w := range kb.watched {
+		kb.watched[i].gen, kb.watched[i].found = run.generation(w.nodes)
+	}
+	return kb, true
 }
 
-// mine reports whether what domain d holds is this decision's alone: one of its nodes holds
-// the tree's own bound or reserved members, or pods other trees' preemptions are evicting.
-func (run *decision) mine(d Domain) bool {
-	if run.evicting.Len() == 0 && run.placed.Len() == 0 {
-		return false
+// domainOf returns the place among the decision's domains of the one that holds the node,
+// and its Version; -1 and 0 where none does.
+func (run *decision) domainOf(node string) (int, uint64) {
+	if i, ok := run.dry.DomainOf(node); ok && i < len(run.domains) {
+		return i, run.domains[i].Version
 	}
-	for _, n := range d.Nodes {
-		if run.evicting.Has(n) || run.placed.Has(n) {
-			return true
-		}
-	}
-	return false
+	return -1, 0
 }
 
-// generation returns the highest NodeInfo generation of the watched nodes, and of the
-// domain's where it has no Version, and how many of them the snapshot has.
-func (run *decision) generation(d Domain, watched []string) (gen int64, found int) {
-	read := func(nodes []string) {
-		for _, n := range nodes {
-			if i, ok := run.index.of(n); ok {
-				found++
-				gen = max(gen, run.infos[i].GetGeneration())
-			}
+// mine reports whether what the domain at place i holds is this decision's alone: one of its
+// nodes holds the tree's own bound or reserved members, or pods other trees' preemptions are
+// evicting.
+func (run *decision) mine(i int) bool { return run.own.Has(i) }
+
+// generation returns the highest NodeInfo generation of the nodes, and how many of them the
+// snapshot has.
+func (run *decision) generation(nodes []string) (gen int64, found int) {
+	for _, n := range nodes {
+		if i, ok := run.index.of(n); ok {
+			found++
+			gen = max(gen, run.infos[i].GetGeneration())
 		}
 	}
-	if d.Version == 0 {
-		read(d.Nodes)
-	}
-	read(watched)
 	return gen, found
 }
 

@@ -35,10 +35,11 @@ type decision struct {
 	exclusive bool
 	mode      Mode
 	priority  int32
-	// evicting are the nodes of pods other trees' preemptions are evicting, placed those of
-	// the tree's own bound or reserved members: what such a node holds is this decision's
-	// alone (bounds.go).
-	evicting, placed sets.Set[string]
+	// domains are the domains the dry run offers; own the places among them of those whose
+	// nodes hold pods other trees' preemptions are evicting, or the tree's own bound or
+	// reserved members: what such a domain holds is this decision's alone (bounds.go).
+	domains []Domain
+	own     sets.Set[int]
 }
 
 // free is one domain's dry run: the domain's units taken out, the tree planned in the

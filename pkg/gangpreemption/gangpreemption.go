@@ -74,8 +74,12 @@ type Placement interface {
 
 // DryRun is the planner as one decision sees it.
 type DryRun interface {
-	// Domains are the domains the tree may be freed in.
+	// Domains are the domains the tree may be freed in. A node is in one of them at most.
+	// They are the dry run's to keep: the caller does not change them.
 	Domains() []Domain
+	// DomainOf returns the place in Domains of the domain whose Nodes hold the node, false if
+	// none does.
+	DomainOf(node string) (int, bool)
 	// Exclusive reports whether a group of the tree takes its domain to itself: then no pod
 	// may stay in the domain freed for it.
 	Exclusive() bool
@@ -155,12 +159,12 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 		domain Domain
 		floor  Cost
 	}
-	domains := dry.Domains()
+	domains := run.domains
 	kept := e.bounds.forShape(run.shape(), domains)
 	candidates := make([]candidate, 0, len(domains))
 	fresh := 0
-	for _, d := range domains {
-		floor, ok, computed := kept.lowerBound(run, d)
+	for i, d := range domains {
+		floor, ok, computed := kept.lowerBound(run, i, d)
 		if computed {
 			fresh++
 		}
@@ -208,9 +212,14 @@ func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup
 	evicting := dry.Evicting()
 	index := e.nodes.get(infos)
 	run := &decision{dry: dry, tree: tree, infos: infos, index: index, pdbs: e.listPDBs(), members: members,
-		exclusive: dry.Exclusive(), mode: mode, priority: p.Priority, evicting: evicting.Nodes, placed: placed,
+		exclusive: dry.Exclusive(), mode: mode, priority: p.Priority, domains: dry.Domains(), own: sets.New[int](),
 		nodes: e.newClassifier(infos, index, p, mode, evicting.Pods, members)}
 	run.need, run.slot = needOf(members)
+	for _, n := range append(sets.List(evicting.Nodes), sets.List(placed)...) {
+		if i, ok := dry.DomainOf(n); ok {
+			run.own.Insert(i)
+		}
+	}
 	return run
 }
 

@@ -162,8 +162,10 @@ type firstFit struct {
 	tree     *podgroup.GroupView
 	domains  []Domain
 	evicting Evictions
-	// byName indexes the nodes of the infos planned on (the same list at every plan).
+	// byName indexes the nodes of the infos planned on (the same list at every plan); at the
+	// domains' nodes (which no test changes).
 	byName map[string]int
+	at     map[string]int
 }
 
 type placement map[types.UID]string
@@ -172,6 +174,19 @@ func (p placement) NodeOf(uid types.UID) (string, bool) { n, ok := p[uid]; retur
 
 func (f *firstFit) Domains() []Domain { return f.domains }
 func (f *firstFit) Exclusive() bool   { return false }
+
+func (f *firstFit) DomainOf(node string) (int, bool) {
+	if f.at == nil {
+		f.at = map[string]int{}
+		for i, d := range f.domains {
+			for _, n := range d.Nodes {
+				f.at[n] = i
+			}
+		}
+	}
+	i, ok := f.at[node]
+	return i, ok
+}
 
 func (f *firstFit) Evicting() Evictions { return f.evicting }
 

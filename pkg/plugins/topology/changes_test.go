@@ -22,6 +22,14 @@ import (
 func freeCPUOf(t *topology, i int) int64                     { return t.free[i].MilliCPU / 1000 }
 func infoAt(infos []fwk.NodeInfo, i int) *framework.NodeInfo { return infos[i].(*framework.NodeInfo) }
 
+// runOn puts a pod of cpu cores on node i of the snapshot, and returns it.
+func runOn(infos []fwk.NodeInfo, nodes []testNode, i int, name string, cpu int64) *v1.Pod {
+	p := podOf(name, cpu, 0)
+	p.Spec.NodeName = nodes[i].name
+	infoAt(infos, i).AddPod(p)
+	return p
+}
+
 // toldTopology returns a topology cache told of changes by the NodeChanges it returns, on a
 // clock the test steps.
 func toldTopology() (*topologyCache, *NodeChanges, *testingclock.FakeClock) {
@@ -39,12 +47,8 @@ func TestTopologyReadsTheNodesItWasTold(t *testing.T) {
 	tc, changes, clock := toldTopology()
 	topo := tc.get(levels, infos)
 
-	quiet := podOf("quiet", 3, 0)
-	quiet.Spec.NodeName = nodes[0].name
-	infoAt(infos, 0).AddPod(quiet)
-	told := podOf("told", 2, 0)
-	told.Spec.NodeName = nodes[1].name
-	infoAt(infos, 1).AddPod(told)
+	runOn(infos, nodes, 0, "quiet", 3)
+	runOn(infos, nodes, 1, "told", 2)
 	changes.Note(nodes[1].name)
 	changes.Note(nodes[2].name) // told before its change reaches the snapshot
 	clock.Step(fullCheckInterval / 2)
@@ -58,9 +62,7 @@ func TestTopologyReadsTheNodesItWasTold(t *testing.T) {
 		t.Errorf("node 0, changed without a word within %v of the last full check: %d cores free, want 8 (read only at the next full check)", fullCheckInterval, got)
 	}
 
-	late := podOf("late", 5, 0)
-	late.Spec.NodeName = nodes[2].name
-	infoAt(infos, 2).AddPod(late)
+	runOn(infos, nodes, 2, "late", 5)
 	tc.get(levels, infos)
 	if got := freeCPUOf(topo, 2); got != 3 {
 		t.Errorf("node 2, told before its change reached the snapshot: %d cores free, want 3", got)
@@ -73,10 +75,12 @@ func TestTopologyReadsTheNodesItWasTold(t *testing.T) {
 	}
 }
 
-// Whatever the order of changes, notes and plans, a topology told about its nodes' changes
-// (possibly before they reach the snapshot) sees every told change at its next plan, and
-// every change at the first plan a full check interval after it. The oracle keeps its own
-// count of the cores each node's pods take.
+// Whatever the order of changes, notes, plans and preemption dry runs, a topology told about
+// its nodes' changes (possibly before they reach the snapshot) sees every told change at its
+// next plan, and every change at the first plan a full check interval after it; a dry run sees
+// the nodes it simulates as simulated and the others as a plan would, and the plan after it
+// sees the snapshot's nodes again. The oracle keeps its own count of the cores each node's
+// pods take.
 func TestTopologyFollowsChangesItIsTold(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -94,7 +98,7 @@ func TestTopologyFollowsChangesItIsTold(t *testing.T) {
 		next := 0
 		for step := 0; step < 200; step++ {
 			i := rng.IntN(len(nodes))
-			switch op := rng.IntN(6); {
+			switch op := rng.IntN(7); {
 			case op <= 1 && used[i] < 16: // a pod assumed or bound, told
 				cpu := 1 + rng.Int64N(16-used[i])
 				p := podOf(fmt.Sprintf("p%d", next), cpu, 0)
@@ -126,6 +130,36 @@ func TestTopologyFollowsChangesItIsTold(t *testing.T) {
 				} else {
 					unseen[i] = true
 				}
+			case op == 5: // a preemption dry run: copies of a few nodes, a pod taken out of each
+				sim := slices.Clone(infos)
+				simUsed := slices.Clone(used)
+				var simulated []string
+				for range 1 + rng.IntN(3) {
+					j := rng.IntN(len(nodes))
+					if len(pods[j]) == 0 || slices.Contains(simulated, nodes[j].name) {
+						continue
+					}
+					sim[j] = infos[j].Snapshot()
+					if err := sim[j].RemovePod(klog.Background(), pods[j][0]); err != nil {
+						t.Fatal(err)
+					}
+					simUsed[j] -= pods[j][0].Spec.Containers[0].Resources.Requests.Cpu().Value()
+					simulated = append(simulated, nodes[j].name)
+				}
+				topo := tc.getSimulated(levels, sim, simulated)
+				if clock.Now().Sub(lastFull) >= fullCheckInterval {
+					lastFull = clock.Now()
+					clear(unseen)
+					clear(pending)
+				}
+				for j := range nodes {
+					if unseen[j] && !slices.Contains(simulated, nodes[j].name) {
+						continue
+					}
+					if got, want := freeCPUOf(topo, j), 16-simUsed[j]; got != want {
+						t.Fatalf("seed %d round %d step %d: dry run simulating %v: node %d has %d cores free in the topology, want %d", seed, round, step, simulated, j, got, want)
+					}
+				}
 			default:
 				clock.Step(time.Duration(rng.IntN(400)) * time.Millisecond)
 			}
@@ -145,6 +179,44 @@ func TestTopologyFollowsChangesItIsTold(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A preemption dry run reads the nodes it simulates from its copies, and the plan after it
+// reads them back from the snapshot; a node told changed before its change reached the
+// snapshot stays told through both, though both read it as changed.
+func TestDryRunReadsItsCopiesAndKeepsWhatItWasTold(t *testing.T) {
+	nodes := grid(1, 1, 2, 2, 8)
+	infos := nodeInfos(nodes)
+	tc, changes, _ := toldTopology()
+	topo := tc.get(levels, infos)
+	running := runOn(infos, nodes, 0, "running", 3)
+	changes.Note(nodes[0].name)
+	if tc.get(levels, infos); freeCPUOf(topo, 0) != 5 {
+		t.Fatalf("node 0: %d cores free, want 5", freeCPUOf(topo, 0))
+	}
+
+	other := runOn(infos, nodes, 1, "other", 6)
+	changes.Note(nodes[1].name)
+	tc.get(levels, infos)
+
+	changes.Note(nodes[0].name) // its change comes after the dry run and the plan after it
+	sim := slices.Clone(infos)
+	for i, p := range []*v1.Pod{running, other} {
+		sim[i] = infos[i].Snapshot()
+		if err := sim[i].RemovePod(klog.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tc.getSimulated(levels, sim, []string{nodes[0].name, nodes[1].name}); got != topo || freeCPUOf(topo, 0) != 8 || freeCPUOf(topo, 1) != 8 {
+		t.Fatalf("dry run: nodes 0 and 1 have %d and %d cores free, want 8 and 8 (their victims taken out)", freeCPUOf(topo, 0), freeCPUOf(topo, 1))
+	}
+	if tc.get(levels, infos); freeCPUOf(topo, 0) != 5 || freeCPUOf(topo, 1) != 2 {
+		t.Errorf("plan after the dry run: nodes 0 and 1 have %d and %d cores free, want 5 and 2 (read back from the snapshot)", freeCPUOf(topo, 0), freeCPUOf(topo, 1))
+	}
+	runOn(infos, nodes, 0, "late", 4)
+	if tc.get(levels, infos); freeCPUOf(topo, 0) != 1 {
+		t.Errorf("node 0, told before the dry run, changed after: %d cores free, want 1", freeCPUOf(topo, 0))
 	}
 }
 

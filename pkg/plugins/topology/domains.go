@@ -2,12 +2,14 @@ package topology
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -102,6 +104,8 @@ type topology struct {
 	// domain share a version (domainVersion).
 	versions      map[string]uint64
 	version, base uint64
+	// offered are the domains gang preemption is offered, by level (dryRun.Domains).
+	offered map[int]*offered
 }
 
 // domainVersion returns the version of the domain with key k: it changes whenever one of
@@ -131,6 +135,9 @@ type topologyCache struct {
 	// changed are the nodes that may have changed since the last plan; nil: every node is
 	// checked at each plan.
 	changed *changedNodes
+	// simulated are the nodes the last plan read from a preemption dry run's copies: the next
+	// plan reads them back from the snapshot.
+	simulated []string
 	// lastFull is when every node was last checked; now reads the clock.
 	lastFull time.Time
 	now      func() time.Time
@@ -139,36 +146,45 @@ type topologyCache struct {
 // get returns the topology of infos, reusing the last one when the nodes and their
 // topology labels did not change.
 func (tc *topologyCache) get(levels []string, infos []fwk.NodeInfo) *topology {
+	return tc.read(levels, infos, nil)
+}
+
+// getSimulated returns the topology of infos that a preemption dry run simulates: copies of
+// the snapshot's NodeInfos of the simulated nodes, with victims taken out, which no informer
+// tells of. The simulated nodes are read with the ones told changed, and the next plan reads
+// them back from the snapshot: a dry run reads the nodes it simulates, not every node of the
+// cluster.
+func (tc *topologyCache) getSimulated(levels []string, infos []fwk.NodeInfo, simulated []string) *topology {
+	return tc.read(levels, infos, simulated)
+}
+
+// read returns the topology of infos, in which the named nodes are simulated (none: infos
+// are the snapshot's). It reads the nodes told changed, those the last plan read simulated and
+// those simulated now, or every node when told to or once a fullCheckInterval.
+func (tc *topologyCache) read(levels []string, infos []fwk.NodeInfo, simulated []string) *topology {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if tc.changed == nil {
 		return tc.checkAllLocked(levels, infos)
 	}
+	back := tc.simulated
+	tc.simulated = simulated
 	now := time.Now()
 	if tc.now != nil {
 		now = tc.now()
 	}
-	names, all := tc.changed.take()
+	told, all := tc.changed.take()
 	if t := tc.last; t != nil && !all && now.Sub(tc.lastFull) < fullCheckInterval {
-		if pending, ok := t.sameAt(infos, names); ok {
-			tc.changed.keep(pending)
+		if unchanged, ok := t.sameAt(infos, sets.List(sets.New(told...).Insert(back...).Insert(simulated...))); ok {
+			// A node told changed and read unchanged has its change still to come: it stays
+			// told. So does one read from a copy, or read back from one: that it changed says
+			// nothing of the change it was told of.
+			stays := sets.New(back...).Insert(simulated...).Insert(unchanged...)
+			tc.changed.keep(slices.DeleteFunc(told, func(n string) bool { return !stays.Has(n) }))
 			return t
 		}
 	}
 	tc.lastFull = now
-	return tc.checkAllLocked(levels, infos)
-}
-
-// getSimulated returns the topology of infos that a preemption dry run simulates: copies of
-// some of the snapshot's NodeInfos with victims taken out, which no informer tells of. Every
-// node is checked, and the next plan checks every node again, to read the snapshot's own
-// NodeInfos back.
-func (tc *topologyCache) getSimulated(levels []string, infos []fwk.NodeInfo) *topology {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	if tc.changed != nil {
-		tc.changed.reset()
-	}
 	return tc.checkAllLocked(levels, infos)
 }
 

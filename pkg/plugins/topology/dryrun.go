@@ -32,18 +32,66 @@ func (pl *Topology) newDryRun(tree *podgroup.GroupView, infos []fwk.NodeInfo) *d
 // requires none.
 func (d *dryRun) Domains() []gangpreemption.Domain {
 	level, _ := d.topo.constraintLevels(d.tree)
-	if level < 0 {
-		return []gangpreemption.Domain{d.pl.domainOf(d.topo.anywhere)}
-	}
-	out := make([]gangpreemption.Domain, 0, len(d.topo.sub[""][level]))
 	d.topo.mu.Lock()
 	defer d.topo.mu.Unlock()
-	for _, dom := range d.topo.sub[""][level] {
-		gd := d.pl.domainOf(dom)
-		gd.Version = d.topo.domainVersion(dom.key)
-		out = append(out, gd)
+	if level < 0 {
+		cluster := d.pl.domainOf(d.topo.anywhere)
+		cluster.Version = d.topo.domainVersion(d.topo.anywhere.key)
+		return []gangpreemption.Domain{cluster}
+	}
+	offered := d.topo.offeredLocked(d.pl, level)
+	out := make([]gangpreemption.Domain, len(offered.list))
+	for i, gd := range offered.list {
+		out[i] = gd
+		out[i].Version = d.topo.domainVersion(gd.Key)
 	}
 	return out
+}
+
+// DomainOf returns the place in Domains of the domain that holds the node.
+func (d *dryRun) DomainOf(node string) (int, bool) {
+	level, _ := d.topo.constraintLevels(d.tree)
+	if level < 0 {
+		return 0, d.topo.byName[node] != nil
+	}
+	n := d.topo.byName[node]
+	if n == nil {
+		return 0, false
+	}
+	key, ok := n.domainOf(level)
+	if !ok {
+		return 0, false
+	}
+	d.topo.mu.Lock()
+	defer d.topo.mu.Unlock()
+	i, ok := d.topo.offeredLocked(d.pl, level).at[key]
+	return i, ok
+}
+
+// offered are the domains of one level as gang preemption is offered them, and the place of
+// each among them by key: built once per topology, as its domains do not change.
+type offered struct {
+	list []gangpreemption.Domain
+	at   map[string]int
+}
+
+// offeredLocked returns the domains of the level as offered, without their versions. The
+// caller holds t.mu.
+func (t *topology) offeredLocked(pl *Topology, level int) *offered {
+	if o := t.offered[level]; o != nil {
+		return o
+	}
+	ds := t.sub[""][level]
+	o := &offered{list: make([]gangpreemption.Domain, len(ds)), at: make(map[string]int, len(ds))}
+	for i, dom := range ds {
+		o.list[i] = pl.domainOf(dom)
+		o.at[dom.key] = i
+	}
+	if t.offered == nil {
+		t.offered = map[int]*offered{}
+	}
+	t.offered[level] = o
+	return o
 }
 
 // Evicting returns the pods other trees' plans are evicting.

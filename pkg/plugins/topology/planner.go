@@ -287,7 +287,10 @@ func (p *planner) placeGroup(g *podgroup.GroupView, within *domain) bool {
 			return true
 		}
 	}
-	p.fail(g, level, all, pin)
+	// A dry run's failure is read only for the groups its plan leaves out, and only its
+	// scope's domains could have held them: the others are not looked at (they are every
+	// rack of the cluster, with every node of each).
+	p.fail(g, level, p.inScope(all), pin)
 	return false
 }
 

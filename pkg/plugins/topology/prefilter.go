@@ -271,6 +271,15 @@ type planScope struct {
 	removed []fwk.PodInfo
 }
 
+// simulated are the nodes whose NodeInfos the dry run copied: those of the pods it removed.
+func (s *planScope) simulated() []string {
+	seen := sets.New[string]()
+	for _, pi := range s.removed {
+		seen.Insert(pi.GetPod().Spec.NodeName)
+	}
+	return sets.List(seen)
+}
+
 // planTree plans the whole tree (within scope, if any); on failure it returns the
 // explanation.
 func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, nodes []fwk.NodeInfo, scope *planScope) (*Plan, string) {
@@ -279,7 +288,7 @@ func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, node
 	promise, reservedElsewhere := pl.promised(tree, nodes)
 	var topo *topology
 	if scope != nil {
-		topo = pl.topology.getSimulated(pl.levels, nodes) // a preemption's dry run
+		topo = pl.topology.getSimulated(pl.levels, nodes, scope.simulated()) // a preemption's dry run
 	} else {
 		topo = pl.topology.get(pl.levels, nodes)
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
@@ -348,5 +349,62 @@ func protecting(app string) *policy.PodDisruptionBudget {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: app},
 		Spec:       policy.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
 		Status:     policy.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
+	}
+}
+
+// A dry run offers gang preemption the domains of the level the tree's root requires, each
+// with its nodes and a version, and places every node in the one whose nodes hold it: a
+// node in no rack, or no node at all, is in none. A tree that requires no level is offered
+// the cluster, which holds every node.
+func TestDryRunPlacesEachNodeInItsDomain(t *testing.T) {
+	nodes := append(rackedNodes(2, 3, "4"), st.MakeNode().Name("unracked").Label(zoneKey, "z0").Label(hostKey, "unracked").Obj())
+	racked := lt.MakePodGroup().Namespace("ns").Name("racked").Gang(1).Topology(lt.Required(rackKey)).Obj()
+	free := lt.MakePodGroup().Namespace("ns").Name("free").Gang(1).Obj()
+	pods := append(lt.Members("ns", "racked", 1, lt.CPU("1")), lt.Members("ns", "free", 1, lt.CPU("1"))...)
+	env := newTestEnv(t, []runtime.Object{racked, free}, pods, nodes)
+	infos := env.NodeInfos(t)
+	racks := sets.New[string]()
+	for _, n := range nodes {
+		if r := n.Labels[rackKey]; r != "" {
+			racks.Insert(r)
+		}
+	}
+	for _, tc := range []struct {
+		pod     *v1.Pod
+		domains int
+		outside []string
+	}{
+		{pods[0], racks.Len(), []string{"unracked", "no-such-node"}},
+		{pods[1], 1, []string{"no-such-node"}},
+	} {
+		tree, ok := env.Components.Model.Gate().Tree(tc.pod)
+		if !ok {
+			t.Fatalf("no tree for %s", tc.pod.Name)
+		}
+		dry := env.plugin.newDryRun(tree, infos)
+		domains := dry.Domains()
+		if len(domains) != tc.domains {
+			t.Fatalf("%s: %d domains offered, want %d", tree.Key, len(domains), tc.domains)
+		}
+		held := 0
+		for i, d := range domains {
+			if d.Version == 0 {
+				t.Errorf("%s: %s offered without a version", tree.Key, d.Name)
+			}
+			for _, n := range d.Nodes {
+				held++
+				if at, ok := dry.DomainOf(n); !ok || at != i {
+					t.Errorf("%s: node %s of %s (place %d) placed at %d, %v", tree.Key, n, d.Name, i, at, ok)
+				}
+			}
+		}
+		if want := len(nodes) - len(tc.outside) + 1; held != want {
+			t.Errorf("%s: the domains hold %d nodes, want %d", tree.Key, held, want)
+		}
+		for _, n := range tc.outside {
+			if at, ok := dry.DomainOf(n); ok {
+				t.Errorf("%s: node %s placed in domain %d, want none", tree.Key, n, at)
+			}
+		}
 	}
 }
