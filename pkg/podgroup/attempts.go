@@ -21,6 +21,11 @@ type Attempts struct {
 	// inFlight counts, per PodGroup, members allowed to bind whose bind was not seen yet.
 	inFlight map[Key]int
 	rounds   map[Key]*Round
+	// held are the rounds that may be held back after a failed attempt (Round.stalled, or
+	// members that failed): a superset, pruned as heldRounds reads it, so that news looks at
+	// the trees it may retry, not at every tree with a round (a round lives as long as its
+	// root group, and a pod leaving is news).
+	held map[Key]*Round
 	// outcomes remembers, per group, how its last attempt ended, for its condition.
 	outcomes map[Key]*Outcome
 	// waitingRoots counts roots with members waiting at Permit (a metric).
@@ -160,6 +165,7 @@ func NewAttempts() *Attempts {
 		byGroup:  map[Key]int{},
 		inFlight: map[Key]int{},
 		rounds:   map[Key]*Round{},
+		held:     map[Key]*Round{},
 		outcomes: map[Key]*Outcome{},
 	}
 }
@@ -181,6 +187,34 @@ func (as *Attempts) RoundOf(root Key) *Round {
 		as.rounds[root] = r
 	}
 	return r
+}
+
+// stall holds a round back until news, or its backoff's end, retries it.
+func (as *Attempts) stall(r *Round) {
+	r.stalled = true
+	as.held[r.root] = r
+}
+
+// failMember records that a member of group k failed in the round.
+func (as *Attempts) failMember(r *Round, uid types.UID, k Key) {
+	r.failed[uid] = k
+	as.held[r.root] = r
+}
+
+// heldRounds returns the roots of the rounds held back after a failed attempt, those keep
+// accepts (nil: all), and forgets the ones no longer held.
+func (as *Attempts) heldRounds(keep func(*Round) bool) []Key {
+	var roots []Key
+	for root, r := range as.held {
+		if as.rounds[root] != r || (!r.stalled && len(r.failed) == 0) {
+			delete(as.held, root)
+			continue
+		}
+		if keep == nil || keep(r) {
+			roots = append(roots, root)
+		}
+	}
+	return roots
 }
 
 // Add records a reservation. The first reservation of a tree starts a new attempt: failures
@@ -351,6 +385,7 @@ func (as *Attempts) ForgetGroup(k Key) {
 			metrics.waitingGangs.Set(float64(as.waitingRoots))
 		}
 		delete(as.rounds, k)
+		delete(as.held, k)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +65,9 @@ type sut interface {
 	// false: the rejection must not happen.
 	rejecting(p *v1.Pod) bool
 	waiters() []types.UID
+	// held returns the roots news would retry (held back after a failed attempt), and those
+	// found so by reading every round.
+	held() (news, all []Key)
 	// condition is the PodGroupInitiallyScheduled condition the model wants on a group.
 	condition(kind Kind, name string) (Condition, bool)
 }
@@ -738,6 +742,7 @@ func (w *world) truthPathReady(k Key) (bool, []Key) {
 // checkBatch checks the pods allowed in this step: each one's tree must be ready counting
 // only live members that bind, unless its groups were initially scheduled.
 func (w *world) checkBatch() {
+	w.checkHeld()
 	batch := w.batch
 	w.batch = nil
 	for _, sp := range batch {
@@ -766,6 +771,19 @@ func (w *world) checkBatch() {
 		}
 	}
 }
+
+// checkHeld checks that news would retry every tree held back after a failed attempt, and
+// no other.
+func (w *world) checkHeld() {
+	news, all := w.model.held()
+	slices.SortFunc(news, compareKeys)
+	slices.SortFunc(all, compareKeys)
+	if !slices.Equal(news, all) {
+		w.violation("news would retry %v; the trees held back are %v", news, all)
+	}
+}
+
+func compareKeys(a, b Key) int { return strings.Compare(a.String(), b.String()) }
 
 // checkQuiet runs once the model has caught up: its waiters are exactly the pods waiting at
 // Permit, and every pending member has a reason or may be scheduled.

@@ -383,7 +383,7 @@ func (p *Permits) failLocked(eff *effects, logger klog.Logger, pod *v1.Pod, reas
 		return ""
 	}
 	r := p.attempts.RoundOf(root)
-	r.failed[pod.UID] = k
+	p.attempts.failMember(r, pod.UID, k)
 	r.reserveAfter, r.reservationTimeout = pol.ReserveAfter, pol.ReservationTimeout
 	possible = m.index.readiness(p.possibleCounter(root), true)
 	if possible.path(k) {
@@ -639,7 +639,8 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		} else {
 			backoff = quietBackoff(backoff, r.quiet)
 		}
-		r.stalled, r.lastFailure = true, now
+		p.attempts.stall(r)
+		r.lastFailure = now
 		p.catchUpLocked(root, r, prompted)
 		p.closeLocked(r)
 		pending := m.pendingLocked(root)

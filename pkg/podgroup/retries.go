@@ -41,15 +41,7 @@ func (p *Permits) pokeLeftLocked(left *v1.Pod, why string) {
 
 // stalledLocked returns the roots held back after a failed attempt, those keep accepts (nil:
 // all).
-func (p *Permits) stalledLocked(keep func(*Round) bool) []Key {
-	var roots []Key
-	for root, r := range p.attempts.rounds {
-		if (r.stalled || len(r.failed) > 0) && (keep == nil || keep(r)) {
-			roots = append(roots, root)
-		}
-	}
-	return roots
-}
+func (p *Permits) stalledLocked(keep func(*Round) bool) []Key { return p.attempts.heldRounds(keep) }
 
 // maxQuietBackoff bounds how long a tree that keeps failing waits without news: as long as
 // upstream's scheduling queue keeps an unschedulable pod before it tries it again anyway.
@@ -274,7 +266,8 @@ func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
 	}
 	if p.unseenNodeLocked(nodes) {
 		const why = "a node the scheduler has that lockstep has not heard of yet"
-		r.stalled, r.quietRetry = true, false
+		p.attempts.stall(r)
+		r.quietRetry = false
 		p.newsLocked(p.stalledLocked(nil), why)
 		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s lets the waiting gangs try %s first; it is tried again with them", root.Name, why)), true
 	}
@@ -289,7 +282,8 @@ func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
 		if !slices.Contains(b.roots, root) {
 			b.join(root, own)
 		}
-		r.stalled, r.news, r.quietRetry = true, b.why, false
+		p.attempts.stall(r)
+		r.news, r.quietRetry = b.why, false
 		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s lets gangs that go before it in the queue try first (%s); it is tried again with them", root.Name, b.why)), true
 	}
 	return "", false

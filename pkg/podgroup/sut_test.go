@@ -110,6 +110,18 @@ func (s *modelSUT) rejecting(p *v1.Pod) bool {
 
 func (s *modelSUT) waiters() []types.UID { return s.m.Permits().Waiters() }
 
+func (s *modelSUT) held() (news, all []Key) {
+	p := s.m.Permits()
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	for root, r := range p.attempts.rounds {
+		if r.stalled || len(r.failed) > 0 {
+			all = append(all, root)
+		}
+	}
+	return p.stalledLocked(nil), all
+}
+
 func (s *modelSUT) condition(kind Kind, name string) (Condition, bool) {
 	return s.m.Gate().Condition(Key{Kind: kind, Namespace: "ns", Name: name})
 }
