@@ -29,11 +29,12 @@ import (
 // What a node holds is the decision's alone where its pods are being evicted by another
 // tree's preemption or are the tree's own: such domains are bounded afresh and their bounds
 // not kept. What the group model says of a pod can change without its node changing (a
-// group's disruption mode or priority class edited, a pod's group created after it), as can a
-// gang's pods on nodes beyond the watched ones: a kept bound lives boundTTL at most. Only the
-// order of the domains and where the search stops rest on kept bounds; every domain dry run
-// is run on the snapshot as it is, so a stale bound can make a decision look at one more
-// domain, or miss a cheaper one for boundTTL, and never evict for a plan that does not fit.
+// group deleted while its pods run, or created after them; a group's priority class edited),
+// as can a gang's pods on nodes beyond the watched ones: a kept bound lives boundTTL at most.
+// Only the order of the domains and where the search stops rest on kept bounds; every domain
+// dry run is run on the snapshot as it is, so a stale bound can make a decision look at one
+// more domain, or miss a cheaper one for boundTTL, and never evict for a plan that does not
+// fit.
 
 // boundTTL is how long a domain's bound is kept while its nodes do not change.
 const boundTTL = 30 * time.Second
