@@ -20,18 +20,22 @@ type dryRun struct {
 	tree     *podgroup.GroupView
 	topo     *topology
 	verdicts *verdictCache
+	// level is the level the tree's root requires, -1 for none (the cluster is its domain).
+	level int
 }
 
 var _ gangpreemption.DryRun = &dryRun{}
 
 func (pl *Topology) newDryRun(tree *podgroup.GroupView, infos []fwk.NodeInfo) *dryRun {
-	return &dryRun{pl: pl, tree: tree, topo: pl.topology.get(pl.levels, infos), verdicts: newVerdictCache()}
+	topo := pl.topology.get(pl.levels, infos)
+	level, _ := topo.constraintLevels(tree)
+	return &dryRun{pl: pl, tree: tree, topo: topo, verdicts: newVerdictCache(), level: level}
 }
 
 // Domains are the domains of the level the tree's root requires, the whole cluster if it
 // requires none.
 func (d *dryRun) Domains() []gangpreemption.Domain {
-	level, _ := d.topo.constraintLevels(d.tree)
+	level := d.level
 	d.topo.mu.Lock()
 	defer d.topo.mu.Unlock()
 	if level < 0 {
@@ -50,7 +54,7 @@ func (d *dryRun) Domains() []gangpreemption.Domain {
 
 // DomainOf returns the place in Domains of the domain that holds the node.
 func (d *dryRun) DomainOf(node string) (int, bool) {
-	level, _ := d.topo.constraintLevels(d.tree)
+	level := d.level
 	if level < 0 {
 		return 0, d.topo.byName[node] != nil
 	}
