@@ -215,7 +215,7 @@ func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup
 		exclusive: dry.Exclusive(), mode: mode, priority: p.Priority, domains: dry.Domains(), own: sets.New[int](),
 		nodes: e.newClassifier(infos, index, p, mode, evicting.Pods, members)}
 	run.need, run.slot = needOf(members)
-	for _, n := range append(sets.List(evicting.Nodes), sets.List(placed)...) {
+	for n := range evicting.Nodes.Union(placed) {
 		if i, ok := dry.DomainOf(n); ok {
 			run.own.Insert(i)
 		}

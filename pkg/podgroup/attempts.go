@@ -189,6 +189,10 @@ func (as *Attempts) RoundOf(root Key) *Round {
 	return r
 }
 
+// heldBack reports whether the round is held back after a failed attempt: stalled, or with
+// members that failed.
+func (r *Round) heldBack() bool { return r.stalled || len(r.failed) > 0 }
+
 // stall holds a round back until news, or its backoff's end, retries it.
 func (as *Attempts) stall(r *Round) {
 	r.stalled = true
@@ -206,7 +210,7 @@ func (as *Attempts) failMember(r *Round, uid types.UID, k Key) {
 func (as *Attempts) heldRounds(keep func(*Round) bool) []Key {
 	var roots []Key
 	for root, r := range as.held {
-		if as.rounds[root] != r || (!r.stalled && len(r.failed) == 0) {
+		if as.rounds[root] != r || !r.heldBack() {
 			delete(as.held, root)
 			continue
 		}

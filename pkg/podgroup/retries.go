@@ -125,7 +125,7 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 	b := &newsBatch{why: why, armed: p.m.clock.Now()}
 	for _, root := range roots {
 		r := p.attempts.Round(root)
-		if r == nil || (!r.stalled && len(r.failed) == 0) {
+		if r == nil || !r.heldBack() {
 			continue
 		}
 		r.news = why
@@ -200,7 +200,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 			var laterAt time.Time
 			for _, root := range b.roots {
 				r := p.attempts.Round(root)
-				if r == nil || (!r.stalled && len(r.failed) == 0) {
+				if r == nil || !r.heldBack() {
 					continue
 				}
 				wait, held := floors[root]
@@ -359,7 +359,7 @@ func (p *Permits) armRetryLocked(root Key, r *Round, at time.Time) {
 		m.update(m.logger, func(eff *effects) {
 			if r := p.attempts.Round(root); r != nil && r.retryAt.Equal(at) {
 				r.retryTimer = nil
-				if r.stalled || len(r.failed) > 0 {
+				if r.heldBack() {
 					r.quietRetry, r.lookAgain = r.news == "" && !r.lookAgain, false
 					p.retryLocked(eff, root, "backoff ended")
 				}

@@ -115,7 +115,7 @@ func (s *modelSUT) held() (news, all []Key) {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
 	for root, r := range p.attempts.rounds {
-		if r.stalled || len(r.failed) > 0 {
+		if r.stalled || len(r.failed) > 0 { // not heldBack: the oracle reads the fields
 			all = append(all, root)
 		}
 	}
