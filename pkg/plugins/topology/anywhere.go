@@ -61,71 +61,157 @@ type anywhere struct {
 }
 
 // plan places the pending members of root on nodes the fitter allows; it returns the
-// explanation on failure.
+// explanation on failure. A PodGroup's members are placed largest first. A
+// CompositePodGroup's children are placed one after the other, largest demand first (as
+// planTree does), and a child that cannot be ready gives its room back and is refused: the
+// tree is ready without it, and its members must not take the room the plan gives their
+// siblings (a member the plan does not narrow goes wherever the scheduler finds room).
 func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.NodeInfo, promised map[string]capacity.Resources, fit fitter) (*Plan, string) {
-	var pods []*pending
-	groupOf := map[types.UID]*podgroup.GroupView{}
-	root.Walk(func(g *podgroup.GroupView) {
-		for _, p := range g.Pending {
-			pods = append(pods, &pending{pod: p, need: capacity.PodRequests(p), shape: fit.shapeOf(p)})
-			groupOf[p.UID] = g
-		}
-	})
-	sort.SliceStable(pods, func(i, j int) bool { return bigger(pods[i].need, pods[j].need) })
-	n := len(infos)
-	if n == 0 {
+	if len(infos) == 0 {
 		return nil, "there are no nodes"
 	}
 	// The free capacity of infos as the topology read it (only nodes that changed since the
 	// last plan are read again), less what is promised on them (promised lists the few nodes
 	// with anything promised) and what the plan took: a node looked at costs no allocation.
-	base := newCluster(topo, promised)
-	free := map[int]capacity.Resources{} // the nodes the plan took from
-	freeOf := func(i int) capacity.Resources {
-		if r, ok := free[i]; ok {
-			return r
-		}
-		return base.freeAt(i)
-	}
-	start := int(a.start.Add(1) % uint64(n))
-	plan := &Plan{Root: root.Key, Pods: map[types.UID]PlannedPod{}, Domains: map[podgroup.Key]sets.Set[string]{},
-		Refused: map[podgroup.Key]string{}, Chosen: map[podgroup.Key]string{}}
-	placed := map[podgroup.Key]int{}
-	reasons := map[string]int{}
-	// Members no node could take: a later member of the same shape that needs as much is not
-	// looked for (nodes only lose room as the plan goes). A gang that does not fit costs one
-	// pass over the nodes per shape, not one per member.
-	var unplaced []*pending
-	for _, pd := range pods {
-		if slices.ContainsFunc(unplaced, func(u *pending) bool { return u.shape == pd.shape && pd.need.Fits(u.need) }) {
-			continue
-		}
-		best := a.choose(pd, n, start, topo, freeOf, fit, reasons)
-		if best < 0 {
-			unplaced = append(unplaced, pd)
-			continue
-		}
-		r := freeOf(best).Clone()
-		r.Sub(pd.need)
-		free[best] = r
-		fit.planned(pd.pod, topo.nodes[best])
-		plan.Pods[pd.pod.UID] = PlannedPod{Node: infos[best].Node().Name, Request: pd.need}
-		placed[groupOf[pd.pod.UID].Key]++
-	}
-	if !readyWith(root, placed) {
+	r := &anywhereRun{a: a, topo: topo, infos: infos, fit: fit, base: newCluster(topo, promised),
+		free: map[int]capacity.Resources{}, placed: map[podgroup.Key]int{}, reasons: map[string]int{},
+		start: int(a.start.Add(1) % uint64(len(infos))),
+		plan: &Plan{Root: root.Key, Pods: map[types.UID]PlannedPod{}, Domains: map[podgroup.Key]sets.Set[string]{},
+			Refused: map[podgroup.Key]string{}, Chosen: map[podgroup.Key]string{}}}
+	if !r.place(root) {
 		msg := fmt.Sprintf("%s %s: not enough free capacity for %s on the nodes the pods may use; they could take %d",
-			root.Key.Kind, root.Key.Name, describePods(pods), len(plan.Pods))
-		if why := commonest(reasons); why != "" {
+			root.Key.Kind, root.Key.Name, describePods(r.pendingOf(root)), r.most)
+		if why := commonest(r.reasons); why != "" {
 			msg += "; nodes with room refused them: " + why
 		}
 		return nil, msg
 	}
-	for _, pd := range pods {
-		if _, ok := plan.Pods[pd.pod.UID]; !ok && !podgroup.IsFollower(pd.pod) && root.Key.Kind == podgroup.KindPodGroup {
-			plan.leave(pd.pod.UID) // a single PodGroup's member beyond its minimum (as planTree)
+	plan := r.plan
+	root.Walk(func(g *podgroup.GroupView) {
+		if _, refused := plan.Refused[g.Key]; refused {
+			return
+		}
+		for _, p := range g.Pending {
+			if _, ok := plan.Pods[p.UID]; !ok && !podgroup.IsFollower(p) {
+				plan.leave(p.UID) // a member beyond its group's minimum (as planTree's PodGroups)
+			}
+		}
+	})
+	return plan, ""
+}
+
+// anywhereRun is the state of one anywhere plan.
+type anywhereRun struct {
+	a       *anywhere
+	topo    *topology
+	infos   []fwk.NodeInfo
+	fit     fitter
+	base    *cluster
+	free    map[int]capacity.Resources // the nodes the plan took from
+	start   int
+	plan    *Plan
+	placed  map[podgroup.Key]int
+	reasons map[string]int
+	// unplaced are members no node could take: a later member of the same shape that needs
+	// as much is not looked for while nodes only lose room (cleared when a child gives its
+	// room back). A gang that does not fit costs one pass over the nodes per shape, not one
+	// per member.
+	unplaced []*pending
+	// most is the largest number of members the plan held at once, for the explanation.
+	most int
+}
+
+func (r *anywhereRun) freeOf(i int) capacity.Resources {
+	if f, ok := r.free[i]; ok {
+		return f
+	}
+	return r.base.freeAt(i)
+}
+
+// pendingOf returns the pending members of g's subtree, largest first.
+func (r *anywhereRun) pendingOf(g *podgroup.GroupView) []*pending {
+	var pods []*pending
+	g.Walk(func(c *podgroup.GroupView) {
+		for _, p := range c.Pending {
+			pods = append(pods, &pending{pod: p, need: capacity.PodRequests(p), shape: r.fit.shapeOf(p), group: c.Key})
+		}
+	})
+	sort.SliceStable(pods, func(i, j int) bool { return bigger(pods[i].need, pods[j].need) })
+	return pods
+}
+
+// place places the pending members of g's subtree and reports whether g is ready with them.
+// A child of a composite that is not ready is taken back and refused.
+func (r *anywhereRun) place(g *podgroup.GroupView) bool {
+	if g.Key.Kind == podgroup.KindPodGroup {
+		r.placePods(r.pendingOf(g))
+		return readyWith(g, r.placed)
+	}
+	children := append([]*podgroup.GroupView(nil), g.Children...)
+	demand := map[podgroup.Key]capacity.Resources{}
+	for _, c := range children {
+		var d capacity.Resources
+		for _, pd := range r.pendingOf(c) {
+			d.Add(pd.need)
+		}
+		demand[c.Key] = d
+	}
+	sort.SliceStable(children, func(i, j int) bool { return bigger(demand[children[i].Key], demand[children[j].Key]) })
+	for _, c := range children {
+		if !r.place(c) {
+			r.refuse(c)
 		}
 	}
-	return plan, ""
+	return readyWith(g, r.placed)
+}
+
+// placePods places each member on the node choose picks for it.
+func (r *anywhereRun) placePods(pods []*pending) {
+	n := len(r.infos)
+	for _, pd := range pods {
+		if slices.ContainsFunc(r.unplaced, func(u *pending) bool { return u.shape == pd.shape && pd.need.Fits(u.need) }) {
+			continue
+		}
+		best := r.a.choose(pd, n, r.start, r.topo, r.freeOf, r.fit, r.reasons)
+		if best < 0 {
+			r.unplaced = append(r.unplaced, pd)
+			continue
+		}
+		f := r.freeOf(best).Clone()
+		f.Sub(pd.need)
+		r.free[best] = f
+		r.fit.planned(pd.pod, r.topo.nodes[best])
+		r.plan.Pods[pd.pod.UID] = PlannedPod{Node: r.infos[best].Node().Name, Request: pd.need}
+		r.placed[pd.group]++
+		r.most = max(r.most, len(r.plan.Pods))
+	}
+}
+
+// refuse takes back what the plan placed of c's subtree, which cannot be ready, and refuses
+// its groups: their members wait until the tree is planned again.
+func (r *anywhereRun) refuse(c *podgroup.GroupView) {
+	pods := r.pendingOf(c)
+	var took int
+	for _, pd := range pods {
+		pp, ok := r.plan.Pods[pd.pod.UID]
+		if !ok {
+			continue
+		}
+		took++
+		i := r.topo.byName[pp.Node].idx
+		f := r.freeOf(i).Clone()
+		f.Add(pd.need)
+		r.free[i] = f
+		r.fit.unplanned(pd.pod, r.topo.nodes[i])
+		delete(r.plan.Pods, pd.pod.UID)
+		r.placed[pd.group]--
+	}
+	if took > 0 {
+		r.unplaced = nil // nodes have room again
+	}
+	why := fmt.Sprintf("%s %s: not enough free capacity for %s beside the groups placed with it; the nodes it may use could take %d of them",
+		c.Key.Kind, c.Key.Name, describePods(pods), took)
+	c.Walk(func(g *podgroup.GroupView) { r.plan.Refused[g.Key] = why })
 }
 
 // choose returns the node for one member, -1 if none: the fullest of the next anywhereSample

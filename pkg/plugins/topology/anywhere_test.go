@@ -19,9 +19,12 @@ func TestAnywhere(t *testing.T) {
 		name  string
 		nodes []testNode
 		tree  func() *podgroup.GroupView
-		// want is the set of nodes the pods land on, or fail a substring of the explanation.
+		// want is the set of nodes the pods land on (nil: any), or fail a substring of the
+		// explanation.
 		want sets.Set[string]
 		fail string
+		// refused are the groups the plan refuses (a composite is ready without them).
+		refused []string
 	}{
 		{
 			name:  "packs the gang onto the fullest node with room",
@@ -41,7 +44,29 @@ func TestAnywhere(t *testing.T) {
 			tree: func() *podgroup.GroupView {
 				return composite("job", 1, []*podgroup.GroupView{gang("a", 2, 4), gang("b", 2, 2)})
 			},
-			want: sets.New("z0-b0-r0-h0", "z0-b0-r0-h1"),
+			want:    sets.New("z0-b0-r0-h0", "z0-b0-r0-h1"),
+			refused: []string{"b"},
+		},
+		{
+			// Room for two of three shards: the third is refused, not left to race its
+			// siblings for the room the plan gives them.
+			name:  "a composite's child beyond minGroupCount with no room is refused",
+			nodes: grid(1, 1, 1, 2, 2),
+			tree: func() *podgroup.GroupView {
+				return composite("job", 2, []*podgroup.GroupView{gang("s0", 2, 1), gang("s1", 2, 1), gang("s2", 2, 1)})
+			},
+			want:    sets.New("z0-b0-r0-h0", "z0-b0-r0-h1"),
+			refused: []string{"s2"},
+		},
+		{
+			// Placed largest first over the whole tree, two members of a (which needs three)
+			// would fill both nodes and leave b no room: a gives its room back instead.
+			name:  "a composite's child that cannot be ready gives its room back",
+			nodes: grid(1, 1, 1, 2, 2),
+			tree: func() *podgroup.GroupView {
+				return composite("job", 1, []*podgroup.GroupView{gang("a", 3, 2), gang("b", 2, 1)})
+			},
+			refused: []string{"a"},
 		},
 		{
 			name:  "explains a gang that does not fit",
@@ -70,9 +95,30 @@ func TestAnywhere(t *testing.T) {
 			for _, pp := range plan.Pods {
 				got.Insert(pp.Node)
 			}
-			if !got.Equal(tc.want) {
+			if tc.want != nil && !got.Equal(tc.want) {
 				t.Errorf("pods on %v, want %v", sets.List(got), sets.List(tc.want))
 			}
+			// Every group is placed whole (its members all planned, or the extras left),
+			// or refused with nothing planned.
+			refused := sets.New(tc.refused...)
+			root.Walk(func(g *podgroup.GroupView) {
+				if g.Key.Kind != podgroup.KindPodGroup {
+					return
+				}
+				_, isRefused := plan.Refused[g.Key]
+				if isRefused != refused.Has(g.Key.Name) {
+					t.Errorf("group %s refused: %v (%q), want %v", g.Key.Name, isRefused, plan.Refused[g.Key], refused.Has(g.Key.Name))
+				}
+				for _, p := range g.Pending {
+					_, planned := plan.Pods[p.UID]
+					if isRefused && (planned || plan.Left.Has(p.UID)) {
+						t.Errorf("member %s of refused group %s planned %v, left %v", p.Name, g.Key.Name, planned, plan.Left.Has(p.UID))
+					}
+					if !isRefused && !planned {
+						t.Errorf("member %s of group %s not planned", p.Name, g.Key.Name)
+					}
+				}
+			})
 		})
 	}
 }
