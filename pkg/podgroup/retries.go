@@ -3,6 +3,7 @@ package podgroup
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -269,7 +270,7 @@ func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
 		p.attempts.stall(r)
 		r.quietRetry = false
 		p.newsLocked(p.stalledLocked(nil), why)
-		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s lets the waiting gangs try %s first; it is tried again with them", root.Name, why)), true
+		return p.yieldMessageLocked(pod, nodes, fmt.Sprintf("gang %s lets the waiting gangs try %s first; it is tried again with them", root.Name, why)), true
 	}
 	if len(p.batches) == 0 {
 		return "", false
@@ -284,23 +285,44 @@ func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
 		}
 		p.attempts.stall(r)
 		r.news, r.quietRetry = b.why, false
-		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s lets gangs that go before it in the queue try first (%s); it is tried again with them", root.Name, b.why)), true
+		return p.yieldMessageLocked(pod, nodes, fmt.Sprintf("gang %s lets gangs that go before it in the queue try first (%s); it is tried again with them", root.Name, b.why)), true
 	}
 	return "", false
 }
 
 // yieldMessageLocked is what a yielding scout is told: what its PodScheduled condition says
-// already, if anything (why its gang waits), so that the scheduler's failure handler writes
-// nothing (a status write per yield, in the scheduling cycle, made each yield cost ten times a
-// try); why otherwise.
-func (p *Permits) yieldMessageLocked(pod *v1.Pod, why string) string {
+// already (why its gang waits), so that the scheduler's failure handler writes nothing (a
+// status write per yield, in the scheduling cycle, made each yield cost ten times a try); why
+// otherwise, which is written once. The scheduler writes the condition as its FitError reads:
+// "0/<nodes> nodes are available: <PreFilter's message>. <PostFilter's message>", where
+// PostFilter's is HeldPostFilterMessage for a held member; what it is told is the PreFilter
+// message that reads as the condition. Told the condition whole, each yield wrapped it once
+// more, and the pod's condition grew at every yield, each a write.
+func (p *Permits) yieldMessageLocked(pod *v1.Pod, nodes int, why string) string {
 	if mem := p.m.members.Of(pod.UID); mem != nil {
 		if _, c := podutil.GetPodCondition(&mem.Pod.Status, v1.PodScheduled); c != nil &&
-			c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable && c.Message != "" {
-			return c.Message
+			c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
+			if inner, ok := heldFitMessage(c.Message, nodes); ok {
+				return inner
+			}
 		}
 	}
 	return why
+}
+
+// HeldPostFilterMessage is what PostFilter says of a member its gang held (LockstepTopology's
+// PostFilter): its preemption, if any, was decided when the gang's attempt failed.
+const HeldPostFilterMessage = "preemption: the gang backs off"
+
+// heldFitMessage returns the PreFilter message with which the scheduler's FitError for a held
+// member on nodes nodes reads msg, if there is one.
+func heldFitMessage(msg string, nodes int) (string, bool) {
+	prefix := fmt.Sprintf("0/%d nodes are available: ", nodes)
+	suffix := ". " + HeldPostFilterMessage
+	if len(msg) <= len(prefix)+len(suffix) || !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, suffix) {
+		return "", false
+	}
+	return msg[len(prefix) : len(msg)-len(suffix)], true
 }
 
 // unseenGrace is how long the scheduler's snapshot may hold more nodes than the model has

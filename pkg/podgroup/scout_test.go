@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
@@ -302,6 +304,54 @@ func TestScoutYieldsToANodeTheModelHasNotSeen(t *testing.T) {
 	clk.Step(unseenGrace)
 	if v := m.Gate().Check(bg, pods[0], 2); v.Code != Proceed {
 		t.Errorf("Check with the counts apart for %s = %v %q, want Proceed", unseenGrace, v.Code, v.Message)
+	}
+}
+
+// A scout that yields again and again is told what its PodScheduled condition says already,
+// as the scheduler's FitError reads it: the condition is written once (the first yield after a
+// failure says why it waits), then never again, and does not grow. Told the condition whole,
+// the FitError wrapped it once more at each yield: a write each, and a message without bound.
+func TestYieldingScoutsConditionIsWrittenOnce(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	pods := addPods(m, "a", 2)
+	m.Gate().Admit(bg, pods[0])
+	m.Gate().Check(bg, pods[0], 1)
+	m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	const nodes = 2 // the scheduler's snapshot has a node the model has not heard of: the scout yields
+	scout := pods[0]
+	writes := 0
+	// write is the scheduler's failure handler: it writes the condition if it changed.
+	write := func(msg string) {
+		_, c := podutil.GetPodCondition(&scout.Status, v1.PodScheduled)
+		if c != nil && c.Message == msg {
+			return
+		}
+		writes++
+		updated := scout.DeepCopy()
+		podutil.UpdatePodCondition(&updated.Status, &v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg})
+		m.OnPod(scout, updated)
+		scout = updated
+	}
+	write("0/1 nodes are available: 1 Insufficient cpu. preemption: evicting every pod of priority below 0 would not make room in the cluster")
+	writes = 0
+	clk.Step(testPolicy.Backoff) // the timed retry queues the scout again
+	rec.take()
+	for i := 0; i < 5; i++ {
+		m.Gate().Admit(bg, scout)
+		v := m.Gate().Check(bg, scout, nodes)
+		if v.Code != BackingOff {
+			t.Fatalf("yield %d: Check = %v %q, want BackingOff", i, v.Code, v.Message)
+		}
+		fit := &framework.FitError{NumAllNodes: nodes, Diagnosis: framework.Diagnosis{PreFilterMsg: v.Message, PostFilterMsg: HeldPostFilterMessage}}
+		write(fit.Error())
+		clk.Step(newsDelay)
+		rec.take()
+	}
+	if writes != 1 {
+		_, c := podutil.GetPodCondition(&scout.Status, v1.PodScheduled)
+		t.Errorf("%d writes of the yielding scout's condition, want 1; it reads %q", writes, c.Message)
 	}
 }
 
