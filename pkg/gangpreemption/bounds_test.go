@@ -129,7 +129,7 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 			}
 			tree.Min = len(tree.Pending)
 			dry := &firstFit{tree: tree, domains: domains}
-			switch rng.Intn(6) {
+			switch rng.Intn(7) {
 			case 0, 1: // a pod leaves
 				if len(c.trees.pods) > 0 {
 					c.remove(t, c.trees.pods[rng.Intn(len(c.trees.pods))])
@@ -144,6 +144,10 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 				if len(c.trees.pods) > 0 {
 					p := c.trees.pods[rng.Intn(len(c.trees.pods))]
 					dry.evicting = Evictions{Pods: sets.New(p.UID), Nodes: sets.New(p.Spec.NodeName)}
+				}
+			case 5: // a running gang's group is deleted: its pods run on, in no gang
+				if g := fmt.Sprintf("g%d", rng.Intn(len(gangPriority))); !c.trees.dissolved[g] {
+					c.trees.dissolve(g)
 				}
 			case 4: // the tree has a member placed
 				place("hi", 1)

@@ -44,6 +44,9 @@ type Trees interface {
 	// MayFree reports whether any pod on a node may be taken (or leaves anyway) for a tree
 	// of priority of: false spares the dry run a look at every pod of every node.
 	MayFree(of int32, orEqual bool) bool
+	// Regrouped returns the nodes whose pods Summary or UnitOf may answer otherwise for since
+	// change since (all: any node), and the number of the last change (podgroup.Gate).
+	Regrouped(since uint64) (nodes []string, all bool, now uint64)
 }
 
 // Domain is a set of nodes a tree may be placed in whole: a domain of the level its root
@@ -160,6 +163,7 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 		floor  Cost
 	}
 	domains := run.domains
+	e.bounds.regrouped(e.trees, run)
 	kept := e.bounds.forShape(run.shape(), domains)
 	candidates := make([]candidate, 0, len(domains))
 	fresh := 0

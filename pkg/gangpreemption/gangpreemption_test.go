@@ -118,11 +118,15 @@ type fakeTrees struct {
 	gangPriority map[string]int32
 	// bound are the bound pods by root, indexed on first use.
 	bound map[podgroup.Key][]*v1.Pod
+	// dissolved are groups deleted while their pods run: the pods are in no gang.
+	dissolved map[string]bool
+	// regroupings are the nodes of each change of what Summary and UnitOf answer (Regrouped).
+	regroupings [][]string
 }
 
 func (f *fakeTrees) Summary(pod *v1.Pod) (podgroup.Summary, bool) {
 	g, ok := pod.Labels[v1alpha1.PodGroupLabel]
-	if !ok {
+	if !ok || f.dissolved[g] {
 		return podgroup.Summary{}, false
 	}
 	k := podgroup.PodGroupKey(pod.Namespace, g)
@@ -143,6 +147,30 @@ func (f *fakeTrees) UnitOf(pod *v1.Pod) (podgroup.Unit, bool) {
 		}
 	}
 	return podgroup.Unit{Root: sum.Root, Priority: f.gangPriority[sum.Root.Name], Pods: f.bound[sum.Root]}, true
+}
+
+// dissolve deletes group g while its pods run, and logs their nodes as the model does.
+func (f *fakeTrees) dissolve(g string) {
+	if f.dissolved == nil {
+		f.dissolved = map[string]bool{}
+	}
+	f.dissolved[g] = true
+	f.bound = nil
+	var nodes []string
+	for _, p := range f.pods {
+		if p.Labels[v1alpha1.PodGroupLabel] == g && p.Spec.NodeName != "" {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	f.regroupings = append(f.regroupings, nodes)
+}
+
+func (f *fakeTrees) Regrouped(since uint64) ([]string, bool, uint64) {
+	var nodes []string
+	for _, e := range f.regroupings[since:] {
+		nodes = append(nodes, e...)
+	}
+	return nodes, false, uint64(len(f.regroupings))
 }
 
 func (f *fakeTrees) MayFree(of int32, orEqual bool) bool {

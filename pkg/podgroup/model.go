@@ -83,6 +83,8 @@ type Model struct {
 	knownReady map[Key]bool
 	// leading: the scheduler leads (Lead was called); only the leader releases gangs.
 	leading bool
+	// regroupings logs where what the model says of running pods changed (regrouping.go).
+	regroupings regroupings
 
 	priorityLister schedulinglisters.PriorityClassLister
 }
@@ -244,6 +246,14 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 		return err
 	}
 	m.priorityLister = kube.Scheduling().V1().PriorityClasses().Lister()
+	// A PriorityClass a group names, created or edited, changes its running gang's priority.
+	if _, err := kube.Scheduling().V1().PriorityClasses().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.OnPriorityClass() },
+		UpdateFunc: func(any, any) { m.OnPriorityClass() },
+		DeleteFunc: func(any) { m.OnPriorityClass() },
+	}); err != nil {
+		return err
+	}
 	// The scheduler's own pod informer: the same stream the scheduling queue sees.
 	if err := add(kube.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.OnPod(nil, obj) },
@@ -326,6 +336,7 @@ func (m *Model) AddProfile(p Profile) {
 		for _, k := range m.index.Keys() {
 			eff.reshape(m.index.TopOf(k))
 		}
+		m.noteAllLocked() // a group may be valid no longer, or again
 	}
 	m.settleLocked(eff)
 	m.mu.Unlock()
@@ -479,8 +490,10 @@ func (m *Model) onGroup(old, obj any, specProblem string) {
 		return
 	}
 	m.update(m.logger, func(eff *effects) {
+		m.noteTreeLocked(m.index.TopOf(k))
 		for _, top := range m.index.UpsertRead(obj, specProblem) {
 			eff.reshape(top)
+			m.noteTreeLocked(top)
 		}
 		m.refileGroupUnitsLocked(eff, k)
 		if root, ok := m.index.RootOf(k); ok {
@@ -530,8 +543,10 @@ func (m *Model) OnGroupDelete(obj any) {
 				eff.activate = append(eff.activate, m.pendingOfLocked(sk)...)
 			}
 		}
+		m.noteTreeLocked(m.index.TopOf(k))
 		for _, top := range m.index.Delete(obj) {
 			eff.reshape(top)
+			m.noteTreeLocked(top)
 		}
 		m.refileGroupUnitsLocked(eff, k)
 	})

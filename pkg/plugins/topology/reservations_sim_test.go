@@ -124,6 +124,9 @@ func (simTrees) Preemptor(*v1.Pod) (podgroup.Preemptor, bool) { return podgroup.
 // MayFree: the dry runs look at every pod of the simulated cluster.
 func (simTrees) MayFree(int32, bool) bool { return true }
 
+// Regrouped: no group changes while its pods run.
+func (simTrees) Regrouped(uint64) ([]string, bool, uint64) { return nil, false, 0 }
+
 func newClusterSim(t *testing.T, seed int64, reserve bool) *clusterSim {
 	s := &clusterSim{t: t, rng: rand.New(rand.NewSource(seed)), reserve: reserve, now: lt.Epoch, racks: 4, hosts: 4, cpu: 8}
 	s.nodes = lt.TopologyNodes(1, 1, s.racks, s.hosts, strconv.FormatInt(s.cpu, 10))

@@ -53,6 +53,9 @@ type Trees interface {
 	UnitOf(pod *v1.Pod) (podgroup.Unit, bool)
 	// MayFree reports whether any pod on a node may be taken for a tree of priority of.
 	MayFree(of int32, orEqual bool) bool
+	// Regrouped returns where the model's word on running pods changed (gang preemption's
+	// kept bounds follow it).
+	Regrouped(since uint64) (nodes []string, all bool, now uint64)
 	// RoomHelps answers a hint on a pod that left a node: false if that node cannot take a
 	// member of the pod's tree, which failed for want of room.
 	RoomHelps(pod, left *v1.Pod) bool
