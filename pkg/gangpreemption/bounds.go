@@ -218,12 +218,15 @@ func (run *decision) stands(d Domain, b keptBound) (keptBound, bool) {
 	return b, true
 }
 
-// maxWatched bounds the nodes outside a domain whose generations its kept bound reads, so that
-// a decision reads a few nodes per domain, whatever the gangs' size. Gangs spread over many
-// racks (as per-pod scoring spreads them) reach more: their members leaving beyond the first
-// maxWatched nodes are seen after partialTTL (the kept bound counts them, so it may be above
-// the domain's cost until then).
-const maxWatched = 16
+// maxWatched bounds the nodes outside a domain that its kept bound watches. They are watched
+// by their domains' versions (a few integers per domain each decision), and read node by node
+// only where such a domain moved, so a bound may watch many: a rack of 20 nodes holding
+// members of 20 gangs of 8, spread over other racks as per-pod scoring spreads them, reaches
+// 140 nodes. Beyond maxWatched, members leaving are seen after partialTTL (the kept bound
+// counts them, so it may be above the domain's cost until then). With 16, nearly every rack's
+// bound on the rack preemption shape was partial, and every rack was bounded again every
+// 30 seconds.
+const maxWatched = 256
 
 // keep returns what keeps domain d's bound, false where the bound is the decision's alone
 // (the tree's own pending members are on the domain's nodes) or its gangs are on nodes the

@@ -1,6 +1,8 @@
 package podgroup
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
@@ -8,25 +10,27 @@ import (
 // can change while its node does not: a group created, edited or deleted while its members
 // run, a PriorityClass edited. Gang preemption keeps what it read of each domain from one
 // decision to the next while the domain's nodes do not change (gangpreemption's kept bounds);
-// the regrouping log tells it where the model's word changed, so that it reads those domains
-// afresh at its next decision rather than trusting a bound for a lifetime.
+// the regroupings tell it where the model's word changed, so that it reads those domains
+// afresh at its next decision rather than trusting a bound for a fixed lifetime.
 
-// maxRegroupings is how many changes the log keeps: a reader further behind is told that
-// everything may have changed.
-const maxRegroupings = 256
+// maxRegroupedNodes is how many nodes the regroupings remember: beyond, the older half is
+// forgotten, and a reader that had not seen it is told that every node may have changed.
+const maxRegroupedNodes = 100_000
 
-// regroupings is the log of the model's changes that can change what it says of running
-// pods: each entry the nodes of the members that held room when it was noted.
+// regroupings number the model's changes that can change what it says of running pods, and
+// remember, per node, the last change that touched a member running there. Their size is
+// bounded by the nodes, whatever the number of changes (status writes of running gangs are
+// changes too).
 type regroupings struct {
-	// seq numbers the changes; entries holds the last ones, entries[i] being change
-	// first+i+1.
-	seq, first uint64
-	entries    [][]string
-	// all is the last change that may have touched every pod (a PriorityClass edited).
-	all uint64
+	seq uint64
+	at  map[string]uint64
+	// floor: changes up to it touched every node (a PriorityClass edited), or were forgotten.
+	floor uint64
+	// limit is maxRegroupedNodes (tests lower it).
+	limit int
 }
 
-// noteTreeLocked logs a change of the tree under top: the nodes its members run on.
+// noteTreeLocked notes a change of the tree under top: the nodes its members run on.
 func (m *Model) noteTreeLocked(top Key) {
 	nodes := sets.New[string]()
 	m.noteGroupNodes(top, nodes) // a group not in the index (deleted): its members stay filed under it
@@ -38,11 +42,28 @@ func (m *Model) noteTreeLocked(top Key) {
 	}
 	r := &m.regroupings
 	r.seq++
-	r.entries = append(r.entries, sets.List(nodes))
-	if len(r.entries) > maxRegroupings {
-		drop := len(r.entries) - maxRegroupings/2
-		r.entries = append([][]string(nil), r.entries[drop:]...)
-		r.first += uint64(drop)
+	if r.at == nil {
+		r.at = map[string]uint64{}
+	}
+	for n := range nodes {
+		r.at[n] = r.seq
+	}
+	limit := r.limit
+	if limit == 0 {
+		limit = maxRegroupedNodes
+	}
+	if len(r.at) > limit {
+		seqs := make([]uint64, 0, len(r.at))
+		for _, s := range r.at {
+			seqs = append(seqs, s)
+		}
+		slices.Sort(seqs)
+		r.floor = max(r.floor, seqs[len(seqs)/2])
+		for n, s := range r.at {
+			if s <= r.floor {
+				delete(r.at, n)
+			}
+		}
 	}
 }
 
@@ -54,12 +75,12 @@ func (m *Model) noteGroupNodes(k Key, into sets.Set[string]) {
 	}
 }
 
-// noteAllLocked logs a change that may touch every running pod.
+// noteAllLocked notes a change that may touch every running pod.
 func (m *Model) noteAllLocked() {
 	r := &m.regroupings
 	r.seq++
-	r.all = r.seq
-	r.entries, r.first = nil, r.seq
+	r.floor = r.seq
+	clear(r.at)
 }
 
 // OnPriorityClass notes that a PriorityClass was created, edited or deleted.
@@ -80,12 +101,14 @@ func (g *Gate) Regrouped(since uint64) (nodes []string, all bool, now uint64) {
 	if since >= r.seq {
 		return nil, false, r.seq
 	}
-	if since < r.all || since < r.first {
+	if since < r.floor {
 		return nil, true, r.seq
 	}
-	seen := sets.New[string]()
-	for _, e := range r.entries[since-r.first:] {
-		seen.Insert(e...)
+	for n, s := range r.at {
+		if s > since {
+			nodes = append(nodes, n)
+		}
 	}
-	return sets.List(seen), false, r.seq
+	slices.Sort(nodes)
+	return nodes, false, r.seq
 }

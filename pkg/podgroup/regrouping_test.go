@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -46,11 +47,15 @@ func TestRegroupedSaysWhereRunningPodsChangedGroup(t *testing.T) {
 	m.OnPriorityClass()
 	expect("a PriorityClass edited", nil, true)
 
-	for i := range maxRegroupings + 1 {
-		m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Generation(int64(i)).Obj())
+	m.regroupings.limit = 3
+	for i := range 4 {
+		m.OnPod(nil, lt.Member("ns", "c", i).Node(fmt.Sprintf("m%d", i)).Obj())
 	}
-	expect("a reader further behind than the log", nil, true)
-	if n := len(m.regroupings.entries); n > maxRegroupings {
-		t.Errorf("the log holds %d changes, want at most %d", n, maxRegroupings)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("c").Gang(1).Obj())
+	expect("more nodes than it remembers", nil, true)
+	if n := len(m.regroupings.at); n > 3 {
+		t.Errorf("%d nodes remembered, want at most 3", n)
 	}
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	expect("then a change as before", []string{"n1", "n2"}, false)
 }
