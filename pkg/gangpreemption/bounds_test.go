@@ -284,3 +284,48 @@ func TestKeptShapesAreFew(t *testing.T) {
 		t.Error("a domain no longer offered is still kept")
 	}
 }
+
+// A kept bound whose gangs reach more nodes outside its domain than it watches (maxWatched)
+// is partial: those nodes' changes are seen only when it is bounded again, after partialTTL;
+// every other bound lives boundTTL.
+func TestKeptBoundBeyondTheWatchedNodesIsPartial(t *testing.T) {
+	nodes := []*v1.Node{lt.MakeNode("a0", "4").Obj()}
+	running := []*v1.Pod{lt.Member("ns", "wide", 0).Req(lt.CPU("4")).Priority(1).Node("a0").Obj()}
+	var wide []string
+	for i := range maxWatched + 1 {
+		name := fmt.Sprintf("b%d", i)
+		nodes = append(nodes, lt.MakeNode(name, "1").Obj())
+		wide = append(wide, name)
+		running = append(running, lt.Member("ns", "wide", i+1).Req(lt.CPU("1")).Priority(1).Node(name).Obj())
+	}
+	c := newCluster(nodes, running, map[string]int32{"wide": 1})
+	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 1, Pending: lt.Members("ns", "hi", 1, lt.CPU("4"))}
+	dry := &firstFit{tree: tree, domains: []Domain{{Name: "rack a", Nodes: []string{"a0"}}, {Name: "rack b", Nodes: wide}}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := New(noPlugins{}, c.trees, nil, nil)
+	e.bounds.now = func() time.Time { return now }
+	p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
+	kept := func() (a, b keptBound) {
+		t.Helper()
+		e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
+		byDomain := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain
+		a, okA := byDomain[dry.domains[0].id()]
+		b, okB := byDomain[dry.domains[1].id()]
+		if !okA || !okB {
+			t.Fatalf("bounds kept: rack a %v, rack b %v; want both", okA, okB)
+		}
+		return a, b
+	}
+	start := now
+	a, b := kept()
+	if !a.partial || a.ttl() != partialTTL {
+		t.Errorf("rack a, whose gang reaches %d nodes outside it: partial %v, lives %s; want partial, %s", maxWatched+1, a.partial, a.ttl(), partialTTL)
+	}
+	if b.partial || b.ttl() != boundTTL {
+		t.Errorf("rack b, whose gang reaches one node outside it: partial %v, lives %s; want whole, %s", b.partial, b.ttl(), boundTTL)
+	}
+	now = now.Add(partialTTL + time.Second)
+	if a, b = kept(); !a.at.Equal(now) || !b.at.Equal(start) {
+		t.Errorf("after %s: rack a bounded at %s, rack b at %s; want rack a bounded again, rack b's bound kept", partialTTL+time.Second, a.at.Sub(start), b.at.Sub(start))
+	}
+}
