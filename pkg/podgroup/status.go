@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -283,15 +282,10 @@ func (w *StatusWriter) Enqueue(k Key) { w.queue.Add(k) }
 // EnqueueAfter schedules a status check after d ("waiting" conditions).
 func (w *StatusWriter) EnqueueAfter(k Key, d time.Duration) { w.queue.AddAfter(k, d) }
 
-// Run writes conditions from conds until ctx is done, once synced says conds has seen every
-// group and pod: a condition judged before (a child group whose parent was not seen yet reads
-// invalid) would be written, then taken back, each time a scheduler starts leading.
-func (w *StatusWriter) Run(ctx context.Context, conds Conditions, synced cache.InformerSynced) {
+// Run writes conditions from conds until ctx is done.
+func (w *StatusWriter) Run(ctx context.Context, conds Conditions) {
 	defer w.queue.ShutDown()
 	logger := klog.FromContext(ctx)
-	if !cache.WaitForNamedCacheSync("lockstep-status", ctx.Done(), synced) {
-		return
-	}
 	logger.V(2).Info("Writing group status")
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
 		for w.next(ctx, conds) {

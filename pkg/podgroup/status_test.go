@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
@@ -456,86 +453,4 @@ func (a admissionsOf) Of(namespace string, controller types.UID) runtime.Object 
 		return nil
 	}
 	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-}
-
-// syncingConditions judges a group invalid until it has synced (a child group whose parent
-// is not seen yet), and records a read before then.
-type syncingConditions struct {
-	mu        sync.Mutex
-	synced    bool
-	readEarly bool
-	uid       types.UID
-}
-
-func (c *syncingConditions) Condition(Key) (Condition, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.synced {
-		c.readEarly = true
-		return Condition{UID: c.uid, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid, Message: "invalid: parent not found"}, true
-	}
-	return Condition{UID: c.uid, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: "cannot fit"}, true
-}
-
-func (c *syncingConditions) Disruption(Key) (Condition, bool) { return Condition{}, false }
-
-func (c *syncingConditions) state() (synced, readEarly bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.synced, c.readEarly
-}
-
-// A scheduler that starts leading before its model has seen every group and pod writes no
-// condition until it has: what it would judge before (a child whose parent it has not seen
-// reads invalid) is written, then taken back, at every restart otherwise.
-func TestStatusWriterWaitsForTheModelToSync(t *testing.T) {
-	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
-	w, client, _ := newStatusWriterOf(t, obj)
-	conds := &syncingConditions{uid: obj.UID}
-	var polls atomic.Int32
-	synced := func() bool {
-		polls.Add(1)
-		s, _ := conds.state()
-		return s
-	}
-	w.Enqueue(PodGroupKey("ns", "a"))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		w.Run(ctx, conds, synced)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	// The sync wait polls every 100ms: a second poll means the writer is waiting.
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		_, early := conds.state()
-		return polls.Load() >= 2 || early, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, early := conds.state(); early {
-		t.Fatal("the writer judged a group before the model synced")
-	}
-	conds.mu.Lock()
-	conds.synced = true
-	conds.mu.Unlock()
-	var written []metav1.Condition
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		for _, a := range client.Actions() {
-			if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
-				written = append(written, u.GetObject().(*v1alpha1.PodGroup).Status.Conditions...)
-			}
-		}
-		return len(written) > 0, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range written {
-		if c.Reason != v1alpha1.ReasonUnschedulable {
-			t.Errorf("wrote %s/%s %q, want only what the synced model judged", c.Status, c.Reason, c.Message)
-		}
-	}
 }
