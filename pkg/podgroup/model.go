@@ -490,11 +490,14 @@ func (m *Model) onGroup(old, obj any, specProblem string) {
 		return
 	}
 	m.update(m.logger, func(eff *effects) {
-		m.noteTreeLocked(m.index.TopOf(k))
+		// The trees the group left and joined, the members of each noted once: membership
+		// does not change with a group, only the trees' shapes.
+		tops := []Key{m.index.TopOf(k)}
 		for _, top := range m.index.UpsertRead(obj, specProblem) {
 			eff.reshape(top)
-			m.noteTreeLocked(top)
+			tops = append(tops, top)
 		}
+		m.noteTreesLocked(tops...)
 		m.refileGroupUnitsLocked(eff, k)
 		if root, ok := m.index.RootOf(k); ok {
 			for _, pk := range m.index.PodGroupsOf(root) {
@@ -543,11 +546,12 @@ func (m *Model) OnGroupDelete(obj any) {
 				eff.activate = append(eff.activate, m.pendingOfLocked(sk)...)
 			}
 		}
-		m.noteTreeLocked(m.index.TopOf(k))
+		tops := []Key{k, m.index.TopOf(k)} // k, out of the index once deleted, counts its own members
 		for _, top := range m.index.Delete(obj) {
 			eff.reshape(top)
-			m.noteTreeLocked(top)
+			tops = append(tops, top)
 		}
+		m.noteTreesLocked(tops...)
 		m.refileGroupUnitsLocked(eff, k)
 	})
 	// Once the change settled (its members' reservations released with its tree), what was

@@ -30,12 +30,20 @@ type regroupings struct {
 	limit int
 }
 
-// noteTreeLocked notes a change of the tree under top: the nodes its members run on.
-func (m *Model) noteTreeLocked(top Key) {
+// noteTreesLocked notes one change of the trees under tops: the nodes their members run on.
+// A top not in the index (a group deleted) counts its own members, still filed under it.
+func (m *Model) noteTreesLocked(tops ...Key) {
 	nodes := sets.New[string]()
-	m.noteGroupNodes(top, nodes) // a group not in the index (deleted): its members stay filed under it
-	for _, k := range m.index.Subtree(top) {
-		m.noteGroupNodes(k, nodes)
+	for i, top := range tops {
+		if slices.Contains(tops[:i], top) {
+			continue
+		}
+		m.noteGroupNodes(top, nodes)
+		for _, k := range m.index.Subtree(top) {
+			if k != top {
+				m.noteGroupNodes(k, nodes)
+			}
+		}
 	}
 	if nodes.Len() == 0 {
 		return

@@ -279,10 +279,10 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 	}
 }
 
-// A scout whose cycle's snapshot holds a node the model has not heard of yet (the scheduler's
-// cache got it first) lets the waiting gangs try that room together, by priority and age;
-// a difference in counts that lasts is no news, and holds no scout back.
-func TestScoutYieldsToANodeTheModelHasNotSeen(t *testing.T) {
+// scoutRetried returns a model with one node and a gang a of 2 whose scout failed for want
+// of room and is queued again by the end of its backoff.
+func scoutRetried(t *testing.T) (*Model, *simClock, *recorder, []*v1.Pod) {
+	t.Helper()
 	m, clk, rec := testModel(t)
 	m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
 	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
@@ -292,6 +292,14 @@ func TestScoutYieldsToANodeTheModelHasNotSeen(t *testing.T) {
 	m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
 	clk.Step(testPolicy.Backoff) // the timed retry queues the scout again
 	rec.take()
+	return m, clk, rec, pods
+}
+
+// A scout whose cycle's snapshot holds a node the model has not heard of yet (the scheduler's
+// cache got it first) lets the waiting gangs try that room together, by priority and age;
+// a difference in counts that lasts is no news, and holds no scout back.
+func TestScoutYieldsToANodeTheModelHasNotSeen(t *testing.T) {
+	m, clk, rec, pods := scoutRetried(t)
 	m.Gate().Admit(bg, pods[0])
 	if v := m.Gate().Check(bg, pods[0], 2); v.Code != BackingOff {
 		t.Errorf("Check with a node the model has not seen = %v %q, want BackingOff", v.Code, v.Message)
@@ -312,13 +320,7 @@ func TestScoutYieldsToANodeTheModelHasNotSeen(t *testing.T) {
 // failure says why it waits), then never again, and does not grow. Told the condition whole,
 // the FitError wrapped it once more at each yield: a write each, and a message without bound.
 func TestYieldingScoutsConditionIsWrittenOnce(t *testing.T) {
-	m, clk, rec := testModel(t)
-	m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
-	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
-	pods := addPods(m, "a", 2)
-	m.Gate().Admit(bg, pods[0])
-	m.Gate().Check(bg, pods[0], 1)
-	m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	m, clk, rec, pods := scoutRetried(t)
 	const nodes = 2 // the scheduler's snapshot has a node the model has not heard of: the scout yields
 	scout := pods[0]
 	writes := 0
@@ -336,8 +338,6 @@ func TestYieldingScoutsConditionIsWrittenOnce(t *testing.T) {
 	}
 	write("0/1 nodes are available: 1 Insufficient cpu. preemption: evicting every pod of priority below 0 would not make room in the cluster")
 	writes = 0
-	clk.Step(testPolicy.Backoff) // the timed retry queues the scout again
-	rec.take()
 	for i := 0; i < 5; i++ {
 		m.Gate().Admit(bg, scout)
 		v := m.Gate().Check(bg, scout, nodes)

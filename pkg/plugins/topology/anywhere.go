@@ -75,9 +75,14 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 	// with anything promised) and what the plan took: a node looked at costs no allocation.
 	r := &anywhereRun{a: a, topo: topo, infos: infos, fit: fit, base: newCluster(topo, promised),
 		free: map[int]capacity.Resources{}, placed: map[podgroup.Key]int{}, reasons: map[string]int{},
-		start: int(a.start.Add(1) % uint64(len(infos))),
+		start: int(a.start.Add(1) % uint64(len(infos))), pending: map[podgroup.Key][]*pending{},
 		plan: &Plan{Root: root.Key, Pods: map[types.UID]PlannedPod{}, Domains: map[podgroup.Key]sets.Set[string]{},
 			Refused: map[podgroup.Key]string{}, Chosen: map[podgroup.Key]string{}}}
+	root.Walk(func(g *podgroup.GroupView) {
+		for _, p := range g.Pending {
+			r.pending[g.Key] = append(r.pending[g.Key], &pending{pod: p, need: capacity.PodRequests(p), shape: fit.shapeOf(p), group: g.Key})
+		}
+	})
 	if !r.place(root) {
 		msg := fmt.Sprintf("%s %s: not enough free capacity for %s on the nodes the pods may use; they could take %d",
 			root.Key.Kind, root.Key.Name, describePods(r.pendingOf(root)), r.most)
@@ -110,6 +115,7 @@ type anywhereRun struct {
 	free    map[int]capacity.Resources // the nodes the plan took from
 	start   int
 	plan    *Plan
+	pending map[podgroup.Key][]*pending // each PodGroup's pending members, read once a plan
 	placed  map[podgroup.Key]int
 	reasons map[string]int
 	// unplaced are members no node could take: a later member of the same shape that needs
@@ -131,13 +137,20 @@ func (r *anywhereRun) freeOf(i int) capacity.Resources {
 // pendingOf returns the pending members of g's subtree, largest first.
 func (r *anywhereRun) pendingOf(g *podgroup.GroupView) []*pending {
 	var pods []*pending
-	g.Walk(func(c *podgroup.GroupView) {
-		for _, p := range c.Pending {
-			pods = append(pods, &pending{pod: p, need: capacity.PodRequests(p), shape: r.fit.shapeOf(p), group: c.Key})
-		}
-	})
+	g.Walk(func(c *podgroup.GroupView) { pods = append(pods, r.pending[c.Key]...) })
 	sort.SliceStable(pods, func(i, j int) bool { return bigger(pods[i].need, pods[j].need) })
 	return pods
+}
+
+// demandOf is what the pending members of g's subtree request in all.
+func (r *anywhereRun) demandOf(g *podgroup.GroupView) capacity.Resources {
+	var d capacity.Resources
+	g.Walk(func(c *podgroup.GroupView) {
+		for _, pd := range r.pending[c.Key] {
+			d.Add(pd.need)
+		}
+	})
+	return d
 }
 
 // place places the pending members of g's subtree and reports whether g is ready with them.
@@ -148,13 +161,9 @@ func (r *anywhereRun) place(g *podgroup.GroupView) bool {
 		return readyWith(g, r.placed)
 	}
 	children := append([]*podgroup.GroupView(nil), g.Children...)
-	demand := map[podgroup.Key]capacity.Resources{}
+	demand := make(map[podgroup.Key]capacity.Resources, len(children))
 	for _, c := range children {
-		var d capacity.Resources
-		for _, pd := range r.pendingOf(c) {
-			d.Add(pd.need)
-		}
-		demand[c.Key] = d
+		demand[c.Key] = r.demandOf(c)
 	}
 	sort.SliceStable(children, func(i, j int) bool { return bigger(demand[children[i].Key], demand[children[j].Key]) })
 	for _, c := range children {
