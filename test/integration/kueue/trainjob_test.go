@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,7 +92,10 @@ func (e *kueueEnv) trainJobs() dynamic.ResourceInterface {
 
 // submitTrainJob creates TrainJob ns/name of trainJobNodes nodes on ClusterTrainingRuntime
 // runtime in LocalQueue queue, not suspended (spec.suspend false); it checks that Kueue's
-// webhook suspended it on create, in the answer and read back.
+// webhook suspended it on create, in the answer and read back. Kueue's webhook resolves the
+// runtime from its informer cache, which may not hold a runtime just created: the TrainJob is
+// created once a dry run of it passes the webhooks (a denial for a runtime not found is
+// retried, as a user re-applying would; any other error fails the test).
 func (e *kueueEnv) submitTrainJob(name, runtime, queue string) *unstructured.Unstructured {
 	e.t.Helper()
 	tj := &unstructured.Unstructured{Object: map[string]any{
@@ -112,6 +116,13 @@ func (e *kueueEnv) submitTrainJob(name, runtime, queue string) *unstructured.Uns
 			"trainer": map[string]any{"numNodes": int64(trainJobNodes)},
 		},
 	}}
+	testenv.Eventually(e.t, 30*time.Second, fmt.Sprintf("Kueue's webhook to resolve runtime %s", runtime), func() (bool, string) {
+		_, err := e.trainJobs().Create(context.Background(), tj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && !strings.Contains(err.Error(), "not found") {
+			e.t.Fatalf("dry run of TrainJob %s: %v", name, err)
+		}
+		return err == nil, fmt.Sprint(err)
+	})
 	return e.submitSuspended("TrainJob", e.trainJobs(), tj)
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -173,6 +174,27 @@ func (w *podWatch) groups(lws string) map[types.UID]*groupBinds {
 	return out
 }
 
+// caughtUp says whether the watch has seen each of pods (read from the apiserver after the
+// caller's wait) as it is: same UID, same node, and for a worker the StatefulSet that tells its
+// group incarnation. A list can be ahead of a watch; an oracle read before the watch caught up
+// would miss binds the caller just waited for.
+func (w *podWatch) caughtUp(pods []*v1.Pod) (bool, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range pods {
+		s, ok := w.state[p.Name]
+		switch {
+		case !ok || s.uid != p.UID:
+			return false, "pod " + p.Name + " not seen yet"
+		case s.node != p.Spec.NodeName:
+			return false, fmt.Sprintf("pod %s seen on node %q, listed on %q", p.Name, s.node, p.Spec.NodeName)
+		case !s.leader() && s.lws != "" && w.stsOwner[s.owner] == "":
+			return false, "the StatefulSet of pod " + p.Name + " not seen yet"
+		}
+	}
+	return true, ""
+}
+
 // live returns the pods the watch last saw, by name.
 func (w *podWatch) live() map[string]podSeen {
 	w.mu.Lock()
@@ -213,6 +235,9 @@ func (e *lwsEnv) watchPods() *podWatch {
 // seen bound at once. It returns the incarnations, by leader UID.
 func (e *lwsEnv) checkBoundWhole(lws string, size int) map[types.UID]*groupBinds {
 	e.t.Helper()
+	testenv.Eventually(e.t, 30*time.Second, "the watch of LeaderWorkerSet "+lws+"'s pods caught up with a list", func() (bool, string) {
+		return e.watch.caughtUp(e.lwsPods(lws))
+	})
 	groups := e.watch.groups(lws)
 	for inc, g := range groups {
 		if inc == "" {
