@@ -101,7 +101,7 @@ func (c *Components) Start(ctx context.Context) { c.informers.Start(ctx.Done()) 
 // writing status, until ctx is done.
 func (c *Components) Lead(ctx context.Context) {
 	c.Model.Lead()
-	c.Status.Run(ctx, c.Model.Gate())
+	c.Status.Run(ctx, c.Model.Gate(), c.Model.HasSynced)
 }
 
 // checkAPI says, with an actionable message, when the CRDs are not installed.

@@ -49,6 +49,11 @@ type Group struct {
 	// disrupted: gang preemption evicted the group's pods since it was scheduled; it is a
 	// gang again until it is placed whole, whatever its (terminal) condition says.
 	disrupted bool
+	// initially: the group was scheduled once since its object was created, disrupted since
+	// or not. Its PodGroupInitiallyScheduled condition is True from then on (terminal): a
+	// group preempted before the status writer wrote the True still gets it, and a new leader
+	// that reads it back decides alike.
+	initially bool
 	// partialSince is when the group, allowed whole, became partially bound (a member's bind
 	// failed); zero while it is not. Written on the object (the PartiallyBound condition's
 	// lastTransitionTime) and restored from it, so that any leader ends it at the same time.
@@ -119,6 +124,10 @@ func (g *Group) Scheduled() bool { return g.scheduled && g.Minimum() <= g.schedu
 // EverScheduled reports whether the group was initially scheduled, whatever its minimum is
 // now.
 func (g *Group) EverScheduled() bool { return g.scheduled }
+
+// InitiallyScheduled reports whether the group was scheduled once since its object was
+// created, even if gang preemption evicted it since.
+func (g *Group) InitiallyScheduled() bool { return g != nil && g.initially }
 
 // Disrupted reports whether gang preemption evicted the group's pods since it was last
 // scheduled.
@@ -447,6 +456,9 @@ func (ix *Index) UpsertRead(obj any, specProblem string) []Key {
 	} else {
 		ix.exclusive.Delete(k)
 	}
+	if meta.IsStatusConditionTrue(conditions, v1alpha1.PodGroupInitiallyScheduled) {
+		g.initially = true
+	}
 	if !g.scheduled && !g.disrupted && scheduledAsWritten(conditions, g.Generation()) {
 		// Written True once all its minimum was placed, a group whose leaders bind first too
 		// (their round alone never reads as scheduled): scheduled is set before Minimum is
@@ -483,7 +495,7 @@ func (ix *Index) Delete(obj any) []Key {
 	ix.unlinkParent(g)
 	g.pg, g.cpg = nil, nil
 	g.scheduled, g.scheduledMin, g.problem, g.specProblem, g.disrupted = false, 0, "", "", false
-	g.partialSince, g.boundWhole = time.Time{}, false
+	g.partialSince, g.boundWhole, g.initially = time.Time{}, false, false
 	ix.exclusive.Delete(k)
 	affected = append(affected, k)
 	ix.dropIfUnused(k)
@@ -518,7 +530,7 @@ func (ix *Index) MarkScheduled(k Key) bool {
 	if g == nil || !g.Exists() || g.Scheduled() {
 		return false
 	}
-	g.scheduled, g.scheduledMin, g.disrupted = true, g.Minimum(), false
+	g.scheduled, g.scheduledMin, g.disrupted, g.initially = true, g.Minimum(), false, true
 	return true
 }
 

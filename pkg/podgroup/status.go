@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -107,6 +108,21 @@ func (g *Gate) judge(k Key, condition func(Key, *Group) (Condition, bool)) (Cond
 }
 
 func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
+	if g.disrupted && g.InitiallyScheduled() {
+		// Scheduled, then preempted before its True was written: the condition is terminal,
+		// so it says what happened first; DisruptionTarget says what it waits for now.
+		msg := fmt.Sprintf("pods placed together (minCount %d), then preempted", g.Minimum())
+		if k.Kind == KindCompositePodGroup {
+			msg = fmt.Sprintf("child groups placed together (minGroupCount %d), then preempted", g.Minimum())
+		}
+		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg}, true
+	}
+	return m.stateLocked(k, g)
+}
+
+// stateLocked is the condition of a group's state now: scheduled (or partially bound), or
+// what it waits for.
+func (m *Model) stateLocked(k Key, g *Group) (Condition, bool) {
 	out := m.permits.attempts.OutcomeOf(k)
 	switch {
 	case g.Scheduled():
@@ -197,7 +213,7 @@ func (m *Model) disruptionLocked(k Key, g *Group) (Condition, bool) {
 	switch preempted := m.permits.attempts.OutcomeOf(k).Preempted; {
 	case preempted != "":
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, reasonOfDisruption(m.permits.attempts.OutcomeOf(k)), preempted
-		if now, ok := m.conditionLocked(k, g); ok && now.Status == metav1.ConditionFalse {
+		if now, ok := m.stateLocked(k, g); ok && now.Status == metav1.ConditionFalse {
 			c.Message += "; now " + now.Message
 			c.Details = now.Details
 		}
@@ -282,10 +298,15 @@ func (w *StatusWriter) Enqueue(k Key) { w.queue.Add(k) }
 // EnqueueAfter schedules a status check after d ("waiting" conditions).
 func (w *StatusWriter) EnqueueAfter(k Key, d time.Duration) { w.queue.AddAfter(k, d) }
 
-// Run writes conditions from conds until ctx is done.
-func (w *StatusWriter) Run(ctx context.Context, conds Conditions) {
+// Run writes conditions from conds until ctx is done, once synced says conds has seen every
+// group and pod: a condition judged before (a child group whose parent was not seen yet reads
+// invalid) would be written, then taken back, each time a scheduler starts leading.
+func (w *StatusWriter) Run(ctx context.Context, conds Conditions, synced cache.InformerSynced) {
 	defer w.queue.ShutDown()
 	logger := klog.FromContext(ctx)
+	if !cache.WaitForNamedCacheSync("lockstep-status", ctx.Done(), synced) {
+		return
+	}
 	logger.V(2).Info("Writing group status")
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
 		for w.next(ctx, conds) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
@@ -362,6 +365,51 @@ func TestPreemptedGroupIsToldAndIsAGangAgain(t *testing.T) {
 	}
 }
 
+// A group scheduled, then preempted before the status writer's first pass (a writer that
+// waits for its model to sync, a busy queue) is written PodGroupInitiallyScheduled True all
+// the same: the condition is terminal and says the group was placed whole once; its
+// DisruptionTarget says it was preempted and what it waits for now.
+func TestGroupPreemptedBeforeItsFirstWriteIsInitiallyScheduled(t *testing.T) {
+	m, _, _ := testModel(t)
+	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
+	w, client, _ := newStatusWriterOf(t, obj)
+	key := PodGroupKey("ns", "a")
+	m.OnGroup(nil, obj)
+	pods := []*v1.Pod{lt.Member("ns", "a", 0).Node("n1").Obj(), lt.Member("ns", "a", 1).Node("n1").Obj()}
+	for _, p := range pods {
+		m.OnPod(nil, p)
+	}
+	why := "evicting its 2 running pods: preempted by gang PodGroup ns/train (priority 1000), which takes rack r1"
+	m.Permits().NotePreempted(key, why)
+	for _, p := range pods {
+		m.OnPodDelete(p)
+	}
+	if err := w.sync(context.Background(), m.Gate(), key); err != nil {
+		t.Fatal(err)
+	}
+	o, err := client.Tracker().Get(v1alpha1.Resource("podgroups").WithVersion("v1alpha1"), "ns", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := o.(*v1alpha1.PodGroup).Status.Conditions
+	if c := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Reason != v1alpha1.ReasonScheduled || c.Message != "pods placed together (minCount 2), then preempted" {
+		t.Errorf("PodGroupInitiallyScheduled is %+v, want True, Scheduled: it was placed whole once", c)
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.DisruptionTarget); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Message != why+"; now waiting for pods: minCount is 2" {
+		t.Errorf("DisruptionTarget is %+v, want True, saying the group waits for its pods", c)
+	}
+	// Deleted and created again, the group starts over: it was not scheduled.
+	m.OnGroupDelete(obj)
+	again := obj.DeepCopy()
+	again.UID = "again"
+	m.OnGroup(nil, again)
+	if c, _ := m.Gate().Condition(key); c.Status == metav1.ConditionTrue {
+		t.Errorf("a group created again reads %+v, want it not scheduled", c)
+	}
+}
+
 // A restarted scheduler restores a group as scheduled from its condition, but not one whose
 // DisruptionTarget is True: it was preempted and its pods must be placed together again.
 func TestRestoredPreemptedGroupIsAGang(t *testing.T) {
@@ -453,4 +501,86 @@ func (a admissionsOf) Of(namespace string, controller types.UID) runtime.Object 
 		return nil
 	}
 	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+}
+
+// syncingConditions judges a group invalid until it has synced (a child group whose parent
+// is not seen yet), and records a read before then.
+type syncingConditions struct {
+	mu        sync.Mutex
+	synced    bool
+	readEarly bool
+	uid       types.UID
+}
+
+func (c *syncingConditions) Condition(Key) (Condition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.synced {
+		c.readEarly = true
+		return Condition{UID: c.uid, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid, Message: "invalid: parent not found"}, true
+	}
+	return Condition{UID: c.uid, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: "cannot fit"}, true
+}
+
+func (c *syncingConditions) Disruption(Key) (Condition, bool) { return Condition{}, false }
+
+func (c *syncingConditions) state() (synced, readEarly bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.synced, c.readEarly
+}
+
+// A scheduler that starts leading before its model has seen every group and pod writes no
+// condition until it has: what it would judge before (a child whose parent it has not seen
+// reads invalid) is written, then taken back, at every restart otherwise.
+func TestStatusWriterWaitsForTheModelToSync(t *testing.T) {
+	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
+	w, client, _ := newStatusWriterOf(t, obj)
+	conds := &syncingConditions{uid: obj.UID}
+	var polls atomic.Int32
+	synced := func() bool {
+		polls.Add(1)
+		s, _ := conds.state()
+		return s
+	}
+	w.Enqueue(PodGroupKey("ns", "a"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		w.Run(ctx, conds, synced)
+		close(done)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	// The sync wait polls every 100ms: a second poll means the writer is waiting.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, early := conds.state()
+		return polls.Load() >= 2 || early, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, early := conds.state(); early {
+		t.Fatal("the writer judged a group before the model synced")
+	}
+	conds.mu.Lock()
+	conds.synced = true
+	conds.mu.Unlock()
+	var written []metav1.Condition
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for _, a := range client.Actions() {
+			if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
+				written = append(written, u.GetObject().(*v1alpha1.PodGroup).Status.Conditions...)
+			}
+		}
+		return len(written) > 0, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range written {
+		if c.Reason != v1alpha1.ReasonUnschedulable {
+			t.Errorf("wrote %s/%s %q, want only what the synced model judged", c.Status, c.Reason, c.Message)
+		}
+	}
 }
