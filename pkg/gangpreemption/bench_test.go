@@ -19,7 +19,8 @@ import (
 // *GangPreemptionRack, with a first-fit planner. Preempting, every gang is of lower priority;
 // reserving, of the tree's own. The evaluator's cost per decision by nodes: what the bound
 // spares (a dry run per rack), what reading every node's pods costs the first decision of a
-// shape, and what the next costs, with the other racks' bounds kept (bounds.go).
+// shape, and what the next costs, with the other racks' bounds kept (bounds.go). Racks carry
+// versions, as the topology plugin's do.
 //
 //	go test ./pkg/gangpreemption -run '^$' -bench Cheapest -benchmem
 func BenchmarkCheapest(b *testing.B) {
@@ -32,7 +33,7 @@ func BenchmarkCheapest(b *testing.B) {
 			name := fmt.Sprintf("n%d", i)
 			ns = append(ns, lt.MakeNode(name, "4").Obj())
 			if i%20 == 0 {
-				racks = append(racks, Domain{Name: fmt.Sprintf("rack %d", i/20)})
+				racks = append(racks, Domain{Name: fmt.Sprintf("rack %d", i/20), Version: uint64(i/20 + 1)})
 			}
 			racks[len(racks)-1].Nodes = append(racks[len(racks)-1].Nodes, name)
 			gang := fmt.Sprintf("g%d", i/8)
@@ -59,12 +60,15 @@ func BenchmarkCheapest(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					p := podgroup.Preemptor{Root: tree.Key, Priority: tc.priority}
 					e := New(noPlugins{}, &fakeTrees{pods: running, gangPriority: gangPriority}, nil, nil)
-					changed := 0
+					changed, version := 0, uint64(len(racks))
 					for b.Loop() {
 						if next {
 							// A pod leaves a node and comes back: the node's NodeInfo has a
-							// new generation.
+							// new generation, its rack a new version (as the topology
+							// plugin's racks have).
 							ni, pod := infos[changed%len(infos)], running[2*(changed%len(infos))+1]
+							version++
+							racks[(changed%len(infos))/20].Version = version
 							if err := ni.RemovePod(klog.Background(), pod); err != nil {
 								b.Fatal(err)
 							}

@@ -40,6 +40,8 @@ type decision struct {
 	// reserved members: what such a domain holds is this decision's alone (bounds.go).
 	domains []Domain
 	own     sets.Set[int]
+	// sim is the simulation the dry runs share, one after the other (simulate).
+	sim *simulation
 }
 
 // free is one domain's dry run: the domain's units taken out, the tree planned in the
@@ -120,7 +122,7 @@ func (e *Evaluator) planWithout(ctx context.Context, run *decision, d Domain, un
 	logger := klog.FromContext(ctx)
 	// A copy of every node a unit (or a leaving pod) is on, without them; the PreFilter
 	// states of the plan forget them too.
-	sim := newSimulation(run.infos, run.index)
+	sim := run.simulate()
 	removed := run.leavingInfos(d)
 	for _, u := range units {
 		removed = append(removed, u.Pods()...)
@@ -247,6 +249,23 @@ type simulation struct {
 
 func newSimulation(infos []fwk.NodeInfo, index *nodeIndex) *simulation {
 	return &simulation{infos: append([]fwk.NodeInfo(nil), infos...), index: index, copied: map[int]bool{}}
+}
+
+// simulate returns the decision's simulation, as the snapshot is: the first dry run copies
+// the snapshot's list of nodes, each later one puts back the nodes the last one copied
+// rather than copy every node again. Dry runs run one after the other, and none keeps its
+// simulation past its plan and reprieve.
+func (run *decision) simulate() *simulation {
+	s := run.sim
+	if s == nil {
+		run.sim = newSimulation(run.infos, run.index)
+		return run.sim
+	}
+	for i := range s.copied {
+		s.infos[i] = run.infos[i]
+	}
+	clear(s.copied)
+	return s
 }
 
 // get returns the node's info as simulated, copying it on first use.

@@ -61,8 +61,14 @@ type Domain struct {
 	Version uint64
 }
 
-// id identifies the domain among the others.
-func (d Domain) id() string { return d.Name + "\x00" + d.Key }
+// id identifies the domain among the others: its Key, its Name where it has none. Read for
+// every domain at each decision, it allocates nothing.
+func (d Domain) id() string {
+	if d.Key != "" {
+		return d.Key
+	}
+	return d.Name
+}
 
 // Evictions are the pods other trees' preemptions are evicting, and the nodes they are on.
 type Evictions struct {
