@@ -76,26 +76,88 @@ func (c *boundCache) regrouped(trees Trees, run *decision) {
 	if len(nodes) == 0 || len(c.shapes) == 0 {
 		return
 	}
-	stale := make(map[string]bool, len(nodes))
+	stale := map[int]bool{}
 	for _, n := range nodes {
 		if i, _ := run.domainOf(n); i >= 0 {
-			stale[run.domains[i].id()] = true
+			stale[i] = true
 		}
 	}
 	for _, k := range c.shapes {
-		for id := range stale {
-			delete(k.byDomain, id)
+		for i := range stale {
+			k.forget(run.domains[i].id(), i)
 		}
 	}
 }
 
-// keptBounds are one shape's bounds, as one decision reads and renews them.
+// keptBounds are one shape's bounds, by place among the domains the last decision of the
+// shape was offered (the offered domains change only with the topology, so a decision reads
+// a kept bound by its place, not by a lookup), with each domain's id at its place.
 type keptBounds struct {
-	shape string
-	used  time.Time
-	// byDomain are the bounds the decision found, by Domain.id; next those it keeps, of the
-	// domains it was offered (a domain no longer offered is forgotten).
-	byDomain, next map[string]keptBound
+	shape  string
+	used   time.Time
+	ids    []string
+	bounds []keptBound
+	// has: a bound is kept at the place.
+	has []bool
+}
+
+// align places the kept bounds at the places of domains, which a decision is offered: as
+// they are where the domains are the same as last time, else moved by id (a domain no longer
+// offered is forgotten).
+func (k *keptBounds) align(domains []Domain) {
+	same := len(k.ids) == len(domains)
+	for i := 0; same && i < len(domains); i++ {
+		same = k.ids[i] == domains[i].id()
+	}
+	if same {
+		return
+	}
+	at := make(map[string]int, len(k.ids))
+	for i, id := range k.ids {
+		if k.has[i] {
+			at[id] = i
+		}
+	}
+	ids, bounds, has := make([]string, len(domains)), make([]keptBound, len(domains)), make([]bool, len(domains))
+	for i, d := range domains {
+		ids[i] = d.id()
+		if j, ok := at[ids[i]]; ok {
+			bounds[i], has[i] = k.bounds[j], true
+		}
+	}
+	k.ids, k.bounds, k.has = ids, bounds, has
+}
+
+// get returns the bound kept for the domain of id at place i.
+func (k *keptBounds) get(id string, i int) (keptBound, bool) {
+	if i < len(k.ids) && k.ids[i] == id && k.has[i] {
+		return k.bounds[i], true
+	}
+	return keptBound{}, false
+}
+
+// forget drops the bound kept for the domain of id, expected at place i.
+func (k *keptBounds) forget(id string, i int) {
+	if i < len(k.ids) && k.ids[i] == id {
+		k.has[i], k.bounds[i] = false, keptBound{}
+		return
+	}
+	for j := range k.ids {
+		if k.ids[j] == id {
+			k.has[j], k.bounds[j] = false, keptBound{}
+		}
+	}
+}
+
+// kept counts the bounds kept.
+func (k *keptBounds) kept() int {
+	n := 0
+	for _, h := range k.has {
+		if h {
+			n++
+		}
+	}
+	return n
 }
 
 // keptBound is one domain's bound, with what it was read from.
@@ -126,7 +188,7 @@ type watch struct {
 	found   int
 }
 
-// forShape returns the bounds kept for a shape, for one decision.
+// forShape returns the bounds kept for a shape, placed as the decision's domains.
 func (c *boundCache) forShape(shape string, domains []Domain) *keptBounds {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -135,7 +197,7 @@ func (c *boundCache) forShape(shape string, domains []Domain) *keptBounds {
 		k = &keptBounds{shape: shape}
 	}
 	k.used = c.now()
-	k.next = make(map[string]keptBound, len(domains))
+	k.align(domains)
 	return k
 }
 
@@ -144,7 +206,6 @@ func (c *boundCache) forShape(shape string, domains []Domain) *keptBounds {
 func (c *boundCache) done(k *keptBounds) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k.byDomain, k.next = k.next, nil
 	if c.shapes == nil {
 		c.shapes = map[string]*keptBounds{}
 	}
@@ -164,20 +225,21 @@ func (c *boundCache) done(k *keptBounds) {
 // (decision.lowerBound), the kept one if it still stands; computed: it was bounded afresh.
 func (k *keptBounds) lowerBound(run *decision, i int, d Domain) (floor Cost, ok, computed bool) {
 	mine := run.mine(i)
-	if b, kept := k.byDomain[d.id()]; kept && !mine && k.used.Sub(b.at) < b.ttl() {
+	if b, kept := k.get(d.id(), i); kept && !mine && k.used.Sub(b.at) < b.ttl() {
 		if b, stands := run.stands(d, b); stands {
-			k.next[d.id()] = b
+			k.bounds[i] = b
 			return b.cost, b.ok, false
 		}
 	}
 	bounder := run.bounderOf(d)
 	floor, ok = bounder.bound()
+	k.has[i], k.bounds[i] = false, keptBound{}
 	if mine {
 		return floor, ok, true
 	}
 	if b, keep := run.keep(d, bounder, floor, ok); keep {
 		b.at = k.used
-		k.next[d.id()] = b
+		k.has[i], k.bounds[i] = true, b
 	}
 	return floor, ok, true
 }

@@ -178,8 +178,8 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 				fresh := New(noPlugins{}, c.trees, nil, nil)
 				run := fresh.newDecision(dry, tree, p, c.infos, mode)
 				if used := kept.bounds.shapes[run.shape()]; used != nil {
-					for _, d := range domains {
-						b, ok := used.byDomain[d.id()]
+					for i, d := range domains {
+						b, ok := used.get(d.id(), i)
 						if !ok {
 							continue
 						}
@@ -231,7 +231,7 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 	p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
 	decide := func() (*Choice, int) {
 		got := e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
-		return got, len(e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain)
+		return got, e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].kept()
 	}
 	if got, kept := decide(); got == nil || got.Domain.Name != "rack a" || kept != 2 {
 		t.Fatalf("chose %v keeping %d bounds, want rack a, both racks' bounds kept", got, kept)
@@ -243,14 +243,14 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 		// it is, finds no victim there.
 		t.Fatalf("chose %s evicting %s, want nothing: the gang is above the tree now", got.Domain.Name, PodNames(got.Pods()))
 	}
-	if b := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain[dry.domains[0].id()]; !b.ok {
+	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].get(dry.domains[0].id(), 0); !b.ok {
 		t.Fatal("rack a's bound was renewed before boundTTL passed")
 	}
 	now = now.Add(2 * time.Second)
 	if got, _ := decide(); got != nil {
 		t.Fatalf("chose %s, want nothing", got.Domain.Name)
 	}
-	if b := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain[dry.domains[0].id()]; b.ok {
+	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].get(dry.domains[0].id(), 0); b.ok {
 		t.Error("rack a's bound was kept past boundTTL")
 	}
 	// A change of the node: bounded afresh at once.
@@ -259,7 +259,7 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 	if got, _ := decide(); got != nil {
 		t.Fatalf("chose %s, want rack b free without victims (no choice to make)", got.Domain.Name)
 	}
-	if b := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain[dry.domains[1].id()]; !b.ok || b.cost != (Cost{}) {
+	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].get(dry.domains[1].id(), 1); !b.ok || b.cost != (Cost{}) {
 		t.Errorf("rack b's bound %+v, %v after its pod left; want zero, true", b.cost, b.ok)
 	}
 }
@@ -271,8 +271,8 @@ func TestKeptShapesAreFew(t *testing.T) {
 	c := boundCache{now: func() time.Time { return now }}
 	for i := range maxShapes + 3 {
 		now = now.Add(time.Second)
-		k := c.forShape(fmt.Sprint(i), nil)
-		k.next["rack"] = keptBound{}
+		k := c.forShape(fmt.Sprint(i), []Domain{{Name: "rack"}})
+		k.has[0] = true
 		c.done(k)
 	}
 	if len(c.shapes) != maxShapes || c.shapes["0"] != nil || c.shapes[fmt.Sprint(maxShapes+2)] == nil {
@@ -280,7 +280,7 @@ func TestKeptShapesAreFew(t *testing.T) {
 	}
 	k := c.forShape(fmt.Sprint(maxShapes+2), []Domain{{Name: "other rack"}})
 	c.done(k)
-	if len(c.shapes[fmt.Sprint(maxShapes+2)].byDomain) != 0 {
+	if c.shapes[fmt.Sprint(maxShapes+2)].kept() != 0 {
 		t.Error("a domain no longer offered is still kept")
 	}
 }
@@ -308,9 +308,9 @@ func TestKeptBoundBeyondTheWatchedNodesIsPartial(t *testing.T) {
 	kept := func() (a, b keptBound) {
 		t.Helper()
 		e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
-		byDomain := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()].byDomain
-		a, okA := byDomain[dry.domains[0].id()]
-		b, okB := byDomain[dry.domains[1].id()]
+		kept := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt).shape()]
+		a, okA := kept.get(dry.domains[0].id(), 0)
+		b, okB := kept.get(dry.domains[1].id(), 1)
 		if !okA || !okB {
 			t.Fatalf("bounds kept: rack a %v, rack b %v; want both", okA, okB)
 		}
@@ -327,5 +327,40 @@ func TestKeptBoundBeyondTheWatchedNodesIsPartial(t *testing.T) {
 	now = now.Add(partialTTL + time.Second)
 	if a, b = kept(); !a.at.Equal(now) || !b.at.Equal(start) {
 		t.Errorf("after %s: rack a bounded at %s, rack b at %s; want rack a bounded again, rack b's bound kept", partialTTL+time.Second, a.at.Sub(start), b.at.Sub(start))
+	}
+}
+
+// Kept bounds are read by place among the offered domains; when the offered domains change
+// (a rack added, the topology rebuilt in another order), each kept bound moves with its
+// domain's id, and one no longer offered is forgotten.
+func TestKeptBoundsFollowTheirDomains(t *testing.T) {
+	c := boundCache{now: time.Now}
+	a, b, x := Domain{Name: "rack a", Key: "z/a"}, Domain{Name: "rack b", Key: "z/b"}, Domain{Name: "rack x", Key: "z/x"}
+	k := c.forShape("s", []Domain{a, b, x})
+	for i, cost := range []int{1, 2, 3} {
+		k.has[i], k.bounds[i] = true, keptBound{cost: Cost{Pods: cost}, ok: true}
+	}
+	c.done(k)
+	c2 := Domain{Name: "rack c", Key: "z/c"}
+	k = c.forShape("s", []Domain{c2, b, a})
+	for i, want := range []struct {
+		d    Domain
+		pods int
+		kept bool
+	}{{c2, 0, false}, {b, 2, true}, {a, 1, true}} {
+		got, ok := k.get(want.d.id(), i)
+		if ok != want.kept || got.cost.Pods != want.pods {
+			t.Errorf("%s at %d: kept %v, %d pods; want %v, %d", want.d.Name, i, ok, got.cost.Pods, want.kept, want.pods)
+		}
+	}
+	if n := k.kept(); n != 2 {
+		t.Errorf("%d bounds kept, want 2 (rack x is no longer offered)", n)
+	}
+	if _, ok := k.get(a.id(), 0); ok {
+		t.Error("a bound read at another domain's place")
+	}
+	k.forget(a.id(), 0) // not at its place: found by id
+	if _, ok := k.get(a.id(), 2); ok {
+		t.Error("rack a's bound kept after it was forgotten")
 	}
 }
