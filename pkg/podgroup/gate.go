@@ -192,6 +192,7 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int)
 	defer m.mu.Unlock()
 	if mode == modeCycle {
 		m.permits.cycleLocked(g.cycleKey(pod))
+		delete(m.waitsLeft, pod.UID) // this cycle's failure handler answers for its nomination
 	}
 	if job, ok := m.book.Job(pod); ok && filing.Suspended(job) && m.servesLocked(pod) && !terminated(pod) {
 		// Whatever its group: a pod of a suspended Job never binds (Kueue suspends a running

@@ -28,7 +28,16 @@ type recorder struct {
 	rejected  map[string]string
 	evicted   []string
 	told      map[string]string
-	gone      sets.Set[types.UID]
+	// unnominated are the pods whose nominations the model cleared, and the nomination each
+	// had when it was.
+	unnominated map[string]string
+	gone        sets.Set[types.UID]
+}
+
+func (r *recorder) Unnominate(_ klog.Logger, p *v1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unnominated[p.Name] = p.Status.NominatedNodeName
 }
 
 func (r *recorder) Tell(_ klog.Logger, pods []*v1.Pod, msg string) {
@@ -41,12 +50,26 @@ func (r *recorder) Tell(_ klog.Logger, pods []*v1.Pod, msg string) {
 
 // takeTold waits for the Teller's goroutine to tell want pods (at most a second), then returns
 // and forgets what it was told.
-func (r *recorder) takeTold(want int) map[string]string {
+func (r *recorder) takeTold(want int) map[string]string { return r.takeWritten(&r.told, want) }
+
+// takeUnnominated waits for the Teller's goroutine to clear want nominations (at most a
+// second; for none, 50 ms, the time a goroutine started with nothing to wait for takes),
+// then returns and forgets them.
+func (r *recorder) takeUnnominated(want int) map[string]string {
+	if want == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return r.takeWritten(&r.unnominated, want)
+}
+
+// takeWritten waits until written, one of the Teller's records, holds want pods (at most a
+// second), then returns it and starts it afresh.
+func (r *recorder) takeWritten(written *map[string]string, want int) map[string]string {
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
 		r.mu.Lock()
-		if len(r.told) >= want || time.Now().After(deadline) {
-			out := r.told
-			r.told = map[string]string{}
+		if len(*written) >= want || time.Now().After(deadline) {
+			out := *written
+			*written = map[string]string{}
 			r.mu.Unlock()
 			return out
 		}
@@ -115,7 +138,7 @@ func testModel(t *testing.T) (*Model, *simClock, *recorder) {
 	t.Helper()
 	logger, _ := ktesting.NewTestContext(t)
 	clk := newSimClock(epoch)
-	rec := &recorder{rejected: map[string]string{}, told: map[string]string{}, gone: sets.New[types.UID]()}
+	rec := &recorder{rejected: map[string]string{}, told: map[string]string{}, unnominated: map[string]string{}, gone: sets.New[types.UID]()}
 	m := New(Options{Scheduler: rec, Evictor: rec, Teller: rec, Clock: clk, Logger: logger})
 	m.AddProfile(Profile{Name: testScheduler})
 	return m, clk, rec

@@ -74,6 +74,9 @@ type Model struct {
 	// type of the last event each was told (once each: Normal, then Warning; see
 	// noticeMissingGroupLocked).
 	noticed map[types.UID]string
+	// waitsLeft are the nodes of members' reservations that ended without a bind, whose
+	// nominations the model clears (nominations.go).
+	waitsLeft waitsLeft
 	// groupWarnings are, per unit (a Job, the object its pods' labels name), when its timer
 	// looks again at its pods still waiting for the PodGroup the workload controller
 	// creates, to warn those that waited too long (groupStillMissing).
@@ -183,6 +186,7 @@ func New(opts Options) *Model {
 		held:       map[types.UID]*v1.Pod{},
 		room:       newNodeRoom(),
 		noticed:    map[types.UID]string{},
+		waitsLeft:  waitsLeft{},
 		knownReady: map[Key]bool{},
 
 		groupWarnings: map[filing.Unit]time.Time{},
@@ -363,9 +367,11 @@ type effects struct {
 	logger   klog.Logger
 	activate []*v1.Pod
 	tell     []telling
-	reject   []rejection
-	evict    []eviction
-	ended    []Key
+	// unnominate are members whose nominations their ended waits left (nominations.go).
+	unnominate []*v1.Pod
+	reject     []rejection
+	evict      []eviction
+	ended      []Key
 	// dirty are the tops of trees to refresh (settle.go), true for those whose shape (groups,
 	// validity) may have changed.
 	dirty map[Key]bool
@@ -412,13 +418,16 @@ func (m *Model) apply(e *effects) {
 	}
 	m.permits.ended(e.ended)
 	m.activate(e.logger, e.activate)
-	if m.teller != nil && len(e.tell) > 0 {
+	if m.teller != nil && len(e.tell)+len(e.unnominate) > 0 {
 		// API writes, off the scheduling cycle that may have failed the gang.
-		go func(logger klog.Logger, tell []telling) {
+		go func(logger klog.Logger, tell []telling, unnominate []*v1.Pod) {
 			for _, t := range tell {
 				m.teller.Tell(logger, t.pods, t.msg)
 			}
-		}(e.logger, e.tell)
+			for _, p := range unnominate {
+				m.teller.Unnominate(logger, p)
+			}
+		}(e.logger, e.tell, e.unnominate)
 	}
 	if m.evictor != nil {
 		// Only the release timer (its own goroutine) evicts: no scheduling cycle waits.
@@ -590,6 +599,7 @@ func (m *Model) OnPod(oldObj, obj any) {
 			m.book.Remember(pod)
 		}
 		m.filePodLocked(eff, pod)
+		m.nominationLocked(eff, old, pod)
 		m.room.pod(old, pod)
 		if holdsRoom(old) && !holdsRoom(pod) {
 			m.permits.pokeLeftLocked(old, fmt.Sprintf("pod %s/%s finished on node %s", pod.Namespace, pod.Name, old.Spec.NodeName))
@@ -613,6 +623,7 @@ func (m *Model) OnPodDelete(obj any) {
 		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
 		delete(m.held, pod.UID)
 		delete(m.noticed, pod.UID)
+		delete(m.waitsLeft, pod.UID)
 		m.room.pod(pod, nil)
 		if pod.Spec.NodeName != "" {
 			m.permits.pokeLeftLocked(pod, fmt.Sprintf("pod %s/%s left node %s", pod.Namespace, pod.Name, pod.Spec.NodeName))

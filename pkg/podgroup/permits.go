@@ -500,6 +500,11 @@ func (p *Permits) Unreserve(logger klog.Logger, pod *v1.Pod) {
 func (p *Permits) unreserveLocked(eff *effects, logger klog.Logger, pod *v1.Pod) {
 	m := p.m
 	a := p.attempts.Remove(pod.UID)
+	node := pod.Spec.NodeName // the framework's assumed copy
+	if a != nil {
+		node = a.Node
+	}
+	m.waitEndedLocked(pod.UID, node)
 	if a == nil {
 		return
 	}

@@ -18,8 +18,12 @@ import (
 // for them (scout.go). They are told what the scheduler tells the members it tried, in the
 // same words, so that every pending member of a gang that does not fit says why (kubectl
 // describe pod), and the condition is written once per gang, not per attempt.
+//
+// It also clears the nominatedNodeName a member's ended wait left on it (nominations.go):
+// the same pod status, written by the same client.
 type Teller interface {
 	Tell(logger klog.Logger, pods []*v1.Pod, msg string)
+	Unnominate(logger klog.Logger, pod *v1.Pod)
 }
 
 // podTeller writes the PodScheduled condition (False, reason Unschedulable) as the
@@ -39,6 +43,15 @@ func (t podTeller) Tell(logger klog.Logger, pods []*v1.Pod, msg string) {
 		if err := schedutil.PatchPodStatus(ctx, t.client, pod.Name, pod.Namespace, &pod.Status, status); err != nil && !apierrors.IsNotFound(err) {
 			logger.Error(err, "Could not tell a gang member why it waits", "pod", klog.KObj(pod))
 		}
+	}
+}
+
+func (t podTeller) Unnominate(logger klog.Logger, pod *v1.Pod) {
+	ctx := klog.NewContext(context.Background(), logger)
+	status := pod.Status.DeepCopy()
+	status.NominatedNodeName = ""
+	if err := schedutil.PatchPodStatus(ctx, t.client, pod.Name, pod.Namespace, &pod.Status, status); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Could not clear the nomination a gang member's ended wait left", "pod", klog.KObj(pod))
 	}
 }
 

@@ -99,6 +99,13 @@ func (s *Scheduler) Stop() {
 // plugin args overridden by args). It is stopped when the test ends.
 func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	t.Helper()
+	// The binary's feature gate defaults, before options.NewOptions closes the gate, and
+	// before the gate is read for the process below: NominatedNodeNameForExpectation is on
+	// only for a test that asked (NominateWaiting), as in a deployment that asked, whichever
+	// test of the package ran first.
+	if err := scheduler.SetFeatureDefaults(); err != nil {
+		t.Fatal(err)
+	}
 	if e.GroupAPI == podgroup.APINative {
 		// The apiserver's workload gates are this process's: lockstep runs as its own, with
 		// its gates off, as deployed.
@@ -110,11 +117,6 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 		return &Scheduler{cancel: p.Kill, done: p.done, MetricsURL: p.MetricsURL}
 	}
 	cfgPath := e.schedulerConfig(t, args)
-
-	// The binary's feature gate defaults, before options.NewOptions closes the gate.
-	if err := scheduler.SetFeatureDefaults(); err != nil {
-		t.Fatal(err)
-	}
 	opts := options.NewOptions()
 	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
 	effectiveVersion := utilcompatibility.DefaultKubeEffectiveVersionForTest()
