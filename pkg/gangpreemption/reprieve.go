@@ -44,6 +44,22 @@ type plannedMember struct {
 	pod   *v1.Pod
 	node  string
 	shape string
+	// req is the pod's requests, and placed the pod on its node, as fits adds it to a copy of
+	// the node: made once per dry run, not once per victim given back.
+	req    capacity.Resources
+	placed fwk.PodInfo
+}
+
+// placedInfo returns the member as placed on its node (nil if its PodInfo cannot be made).
+func (m *plannedMember) placedInfo() fwk.PodInfo {
+	if m.placed == nil {
+		placed := m.pod.DeepCopy()
+		placed.Spec.NodeName = m.node
+		if pi, err := framework.NewPodInfo(placed); err == nil {
+			m.placed = pi
+		}
+	}
+	return m.placed
 }
 
 type reprieveShape struct {
@@ -61,7 +77,7 @@ func (e *Evaluator) newReprieve(ctx context.Context, sim *simulation, plan Place
 			continue
 		}
 		pods = append(pods, p)
-		r.members = append(r.members, plannedMember{pod: p, node: node, shape: podshape.Key(p, true)})
+		r.members = append(r.members, plannedMember{pod: p, node: node, shape: podshape.Key(p, true), req: capacity.PodRequests(p)})
 	}
 	sortMembers(r.members)
 	r.interacting, _ = podshape.Interacts(pods)
@@ -111,7 +127,7 @@ func (r *reprieve) roomOnItsNodes(u *Unit) bool {
 	for _, m := range r.members {
 		if u.On(m.node) {
 			n := need[m.node]
-			n.Add(capacity.PodRequests(m.pod))
+			n.Add(m.req)
 			need[m.node] = n
 		}
 	}
@@ -164,7 +180,8 @@ func (r *reprieve) fits(u *Unit) bool {
 		}
 	}
 	infos := map[string]fwk.NodeInfo{}
-	for _, m := range r.members {
+	for i := range r.members {
+		m := &r.members[i]
 		if !global && !u.On(m.node) {
 			continue
 		}
@@ -178,16 +195,14 @@ func (r *reprieve) fits(u *Unit) bool {
 			infos[m.node] = ni
 		}
 		if states == nil {
-			if !capacity.FreeOn(ni).Fits(capacity.PodRequests(m.pod)) {
+			if !capacity.FreeOn(ni).Fits(m.req) {
 				return false
 			}
 		} else if !r.e.handle.RunFilterPlugins(r.ctx, states[m.shape], m.pod, ni).IsSuccess() {
 			return false
 		}
-		placed := m.pod.DeepCopy()
-		placed.Spec.NodeName = m.node
-		pi, err := framework.NewPodInfo(placed)
-		if err != nil {
+		pi := m.placedInfo()
+		if pi == nil {
 			continue
 		}
 		ni.AddPodInfo(pi)
