@@ -448,6 +448,31 @@ func removed(names ...string) step {
 	}
 }
 
+// oneGangOf waits until the pods of one of the gangs are all scheduled and those of the
+// other all unschedulable, whichever gang it is.
+func oneGangOf(a, b []string) step {
+	return func(h *h) {
+		testenv.Eventually(h.t, 150*time.Second, fmt.Sprintf("one of the gangs %v and %v scheduled whole, the other refused", a, b), func() (bool, string) {
+			count := func(names []string) (bound, refused int) {
+				for _, name := range names {
+					if p, exists := h.state(name); exists && p.Spec.NodeName != "" {
+						bound++
+					} else if exists {
+						if ok, _ := unschedulable(p); ok {
+							refused++
+						}
+					}
+				}
+				return bound, refused
+			}
+			ab, ar := count(a)
+			bb, br := count(b)
+			ok := (ab == len(a) && br == len(b)) || (bb == len(b) && ar == len(a))
+			return ok, fmt.Sprintf("first: %d bound, %d refused; second: %d bound, %d refused", ab, ar, bb, br)
+		})
+	}
+}
+
 // anyScheduled waits for exactly n of the pods scheduled and the rest unschedulable, at once.
 func anyScheduled(n int, names ...string) step {
 	return func(h *h) {
