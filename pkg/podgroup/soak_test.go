@@ -116,7 +116,7 @@ type soak struct {
 
 func newSoak(t *testing.T, seed int64) *soak {
 	clk := newSimClock(epoch)
-	rec := &recorder{rejected: map[string]string{}, unnominated: map[string]string{}, gone: sets.New[types.UID]()}
+	rec := &recorder{rejected: map[string]string{}, gone: sets.New[types.UID]()}
 	q := &statusKeys{}
 	m := New(Options{Scheduler: rec, Evictor: rec, Clock: clk, Status: q, Logger: logr.Discard()})
 	m.AddProfile(Profile{Name: testScheduler})

@@ -453,41 +453,42 @@ func removed(names ...string) step {
 func oneGangOf(a, b []string) step {
 	return func(h *h) {
 		testenv.Eventually(h.t, 150*time.Second, fmt.Sprintf("one of the gangs %v and %v scheduled whole, the other refused", a, b), func() (bool, string) {
-			count := func(names []string) (bound, refused int) {
-				for _, name := range names {
-					if p, exists := h.state(name); exists && p.Spec.NodeName != "" {
-						bound++
-					} else if exists {
-						if ok, _ := unschedulable(p); ok {
-							refused++
-						}
-					}
-				}
-				return bound, refused
-			}
-			ab, ar := count(a)
-			bb, br := count(b)
+			ab, ar, _ := h.boundAndRefused(a)
+			bb, br, _ := h.boundAndRefused(b)
 			ok := (ab == len(a) && br == len(b)) || (bb == len(b) && ar == len(a))
 			return ok, fmt.Sprintf("first: %d bound, %d refused; second: %d bound, %d refused", ab, ar, bb, br)
 		})
 	}
 }
 
+// boundAndRefused counts the pods bound and those unbound that a scheduling attempt refused;
+// gone is the first of them that does not exist ("" if all do).
+func (h *h) boundAndRefused(names []string) (bound, refused int, gone string) {
+	for _, name := range names {
+		p, exists := h.state(name)
+		switch {
+		case !exists:
+			if gone == "" {
+				gone = name
+			}
+		case p.Spec.NodeName != "":
+			bound++
+		default:
+			if ok, _ := unschedulable(p); ok {
+				refused++
+			}
+		}
+	}
+	return bound, refused, gone
+}
+
 // anyScheduled waits for exactly n of the pods scheduled and the rest unschedulable, at once.
 func anyScheduled(n int, names ...string) step {
 	return func(h *h) {
 		testenv.Eventually(h.t, 60*time.Second, fmt.Sprintf("%d of %v scheduled, the rest unschedulable", n, names), func() (bool, string) {
-			bound, refused := 0, 0
-			for _, name := range names {
-				p, exists := h.state(name)
-				if !exists {
-					return false, name + " gone"
-				}
-				if p.Spec.NodeName != "" {
-					bound++
-				} else if ok, _ := unschedulable(p); ok {
-					refused++
-				}
+			bound, refused, gone := h.boundAndRefused(names)
+			if gone != "" {
+				return false, gone + " gone"
 			}
 			return bound == n && refused == len(names)-n, fmt.Sprintf("%d bound, %d refused", bound, refused)
 		})
