@@ -40,8 +40,10 @@ type decision struct {
 	// reserved members: what such a domain holds is this decision's alone (bounds.go).
 	domains []Domain
 	own     sets.Set[int]
-	// sim is the simulation the dry runs share, one after the other (simulate).
-	sim *simulation
+	// sim is the simulation the dry runs share, one after the other (simulate); scratch
+	// holds its list, and what each node holds (scratch.go).
+	sim     *simulation
+	scratch *scratch
 }
 
 // free is one domain's dry run: the domain's units taken out, the tree planned in the
@@ -247,8 +249,9 @@ type simulation struct {
 	copied map[int]bool
 }
 
-func newSimulation(infos []fwk.NodeInfo, index *nodeIndex) *simulation {
-	return &simulation{infos: append([]fwk.NodeInfo(nil), infos...), index: index, copied: map[int]bool{}}
+// newSimulation returns a simulation of infos whose list is buf (its contents replaced).
+func newSimulation(infos []fwk.NodeInfo, index *nodeIndex, buf []fwk.NodeInfo) *simulation {
+	return &simulation{infos: append(buf[:0], infos...), index: index, copied: map[int]bool{}}
 }
 
 // simulate returns the decision's simulation, as the snapshot is: the first dry run copies
@@ -258,7 +261,8 @@ func newSimulation(infos []fwk.NodeInfo, index *nodeIndex) *simulation {
 func (run *decision) simulate() *simulation {
 	s := run.sim
 	if s == nil {
-		run.sim = newSimulation(run.infos, run.index)
+		run.sim = newSimulation(run.infos, run.index, run.scratch.sim)
+		run.scratch.sim = run.sim.infos
 		return run.sim
 	}
 	for i := range s.copied {

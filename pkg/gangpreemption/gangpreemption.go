@@ -136,6 +136,8 @@ type Evaluator struct {
 	// decision to the next (bounds.go).
 	nodes  nodeNames
 	bounds boundCache
+	// scratch is the node-long lists of a decision, reused by the next (scratch.go).
+	scratch scratch
 }
 
 // preFilterRunner is the part of the profile's framework that runs PreFilter plugins; the
@@ -160,18 +162,16 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 		logger.V(5).Info("Dry run skipped: no pod on any node may be taken", "root", tree.Key, "priority", p.Priority, "reserving", mode == Reserve)
 		return nil
 	}
-	run := e.newDecision(dry, tree, p, infos, mode)
+	buf, done := e.scratch.take(len(infos))
+	defer done()
+	run := e.newDecision(dry, tree, p, infos, mode, buf)
 	// The domains that may hold the tree by resources, from the lowest bound on their cost
 	// up (bound.go); the bounds of domains whose nodes did not change since an earlier
 	// decision of a tree of the same shape are that decision's (bounds.go).
-	type candidate struct {
-		domain Domain
-		floor  Cost
-	}
 	domains := run.domains
 	e.bounds.regrouped(e.trees, run)
 	kept := e.bounds.forShape(run.shape(), domains)
-	candidates := make([]candidate, 0, len(domains))
+	candidates := buf.bounded
 	fresh := 0
 	for i, d := range domains {
 		floor, ok, computed := kept.lowerBound(run, i, d)
@@ -179,9 +179,10 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 			fresh++
 		}
 		if ok {
-			candidates = append(candidates, candidate{domain: d, floor: floor})
+			candidates = append(candidates, boundedDomain{at: i, floor: floor})
 		}
 	}
+	buf.bounded = candidates
 	e.bounds.done(kept)
 	sort.SliceStable(candidates, func(i, j int) bool { return mode.better(candidates[i].floor, candidates[j].floor) })
 	deadline := time.Now().Add(TimeLimit)
@@ -195,7 +196,7 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 			break
 		}
 		runs++
-		c := e.free(ctx, run, cand.domain)
+		c := e.free(ctx, run, domains[cand.at])
 		if c == nil {
 			continue
 		}
@@ -210,8 +211,8 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 }
 
 // newDecision gathers what every domain's dry run of one decision shares. The nodes' pods are
-// read as domains need them (classifier).
-func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode) *decision {
+// read as domains need them (classifier), into buf.
+func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, mode Mode, buf *scratch) *decision {
 	members, placed := map[types.UID]*v1.Pod{}, sets.New[string]()
 	tree.Walk(func(g *podgroup.GroupView) {
 		for _, p := range g.Pending {
@@ -223,7 +224,7 @@ func (e *Evaluator) newDecision(dry DryRun, tree *podgroup.GroupView, p podgroup
 	index := e.nodes.get(infos)
 	run := &decision{dry: dry, tree: tree, infos: infos, index: index, pdbs: e.listPDBs(), members: members,
 		exclusive: dry.Exclusive(), mode: mode, priority: p.Priority, domains: dry.Domains(), own: sets.New[int](),
-		nodes: e.newClassifier(infos, index, p, mode, evicting.Pods, members)}
+		nodes: e.newClassifier(infos, index, p, mode, evicting.Pods, members, buf), scratch: buf}
 	run.need, run.slot = needOf(members)
 	for n := range evicting.Nodes.Union(placed) {
 		if i, ok := dry.DomainOf(n); ok {

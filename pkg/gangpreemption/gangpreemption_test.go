@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -359,7 +360,7 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	e := New(noPlugins{}, &fakeTrees{pods: running, gangPriority: map[string]int32{"train": 1}}, nil, nil)
 	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi")}
 	dry := &firstFit{tree: tree, evicting: Evictions{Pods: sets.New[types.UID]("evicted"), Nodes: sets.New("n0")}}
-	run := e.newDecision(dry, tree, podgroup.Preemptor{Root: tree.Key, Priority: 10}, nodeInfos(nodes, running), Preempt)
+	run := e.newDecision(dry, tree, podgroup.Preemptor{Root: tree.Key, Priority: 10}, nodeInfos(nodes, running), Preempt, scratchFor(len(nodes)))
 	got := map[string]string{}
 	for _, node := range []string{"n0", "n1"} {
 		var on []string
@@ -402,4 +403,57 @@ func nodeInfos(nodes []*v1.Node, pods []*v1.Pod) []fwk.NodeInfo {
 		out = append(out, ni)
 	}
 	return out
+}
+
+// scratchFor returns a scratch of its own for one decision on nodes nodes.
+func scratchFor(nodes int) *scratch {
+	s := &scratch{}
+	s.size(nodes)
+	return s
+}
+
+// TestDecisionsLeaveNothingInTheScratch: a decision gives back the evaluator's scratch with
+// no node's units and no simulated node in it (nothing of the snapshot kept alive, nothing
+// the next decision could read as its own), free for the next one; a decision that finds it
+// taken decides with a scratch of its own, as it would have with the shared one.
+func TestDecisionsLeaveNothingInTheScratch(t *testing.T) {
+	nodes := []*v1.Node{lt.MakeNode("n0", "4").Obj(), lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj()}
+	running := []*v1.Pod{
+		lt.GroupPod("ns", "low0", "").Req(lt.CPU("3")).Priority(1).Node("n0").Obj(),
+		lt.GroupPod("ns", "low1", "").Req(lt.CPU("2")).Priority(1).Node("n1").Obj(),
+		lt.GroupPod("ns", "low2", "").Req(lt.CPU("4")).Priority(2).Node("n2").Obj(),
+	}
+	infos := nodeInfos(nodes, running)
+	e := New(noPlugins{}, &fakeTrees{pods: running}, nil, nil)
+	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 2, Pending: lt.Members("ns", "hi", 2, lt.CPU("3"))}
+	dry := &firstFit{tree: tree, domains: []Domain{{Name: "rack a", Nodes: []string{"n0", "n1"}}, {Name: "rack b", Nodes: []string{"n2"}}}}
+	p := podgroup.Preemptor{Root: tree.Key, Priority: 10}
+	decide := func() *Choice {
+		c := e.Cheapest(context.Background(), dry, tree, p, infos, Preempt)
+		if c == nil {
+			t.Fatal("no domain chosen")
+		}
+		return c
+	}
+	want := decide()
+	for i, nu := range e.scratch.byNode {
+		if nu != nil {
+			t.Errorf("node %d's units are left in the scratch", i)
+		}
+	}
+	if len(e.scratch.read) != 0 || len(e.scratch.sim) != 0 || slices.ContainsFunc(e.scratch.sim[:cap(e.scratch.sim)], func(ni fwk.NodeInfo) bool { return ni != nil }) {
+		t.Errorf("the scratch keeps %d nodes read and %d simulated", len(e.scratch.read), len(e.scratch.sim))
+	}
+	if got := decide(); got.Domain.Name != want.Domain.Name || got.Cost != want.Cost {
+		t.Errorf("the next decision chose %s at %+v, the first %s at %+v", got.Domain.Name, got.Cost, want.Domain.Name, want.Cost)
+	}
+	e.scratch.mu.Lock() // a decision runs elsewhere
+	got := decide()
+	e.scratch.mu.Unlock()
+	if got.Domain.Name != want.Domain.Name || got.Cost != want.Cost {
+		t.Errorf("with the scratch taken, chose %s at %+v, want %s at %+v", got.Domain.Name, got.Cost, want.Domain.Name, want.Cost)
+	}
+	if !e.scratch.mu.TryLock() {
+		t.Error("the scratch is still taken after the decisions")
+	}
 }

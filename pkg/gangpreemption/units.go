@@ -95,7 +95,8 @@ type classifier struct {
 	mode     Mode
 	evicting sets.Set[types.UID]
 	pending  map[types.UID]*v1.Pod
-	byNode   []*nodeUnits
+	// buf holds what each node holds, by place in infos (scratch.byNode).
+	buf *scratch
 	// gangs holds each running disruption unit (a gang, or a subtree whose top has
 	// disruption mode all), nil for one that is no victim: a unit is looked at once, however
 	// many members it has and however many nodes they are on. Members of trees whose groups
@@ -103,18 +104,19 @@ type classifier struct {
 	gangs map[podgroup.Key]*Unit
 }
 
-func (e *Evaluator) newClassifier(infos []fwk.NodeInfo, index *nodeIndex, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod) *classifier {
+func (e *Evaluator) newClassifier(infos []fwk.NodeInfo, index *nodeIndex, p podgroup.Preemptor, mode Mode, evicting sets.Set[types.UID], pending map[types.UID]*v1.Pod, buf *scratch) *classifier {
 	return &classifier{e: e, infos: infos, index: index, p: p, mode: mode, evicting: evicting, pending: pending,
-		byNode: make([]*nodeUnits, len(infos)), gangs: map[podgroup.Key]*Unit{}}
+		buf: buf, gangs: map[podgroup.Key]*Unit{}}
 }
 
 // on returns what node i holds, read on first use.
 func (c *classifier) on(i int) *nodeUnits {
-	if nu := c.byNode[i]; nu != nil {
+	if nu := c.buf.byNode[i]; nu != nil {
 		return nu
 	}
 	nu := &nodeUnits{}
-	c.byNode[i] = nu
+	c.buf.byNode[i] = nu
+	c.buf.read = append(c.buf.read, i)
 	if c.infos[i].Node() == nil {
 		return nu
 	}
