@@ -450,6 +450,21 @@ func Refreshed(r *Reservation, now time.Time) *Reservation {
 	return &c
 }
 
+// NodesOf returns the nodes the reservations rs hold room on or close: where HeldOnNode may
+// find anything.
+func NodesOf(rs []*Reservation) sets.Set[string] {
+	out := sets.New[string]()
+	for _, r := range rs {
+		for n := range r.Need {
+			out.Insert(n)
+		}
+		for n := range r.Closed {
+			out.Insert(n)
+		}
+	}
+	return out
+}
+
 // HeldOnNode is what the reservations rs hold on node ni together (those skip leaves out do
 // not count): the sum of what each holds there, as every plan and Filter count it; closedBy
 // is one that closes the node whole (exclusive), by those that hold room on it.

@@ -394,6 +394,24 @@ type cluster struct {
 	over map[int]capacity.Resources
 }
 
+// infoOf returns the named node's info in infos, a list of t's nodes in t's order (the
+// snapshot's, or a dry run's copy of it): found by t's index, not by reading the list, so
+// that what reservations hold is read on their nodes alone, not on every node of the
+// cluster. Nil if infos has no such node.
+func (t *topology) infoOf(infos []fwk.NodeInfo, name string) fwk.NodeInfo {
+	if nd, ok := t.byName[name]; ok && nd.idx < len(infos) {
+		if n := infos[nd.idx].Node(); n != nil && n.Name == name {
+			return infos[nd.idx]
+		}
+	}
+	for _, ni := range infos { // infos are not t's nodes: a topology being replaced
+		if n := ni.Node(); n != nil && n.Name == name {
+			return ni
+		}
+	}
+	return nil
+}
+
 // newCluster adds the free capacity of this cycle to t, as topologyCache.get refreshed it
 // from the cycle's snapshot, and what other trees' plans promised.
 func newCluster(t *topology, promised map[string]capacity.Resources) *cluster {

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/capacity"
@@ -264,5 +265,37 @@ func TestDomainCapacityFollowsNodeObjects(t *testing.T) {
 	}
 	if got := topo.anywhere.cpu / 1000; got != 48 {
 		t.Errorf("anywhere has %d cores, want 48", got)
+	}
+}
+
+// A node's info is found in a list of the topology's nodes by the topology's index: the
+// snapshot's, or a dry run's copy of it (the copy's info, not the snapshot's); in a list that
+// is not in the topology's order (a topology being replaced), by reading the list; nowhere
+// for a node the list does not have.
+func TestInfoOfFindsTheListsOwnInfo(t *testing.T) {
+	infos := nodeInfos(grid(1, 1, 2, 2, 8))
+	top := buildTopology(levels, infos)
+	copied := append([]fwk.NodeInfo(nil), infos...)
+	copied[2] = infos[2].Snapshot()
+	reversed := slices.Clone(infos)
+	slices.Reverse(reversed)
+	for _, tc := range []struct {
+		name  string
+		infos []fwk.NodeInfo
+		node  string
+		want  fwk.NodeInfo
+	}{
+		{"the snapshot", infos, "z0-b0-r1-h0", infos[2]},
+		{"a dry run's copy", copied, "z0-b0-r1-h0", copied[2]},
+		{"a node the dry run did not copy", copied, "z0-b0-r0-h1", infos[1]},
+		{"another order", reversed, "z0-b0-r0-h0", infos[0]},
+		{"a shorter list", infos[:1], "z0-b0-r1-h1", nil},
+		{"an unknown node", infos, "elsewhere", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := top.infoOf(tc.infos, tc.node); got != tc.want {
+				t.Errorf("infoOf(%s) = %v, want %v", tc.node, got, tc.want)
+			}
+		})
 	}
 }

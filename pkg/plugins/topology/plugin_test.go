@@ -40,7 +40,7 @@ func newTestEnvWith(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes
 }
 
 // newTestEnvOpts runs the plugin in a test framework shaped by opts.
-func newTestEnvOpts(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, opts podgrouptest.Options) *testEnv {
+func newTestEnvOpts(t testing.TB, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, opts podgrouptest.Options) *testEnv {
 	t.Helper()
 	env := &testEnv{plans: NewPlans()}
 	opts.Observer = env.plans

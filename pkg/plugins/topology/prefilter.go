@@ -190,7 +190,7 @@ func (pl *Topology) stillFits(pp PlannedPod) bool {
 // priority as if they were there, so the plan must too, or Filter refuses it. The tree's own
 // members and pods a plan already counted are left out. It also returns the nodes the tree
 // may not use at all: those of domains reserved for another tree to take whole.
-func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*promisedCapacity, sets.Set[string]) {
+func (pl *Topology) promised(tree *podgroup.GroupView, topo *topology, nodes []fwk.NodeInfo) (*promisedCapacity, sets.Set[string]) {
 	plans, counted := pl.plans.Promised(tree.Key, pl.trees.Pending)
 	p := &promisedCapacity{handle: pl.handle, nominations: pl.nominations, plans: plans, counted: counted, members: sets.New[types.UID](), priority: int32(math.MaxInt32)}
 	tree.Walk(func(g *podgroup.GroupView) {
@@ -199,7 +199,7 @@ func (pl *Topology) promised(tree *podgroup.GroupView, nodes []fwk.NodeInfo) (*p
 			p.priority = min(p.priority, corev1helpers.PodPriority(m))
 		}
 	})
-	return p, pl.heldFrom(tree, tree.Priority, nodes, plans)
+	return p, pl.heldFrom(tree, tree.Priority, topo, nodes, plans)
 }
 
 // promisedCapacity is what a plan of one tree must leave free on each node: what other
@@ -285,13 +285,13 @@ func (s *planScope) simulated() []string {
 func (pl *Topology) planTree(ctx context.Context, tree *podgroup.GroupView, nodes []fwk.NodeInfo, scope *planScope) (*Plan, string) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
-	promise, reservedElsewhere := pl.promised(tree, nodes)
 	var topo *topology
 	if scope != nil {
 		topo = pl.topology.getSimulated(pl.levels, nodes, scope.simulated()) // a preemption's dry run
 	} else {
 		topo = pl.topology.get(pl.levels, nodes)
 	}
+	promise, reservedElsewhere := pl.promised(tree, topo, nodes)
 	fit := pl.fitter(ctx, topo, nodes, tree, scope)
 	defer fit.release()
 	if len(reservedElsewhere) > 0 {

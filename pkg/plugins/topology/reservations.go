@@ -54,10 +54,10 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 		rs.Release(p.Root, "released")
 		r = nil
 	}
-	if r != nil && pl.holds(r, infos) {
+	if r != nil && pl.holds(r, topo, infos) {
 		r = reservation.Refreshed(r, now)
 		rs.Store(r)
-		return pl.describeReservation(r, infos)
+		return pl.describeReservation(r, topo, infos)
 	}
 	since := rs.WaitingSince(p.Root, p.WaitingSince)
 	if r != nil {
@@ -125,7 +125,7 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 		}
 	}
 	rs.Store(nr)
-	msg := pl.describeReservation(nr, infos)
+	msg := pl.describeReservation(nr, topo, infos)
 	if r == nil {
 		logger.V(2).Info("Reservation for a starving gang", "root", p.Root, "domain", nr.Domain, "priority", p.Priority,
 			"waited", now.Sub(p.WaitingSince).Round(time.Second), "blockers", len(nr.Blockers), "pods", nr.Pods)
@@ -139,19 +139,14 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 
 // holds reports whether the plan still fits its nodes once the blockers are gone: no pod of
 // higher priority took room it needs, no node went away. Room the tree's own members hold
-// (reserved in the attempt that just failed, being released) counts as the tree's.
-func (pl *Topology) holds(r *reservation.Reservation, infos []fwk.NodeInfo) bool {
-	left := len(r.Need)
-	for _, ni := range infos {
-		n := ni.Node()
-		if n == nil {
-			continue
+// (reserved in the attempt that just failed, being released) counts as the tree's. It reads
+// the reserved nodes only (topology.infoOf): a re-check costs the same in any cluster.
+func (pl *Topology) holds(r *reservation.Reservation, topo *topology, infos []fwk.NodeInfo) bool {
+	for name, need := range r.Need {
+		ni := topo.infoOf(infos, name)
+		if ni == nil {
+			return false
 		}
-		need, ok := r.Need[n.Name]
-		if !ok {
-			continue
-		}
-		left--
 		free := capacity.FreeOn(ni)
 		for _, pi := range ni.GetPods() {
 			pod := pi.GetPod()
@@ -165,22 +160,29 @@ func (pl *Topology) holds(r *reservation.Reservation, infos []fwk.NodeInfo) bool
 			return false
 		}
 	}
-	return left == 0
+	return true
 }
 
 // describeReservation says what is held and how far it is from free, for the tree's condition
 // (reason Reserving): "rack r3 held since 12:04:05 UTC for 4 pods × 8 cpu: 2 of 4 nodes free;
-// waiting for 3 pods of priority up to 100 to end".
-func (pl *Topology) describeReservation(r *reservation.Reservation, infos []fwk.NodeInfo) string {
+// waiting for 3 pods of priority up to 100 to end". It reads the reserved nodes and the
+// blockers' nodes only.
+func (pl *Topology) describeReservation(r *reservation.Reservation, topo *topology, infos []fwk.NodeInfo) string {
 	ready, left := 0, 0
 	prio := int32(0)
-	for _, ni := range infos {
-		n := ni.Node()
-		if n == nil {
-			continue
-		}
-		if need, ok := r.Need[n.Name]; ok && capacity.FreeOn(ni).Fits(need) {
+	for name, need := range r.Need {
+		if ni := topo.infoOf(infos, name); ni != nil && capacity.FreeOn(ni).Fits(need) {
 			ready++
+		}
+	}
+	blockersOn := sets.New[string]()
+	for _, node := range r.Blockers {
+		blockersOn.Insert(node)
+	}
+	for name := range blockersOn {
+		ni := topo.infoOf(infos, name)
+		if ni == nil {
+			continue
 		}
 		for _, pi := range ni.GetPods() {
 			if _, ok := r.Blockers[pi.GetPod().UID]; ok {
@@ -226,8 +228,9 @@ func (pl *Topology) holdsAgainst(pod *v1.Pod) reserved {
 }
 
 // heldFrom adds to promised, per node, what reservations of trees of priority or above hold
-// (other than tree's), and returns the nodes exclusive ones close.
-func (pl *Topology) heldFrom(tree *podgroup.GroupView, priority int32, nodes []fwk.NodeInfo, promised map[string]capacity.Resources) sets.Set[string] {
+// (other than tree's), and returns the nodes exclusive ones close. It reads the reservations'
+// nodes only (topology.infoOf): every plan of a full cluster with a reservation runs it.
+func (pl *Topology) heldFrom(tree *podgroup.GroupView, priority int32, topo *topology, nodes []fwk.NodeInfo, promised map[string]capacity.Resources) sets.Set[string] {
 	rs := pl.plans.reservations.Holding(priority, tree.Key)
 	if len(rs) == 0 {
 		return nil
@@ -235,9 +238,9 @@ func (pl *Topology) heldFrom(tree *podgroup.GroupView, priority int32, nodes []f
 	var closed sets.Set[string]
 	// The tree has waited longer than a reservation's tree of its priority: it goes first.
 	yields := func(r *reservation.Reservation) bool { return r.YieldsTo(tree.Priority, tree.WaitingSince) }
-	for _, ni := range nodes {
-		n := ni.Node()
-		if n == nil {
+	for name := range reservation.NodesOf(rs) {
+		ni := topo.infoOf(nodes, name)
+		if ni == nil {
 			continue
 		}
 		held, closedBy, by := reservation.HeldOnNode(rs, ni, yields)
@@ -246,11 +249,11 @@ func (pl *Topology) heldFrom(tree *podgroup.GroupView, priority int32, nodes []f
 			if closed == nil {
 				closed = sets.New[string]()
 			}
-			closed.Insert(n.Name)
+			closed.Insert(name)
 		case len(by) > 0:
-			h := promised[n.Name]
+			h := promised[name]
 			h.Add(held)
-			promised[n.Name] = h
+			promised[name] = h
 		}
 	}
 	return closed

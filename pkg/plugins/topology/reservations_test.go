@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
@@ -482,4 +483,35 @@ func reservationMetrics(t *testing.T) observedReservations {
 		t.Fatal(err)
 	}
 	return observedReservations{events: events, samples: float64(waits.GetAggregatedSampleCount())}
+}
+
+// A reservation for a gang that takes its rack to itself closes every node of the rack to
+// other trees' plans, the nodes its own plan needs nothing on too; without it, the rack is
+// theirs.
+func TestExclusiveReservationClosesItsWholeRack(t *testing.T) {
+	var pods []*v1.Pod
+	for _, r := range []string{"z0-r0", "z0-r1", "z1-r0"} {
+		pods = append(pods, runningRack(r, 0)...)
+	}
+	env, _ := reservationEnv(t, pods)
+	small := lt.Members("ns", "small", 1, lt.CPU("1"))
+	env.Components.Model.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("small").Gang(1).Topology(lt.Required(rackKey)).Obj())
+	env.Components.Model.OnPod(nil, small[0])
+	tree, ok := env.Components.Model.Gate().Tree(small[0])
+	if !ok {
+		t.Fatal("no tree for small")
+	}
+	infos := env.NodeInfos(t)
+	if plan, why := env.plugin.planTree(env.Ctx, tree, infos, nil); plan == nil {
+		t.Fatalf("small has no plan with nothing reserved: %s", why)
+	}
+	env.plans.Drop(tree.Key)
+	now := time.Now()
+	env.plans.reservations.Store(&reservation.Reservation{Root: podgroup.PodGroupKey("ns", "whole"), Level: 2, Domain: "rack z1-r1",
+		Need:     map[string]capacity.Resources{"z1-r1-h0": {MilliCPU: 4000}},
+		Closed:   sets.New("z1-r1-h0", "z1-r1-h1"),
+		Blockers: map[types.UID]string{}, Since: now, Deadline: now.Add(time.Hour), Expires: now.Add(time.Hour), Waiting: now})
+	if plan, _ := env.plugin.planTree(env.Ctx, tree, infos, nil); plan != nil {
+		t.Errorf("small planned on %v, in a rack reserved for a gang to take whole", plan.Pods)
+	}
 }

@@ -123,7 +123,7 @@ var filterPlugins = []string{names.NodeResourcesFit, names.NodeName, names.NodeU
 // NewEnv starts a framework whose group model sees groups (PodGroups, CompositePodGroups),
 // whose pod informer sees pods and whose snapshot holds nodes (and the bound pods). The model
 // is built as pkg/scheduler builds it.
-func NewEnv(t *testing.T, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, opts Options, plugins ...Plugin) *Env {
+func NewEnv(t testing.TB, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, opts Options, plugins ...Plugin) *Env {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -288,7 +288,7 @@ func pluginSet(p *schedconfig.Plugins, point string) *schedconfig.PluginSet {
 }
 
 // NodeInfos returns the framework snapshot's nodes.
-func (e *Env) NodeInfos(t *testing.T) []fwk.NodeInfo {
+func (e *Env) NodeInfos(t testing.TB) []fwk.NodeInfo {
 	t.Helper()
 	nodes, err := e.Framework.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
