@@ -117,6 +117,10 @@ type Reservations struct {
 	// line of starving trees; they end when the tree is scheduled or gone, or at Deadline.
 	followers map[podgroup.Key]*Reservation
 	waiters   map[podgroup.Key]Waiter
+	// line orders the waiters that may take a turn, per level and priority (line.go);
+	// swept is when expired waiters were last dropped from every line.
+	line  lines
+	swept time.Time
 	// preempting are the reservations of trees that preempt instead (Preempts): nothing is
 	// held for them any more, but how each ended is not known until its tree is scheduled,
 	// starves again or is gone.
@@ -139,7 +143,7 @@ const TTL = 2 * time.Minute
 // New returns an empty store on the clock now.
 func New(now func() time.Time) *Reservations {
 	return &Reservations{byRoot: map[podgroup.Key]*Reservation{}, followers: map[podgroup.Key]*Reservation{},
-		waiters: map[podgroup.Key]Waiter{}, preempting: map[podgroup.Key]*Reservation{}, requeued: map[podgroup.Key]time.Time{},
+		waiters: map[podgroup.Key]Waiter{}, line: lines{}, preempting: map[podgroup.Key]*Reservation{}, requeued: map[podgroup.Key]time.Time{},
 		published: map[v1.ResourceName]bool{}, now: now}
 }
 
@@ -158,7 +162,7 @@ func (rs *Reservations) Sizes() map[string]int {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return map[string]int{"reservations": len(rs.byRoot), "followers": len(rs.followers), "waiters": len(rs.waiters),
-		"preempting": len(rs.preempting), "requeued": len(rs.requeued)}
+		"line": rs.line.len(), "preempting": len(rs.preempting), "requeued": len(rs.requeued)}
 }
 
 // Get returns the live reservation of root, nil if it has none.
@@ -176,7 +180,7 @@ func (rs *Reservations) liveLocked(root podgroup.Key) *Reservation {
 	case r == nil:
 	case rs.now().After(r.Deadline):
 		rs.releaseLocked(root, "timeout")
-		delete(rs.waiters, root)
+		rs.dropWaiterLocked(root)
 		rs.requeued[root] = rs.now()
 		return nil
 	case rs.now().After(r.Expires):
@@ -263,6 +267,9 @@ func (rs *Reservations) WaiterOf(root podgroup.Key) (Waiter, bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	w, ok := rs.waiters[root]
+	if ok && expired(w, rs.now()) {
+		return Waiter{}, false // it lost its place; dropped at the next sweep
+	}
 	return w, ok
 }
 
@@ -273,26 +280,14 @@ func (rs *Reservations) Turn(root podgroup.Key, w Waiter) podgroup.Key {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	now := rs.now()
-	rs.waiters[root] = w
+	rs.setWaiterLocked(root, w)
 	for k := range rs.byRoot {
 		if r := rs.liveLocked(k); r != nil && k != root && r.Level == w.Level && r.Priority == w.Priority && !r.YieldsTo(w.Priority, w.Since) {
 			return k
 		}
 	}
-	first, best := root, w
-	for k, o := range rs.waiters {
-		if now.Sub(o.Seen) > waiterTTL {
-			delete(rs.waiters, k)
-			continue
-		}
-		if k == root || o.Level != w.Level || o.Priority != w.Priority || (!o.Checked.IsZero() && !o.Fits) {
-			continue
-		}
-		if o.Since.Before(best.Since) || (o.Since.Equal(best.Since) && k.Less(first)) {
-			first, best = k, o
-		}
-	}
-	return first
+	rs.sweepLocked(now)
+	return rs.firstLocked(root, w, now)
 }
 
 // forgetWaiter drops a tree from the line (it cannot fit even with room freed, or it is
@@ -300,7 +295,7 @@ func (rs *Reservations) Turn(root podgroup.Key, w Waiter) podgroup.Key {
 func (rs *Reservations) ForgetWaiter(root podgroup.Key) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	delete(rs.waiters, root)
+	rs.dropWaiterLocked(root)
 }
 
 // waitingSince is when a tree waits its turn from: when it started waiting, or when its last
@@ -516,6 +511,6 @@ func (rs *Reservations) forget(root podgroup.Key, why string) {
 	rs.releaseLocked(root, why)
 	rs.settleLocked(root, why)
 	delete(rs.followers, root)
-	delete(rs.waiters, root)
+	rs.dropWaiterLocked(root)
 	delete(rs.requeued, root)
 }
