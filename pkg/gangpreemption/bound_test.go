@@ -107,7 +107,7 @@ func TestLowerBound(t *testing.T) {
 			trees := &fakeTrees{pods: tc.running, gangPriority: map[string]int32{"g": 1, "big": 1, "small": 1, "tiny": 1}}
 			tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: tc.members, Pending: lt.Members("ns", "hi", tc.members, lt.CPU("2"))}
 			e := New(noPlugins{}, trees, nil, nil)
-			run := e.newDecision(&firstFit{tree: tree, domains: []Domain{rack}}, tree, podgroup.Preemptor{Root: tree.Key, Priority: 1000}, infos, Preempt, scratchFor(len(infos)))
+			run := e.newDecision(&firstFit{tree: tree, domains: []Domain{rack}}, tree, podgroup.Preemptor{Root: tree.Key, Priority: 1000}, infos, Preempt, newScratch(len(infos)))
 			if run == nil {
 				t.Fatal("no decision")
 			}
@@ -191,7 +191,7 @@ func TestBoundsHoldAndPruningChoosesAsEveryDomain(t *testing.T) {
 				p.Priority = 5
 			}
 			what := fmt.Sprintf("seed %d, mode %d", seed, mode)
-			run := e.newDecision(dry, tree, p, infos, mode, scratchFor(len(infos)))
+			run := e.newDecision(dry, tree, p, infos, mode, newScratch(len(infos)))
 			if run == nil {
 				if c := e.Cheapest(context.Background(), dry, tree, p, infos, mode); c != nil {
 					t.Errorf("%s: nothing may be taken, yet Cheapest chose %s", what, c.Domain.Name)
@@ -249,7 +249,7 @@ func TestCheapestRunsOnWhileABoundMayBeatIt(t *testing.T) {
 	e := New(noPlugins{}, &fakeTrees{pods: running}, nil, nil)
 	p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
 
-	run := e.newDecision(dry, tree, p, infos, Preempt, scratchFor(len(infos)))
+	run := e.newDecision(dry, tree, p, infos, Preempt, newScratch(len(infos)))
 	for _, tc := range []struct {
 		rack  Domain
 		floor Cost

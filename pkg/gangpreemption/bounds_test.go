@@ -176,7 +176,7 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 				what := fmt.Sprintf("%s, mode %d", what, mode)
 				got := kept.Cheapest(context.Background(), dry, tree, p, c.infos, mode)
 				fresh := New(noPlugins{}, c.trees, nil, nil)
-				run := fresh.newDecision(dry, tree, p, c.infos, mode, scratchFor(len(c.infos)))
+				run := fresh.newDecision(dry, tree, p, c.infos, mode, newScratch(len(c.infos)))
 				if used := kept.bounds.shapes[run.shape()]; used != nil {
 					for i, d := range domains {
 						b, ok := used.get(d.id(), i)
@@ -231,7 +231,7 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 	p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
 	decide := func() (*Choice, int) {
 		got := e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
-		return got, e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, scratchFor(len(c.infos))).shape()].kept()
+		return got, e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()].kept()
 	}
 	if got, kept := decide(); got == nil || got.Domain.Name != "rack a" || kept != 2 {
 		t.Fatalf("chose %v keeping %d bounds, want rack a, both racks' bounds kept", got, kept)
@@ -243,14 +243,14 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 		// it is, finds no victim there.
 		t.Fatalf("chose %s evicting %s, want nothing: the gang is above the tree now", got.Domain.Name, PodNames(got.Pods()))
 	}
-	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, scratchFor(len(c.infos))).shape()].get(dry.domains[0].id(), 0); !b.ok {
+	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()].get(dry.domains[0].id(), 0); !b.ok {
 		t.Fatal("rack a's bound was renewed before boundTTL passed")
 	}
 	now = now.Add(2 * time.Second)
 	if got, _ := decide(); got != nil {
 		t.Fatalf("chose %s, want nothing", got.Domain.Name)
 	}
-	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, scratchFor(len(c.infos))).shape()].get(dry.domains[0].id(), 0); b.ok {
+	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()].get(dry.domains[0].id(), 0); b.ok {
 		t.Error("rack a's bound was kept past boundTTL")
 	}
 	// A change of the node: bounded afresh at once.
@@ -259,7 +259,7 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 	if got, _ := decide(); got != nil {
 		t.Fatalf("chose %s, want rack b free without victims (no choice to make)", got.Domain.Name)
 	}
-	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, scratchFor(len(c.infos))).shape()].get(dry.domains[1].id(), 1); !b.ok || b.cost != (Cost{}) {
+	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()].get(dry.domains[1].id(), 1); !b.ok || b.cost != (Cost{}) {
 		t.Errorf("rack b's bound %+v, %v after its pod left; want zero, true", b.cost, b.ok)
 	}
 }
@@ -308,7 +308,7 @@ func TestKeptBoundBeyondTheWatchedNodesIsPartial(t *testing.T) {
 	kept := func() (a, b keptBound) {
 		t.Helper()
 		e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
-		kept := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, scratchFor(len(c.infos))).shape()]
+		kept := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()]
 		a, okA := kept.get(dry.domains[0].id(), 0)
 		b, okB := kept.get(dry.domains[1].id(), 1)
 		if !okA || !okB {

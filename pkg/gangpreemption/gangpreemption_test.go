@@ -360,7 +360,7 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	e := New(noPlugins{}, &fakeTrees{pods: running, gangPriority: map[string]int32{"train": 1}}, nil, nil)
 	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi")}
 	dry := &firstFit{tree: tree, evicting: Evictions{Pods: sets.New[types.UID]("evicted"), Nodes: sets.New("n0")}}
-	run := e.newDecision(dry, tree, podgroup.Preemptor{Root: tree.Key, Priority: 10}, nodeInfos(nodes, running), Preempt, scratchFor(len(nodes)))
+	run := e.newDecision(dry, tree, podgroup.Preemptor{Root: tree.Key, Priority: 10}, nodeInfos(nodes, running), Preempt, newScratch(len(nodes)))
 	got := map[string]string{}
 	for _, node := range []string{"n0", "n1"} {
 		var on []string
@@ -403,13 +403,6 @@ func nodeInfos(nodes []*v1.Node, pods []*v1.Pod) []fwk.NodeInfo {
 		out = append(out, ni)
 	}
 	return out
-}
-
-// scratchFor returns a scratch of its own for one decision on nodes nodes.
-func scratchFor(nodes int) *scratch {
-	s := &scratch{}
-	s.size(nodes)
-	return s
 }
 
 // TestDecisionsLeaveNothingInTheScratch: a decision gives back the evaluator's scratch with

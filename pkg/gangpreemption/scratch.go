@@ -35,12 +35,17 @@ type boundedDomain struct {
 // back once the decision is done.
 func (s *scratch) take(nodes int) (*scratch, func()) {
 	if !s.mu.TryLock() {
-		own := &scratch{}
-		own.size(nodes)
-		return own, func() {}
+		return newScratch(nodes), func() {}
 	}
 	s.size(nodes)
 	return s, s.giveBack
+}
+
+// newScratch returns a scratch of its own for one decision on nodes nodes.
+func newScratch(nodes int) *scratch {
+	s := &scratch{}
+	s.size(nodes)
+	return s
 }
 
 // size makes the node-long lists nodes long.

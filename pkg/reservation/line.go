@@ -2,7 +2,6 @@ package reservation
 
 import (
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
@@ -44,18 +43,30 @@ func (a queued) before(b queued) bool {
 // lines are the lines, each in order.
 type lines map[lineKey][]queued
 
+// find returns q's place in line s, and whether q is there.
+func find(s []queued, q queued) (int, bool) {
+	return slices.BinarySearchFunc(s, q, func(a, b queued) int {
+		switch {
+		case a.before(b):
+			return -1
+		case b.before(a):
+			return 1
+		}
+		return 0
+	})
+}
+
 // add places q in line k.
 func (l lines) add(k lineKey, q queued) {
-	s := l[k]
-	i := sort.Search(len(s), func(i int) bool { return !s[i].before(q) })
-	l[k] = slices.Insert(s, i, q)
+	i, _ := find(l[k], q)
+	l[k] = slices.Insert(l[k], i, q)
 }
 
 // remove takes q out of line k.
 func (l lines) remove(k lineKey, q queued) {
 	s := l[k]
-	i := sort.Search(len(s), func(i int) bool { return !s[i].before(q) })
-	if i == len(s) || s[i].root != q.root {
+	i, found := find(s, q)
+	if !found {
 		return
 	}
 	if s = slices.Delete(s, i, i+1); len(s) == 0 {
