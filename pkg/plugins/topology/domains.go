@@ -106,6 +106,12 @@ type topology struct {
 	version, base uint64
 	// offered are the domains gang preemption is offered, by level (dryRun.Domains).
 	offered map[int]*offered
+	// ranking is bestFitFor's list of scored domains, reused from plan to plan (plans of a
+	// topology run one at a time, as its eligibility already assumes): a rack-required gang
+	// ranks every rack of the cluster, and a list made afresh at each plan was, after its
+	// shapes' verdicts, what a plan allocated in proportion to the cluster. It holds only
+	// this topology's domains.
+	ranking []scoredDomain
 }
 
 // domainVersion returns the version of the domain with key k: it changes whenever one of

@@ -142,7 +142,12 @@ func (f *frameworkFitter) shapeOf(pod *v1.Pod) *shape {
 
 // prepare runs the profile's PreFilter plugins for the shape and forgets its verdicts.
 func (f *frameworkFitter) prepare(s *shape) {
-	s.verdicts, s.reasons, s.blocked = make([]int8, len(f.infos)), map[int]string{}, map[int]bool{}
+	if len(s.verdicts) == len(f.infos) {
+		clear(s.verdicts) // prepared again (current)
+	} else {
+		s.verdicts = f.cache.list(len(f.infos))
+	}
+	s.reasons, s.blocked = map[int]string{}, map[int]bool{}
 	s.refused, s.only, s.held = "", nil, f.held
 	pod := s.pod
 	state := framework.NewCycleState()
@@ -284,14 +289,18 @@ func (f *frameworkFitter) planned(pod *v1.Pod, n *node) {
 	}
 }
 
-// release gives back the devices held for planned members; the planner calls it when the
-// plan is made (or refused).
+// release gives back the devices held for planned members, and the shapes' lists of
+// verdicts to the cache; the planner calls it when the plan is made (or refused).
 func (f *frameworkFitter) release() {
 	for i := len(f.reserved) - 1; i >= 0; i-- {
 		r := f.reserved[i]
 		f.fh.RunReservePluginsUnreserve(f.ctx, r.work, r.pod, r.node)
 	}
 	f.reserved = nil
+	for _, s := range f.shapes {
+		f.cache.giveBack(s.verdicts)
+		s.verdicts = nil
+	}
 }
 
 func (f *frameworkFitter) addTo(s *shape, p *v1.Pod, idx int) {
@@ -339,10 +348,16 @@ func (f *frameworkFitter) unplanned(pod *v1.Pod, n *node) {
 // verdictCache keeps Filter verdicts of shapes whose verdict depends on the node alone,
 // across plans, until the node changes (its NodeInfo generation). Shapes alike across gangs
 // (gangs of one template) are filtered once per node.
+//
+// It also keeps the lists of a plan's own verdicts (shape.verdicts, one entry per node) for
+// the next plan: made afresh for each shape of each plan, they were most of what a plan of a
+// small gang allocated at 65,000 nodes, and a plan's cost grew with the cluster through the
+// collector.
 type verdictCache struct {
 	mu     sync.Mutex
 	shapes map[string]map[string]verdict
 	order  []string
+	lists  [][]int8
 }
 
 type verdict struct {
@@ -355,6 +370,38 @@ type verdict struct {
 const maxCachedShapes = 64
 
 func newVerdictCache() *verdictCache { return &verdictCache{shapes: map[string]map[string]verdict{}} }
+
+// keptVerdictLists bounds the lists a verdict cache keeps: enough for the shapes of the
+// plans that run at once (the scheduling cycle's, a dry run inside it).
+const keptVerdictLists = 8
+
+// list returns a list of n unknown verdicts: one kept from an earlier plan if it has one as
+// long (the node list's length changes only when nodes come or go).
+func (c *verdictCache) list(n int) []int8 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.lists) > 0 {
+		l := c.lists[len(c.lists)-1]
+		c.lists = c.lists[:len(c.lists)-1]
+		if len(l) == n {
+			return l
+		}
+	}
+	return make([]int8, n)
+}
+
+// giveBack keeps a plan's list of verdicts, cleared, for a later plan.
+func (c *verdictCache) giveBack(l []int8) {
+	if l == nil {
+		return
+	}
+	clear(l)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.lists) < keptVerdictLists {
+		c.lists = append(c.lists, l)
+	}
+}
 
 func (c *verdictCache) get(shape, node string, generation int64) (bool, string, bool) {
 	c.mu.Lock()

@@ -288,3 +288,37 @@ func TestExplainsFilterRefusals(t *testing.T) {
 		t.Errorf("explanation %q blames the room, which every node has", s.Message())
 	}
 }
+
+// A plan's verdicts are its own: the lists they are kept in go from one plan to the next
+// (verdictCache.list), and a node one plan's shape was refused (a host port in use) is
+// still open to the next plan's shape that needs no port.
+func TestAPlanSeesNoVerdictOfAnEarlierPlan(t *testing.T) {
+	ports := gangPods("ports", 1, func(w *st.PodWrapper) *st.PodWrapper {
+		return w.Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).HostPort(8080)
+	})
+	plain := gangPods("plain", 1, func(w *st.PodWrapper) *st.PodWrapper {
+		return w.Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"})
+	})
+	web := st.MakePod().Namespace("ns").Name("web").UID("web").Node("r0-n0").
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).HostPort(8080).Obj()
+	groups := []runtime.Object{
+		lt.MakePodGroup().Namespace("ns").Name("ports").Gang(1).Topology(lt.Required(rackKey)).Obj(),
+		lt.MakePodGroup().Namespace("ns").Name("plain").Gang(1).Topology(lt.Required(rackKey)).Obj(),
+	}
+	env := newTestEnvOpts(t, groups, append(append(ports, plain...), web), rackNodes("64", "", 1), podgrouptest.Options{Filters: true})
+	for i := range 3 {
+		if _, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), ports[0], env.NodeInfos(t)); s.IsSuccess() {
+			t.Fatalf("round %d: a member that needs host port 8080 was planned beside the pod that holds it", i)
+		}
+		if _, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), plain[0], env.NodeInfos(t)); !s.IsSuccess() {
+			t.Fatalf("round %d: the member without a host port was refused the only node: %v", i, s)
+		}
+		if pp := env.plans.Get(podgroup.PodGroupKey("ns", "plain")).Pods[plain[0].UID]; pp.Node != "r0-n0" {
+			t.Fatalf("round %d: planned on %q, want r0-n0", i, pp.Node)
+		}
+		env.plans.Drop(podgroup.PodGroupKey("ns", "plain"))
+	}
+	if kept := len(env.plugin.verdicts.lists); kept == 0 {
+		t.Error("no list of verdicts kept for the next plan")
+	}
+}

@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -453,45 +455,54 @@ func (p *planner) bestFit(ds []*domain, g *podgroup.GroupView, least capacity.Re
 // bestFitFor is bestFit for count pods of the group's shape: a slice rather than the group.
 func (p *planner) bestFitFor(ds []*domain, g *podgroup.GroupView, least capacity.Resources, count int64) []*domain {
 	rep, shape, _ := p.shapeOf(g)
-	type scored struct {
-		d     *domain
-		spare int64
-		cpu   int64
-	}
-	var ok []scored
+	ok := p.c.ranking[:0]
+	defer func() { p.c.ranking = ok[:0] }()
 	rooms := p.rooms(rep, shape)
 	for _, d := range ds {
 		total, slots := p.room(rooms, d, g, rep, shape, count)
 		if !total.Fits(least) || (count > 0 && slots == 0) {
 			continue
 		}
-		ok = append(ok, scored{d, slots - count, total.MilliCPU})
+		ok = append(ok, scoredDomain{d, slots - count, total.MilliCPU})
 	}
-	sort.SliceStable(ok, func(i, j int) bool {
-		wi, wj := ok[i].spare >= 0, ok[j].spare >= 0
-		switch {
-		case wi != wj:
-			return wi
-		case wi && ok[i].spare != ok[j].spare:
-			return ok[i].spare < ok[j].spare // best fit: the fewest slots to spare
-		case !wi && ok[i].spare != ok[j].spare:
-			return ok[i].spare > ok[j].spare // part of the group: the roomiest
-		case ok[i].cpu != ok[j].cpu:
-			return ok[i].cpu < ok[j].cpu
-		}
-		if ci, cj := ok[i].d.cpu, ok[j].d.cpu; ci != cj {
-			// As much room either way: the domain more of which is in use (the larger),
-			// so that an idle domain stays whole for a gang that needs all of it, as
-			// upstream's placement scoring (most allocated) would choose.
-			return ci > cj
-		}
-		return ok[i].d.key < ok[j].d.key
-	})
+	slices.SortFunc(ok, compareFit)
 	out := make([]*domain, len(ok))
 	for i, s := range ok {
 		out[i] = s.d
 	}
 	return out
+}
+
+// scoredDomain is a domain bestFitFor ranks: the slots it has to spare (fewer than the
+// pods when negative) and its free CPU.
+type scoredDomain struct {
+	d     *domain
+	spare int64
+	cpu   int64
+}
+
+// compareFit orders domains as bestFitFor ranks them; no two compare equal (keys differ).
+func compareFit(a, b scoredDomain) int {
+	wa, wb := a.spare >= 0, b.spare >= 0
+	switch {
+	case wa != wb:
+		if wa {
+			return -1
+		}
+		return 1
+	case wa && a.spare != b.spare:
+		return cmp.Compare(a.spare, b.spare) // best fit: the fewest slots to spare
+	case !wa && a.spare != b.spare:
+		return cmp.Compare(b.spare, a.spare) // part of the group: the roomiest
+	case a.cpu != b.cpu:
+		return cmp.Compare(a.cpu, b.cpu)
+	case a.d.cpu != b.d.cpu:
+		// As much room either way: the domain more of which is in use (the larger), so
+		// that an idle domain stays whole for a gang that needs all of it, as upstream's
+		// placement scoring (most allocated) would choose.
+		return cmp.Compare(b.d.cpu, a.d.cpu)
+	}
+	return strings.Compare(a.d.key, b.d.key)
 }
 
 // shapeOf returns the member with the largest request among a group's pending pods, that
