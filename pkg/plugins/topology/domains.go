@@ -30,8 +30,10 @@ type node struct {
 	// domain (a node without a rack label is in no rack, as upstream drops unlabeled nodes
 	// from constrained placements), while still in the domains of the levels it has.
 	path []string
-	// keys holds the key of the node's domain at each level of path, "" where it is in none.
+	// keys holds the key of the node's domain at each level of path, "" where it is in none;
+	// doms the domain itself, nil where it is in none.
 	keys []string
+	doms []*domain
 	// cpu is the node's allocatable CPU in millicores, read once per Node object: plans
 	// that break ties between domains by their size sum it over every domain.
 	cpu int64
@@ -49,6 +51,9 @@ func (n *node) setObj(obj *v1.Node) {
 type domain struct {
 	level int    // -1 for "anywhere"
 	key   string // the path down to level, e.g. "zone-a/block-1/rack-3"; "" for anywhere
+	// id is the domain's place in what its topology keeps by domain (versions, the rooms
+	// of room.go): a plan that ranks every rack reads them from lists, not maps.
+	id    int
 	nodes []*node
 	// cpu is the allocatable CPU of its nodes in millicores (node.cpu summed), kept as
 	// Node objects change: a rack-required plan breaks ties between every rack of the
@@ -97,12 +102,12 @@ type topology struct {
 	gens []int64
 	free []capacity.Resources
 	elig *eligibility
-	// versions gives each domain (by key, "" for anywhere) a new version whenever one of its
-	// nodes changed: the rooms of domains cached for plans (room.go) are kept by version.
-	// base is every domain's version when the topology was built (a domain versions does not
-	// hold yet has it), above every version of the topology it replaced: no two states of a
-	// domain share a version (domainVersion).
-	versions      map[string]uint64
+	// versions gives each domain (by id) a new version whenever one of its nodes changed:
+	// the rooms of domains cached for plans (room.go) are kept by version. base is every
+	// domain's version when the topology was built (0 in versions: unchanged since), above
+	// every version of the topology it replaced: no two states of a domain share a version
+	// (domainVersion).
+	versions      []uint64
 	version, base uint64
 	// offered are the domains gang preemption is offered, by level (dryRun.Domains).
 	offered map[int]*offered
@@ -117,8 +122,12 @@ type topology struct {
 // domainVersion returns the version of the domain with key k: it changes whenever one of
 // its nodes or their pods change, and never comes back. The caller holds t.mu.
 func (t *topology) domainVersion(k string) uint64 {
-	if v, ok := t.versions[k]; ok {
-		return v
+	d := t.domains[k]
+	if k == "" {
+		d = t.anywhere
+	}
+	if d != nil && t.versions[d.id] != 0 {
+		return t.versions[d.id]
 	}
 	return t.base
 }
@@ -274,8 +283,8 @@ func (t *topology) refreshLocked(i int, ni fwk.NodeInfo) (changed, ok bool) {
 		was := t.nodes[i].cpu
 		t.nodes[i].setObj(n)
 		t.anywhere.cpu += t.nodes[i].cpu - was
-		for _, k := range t.nodes[i].keys {
-			if d := t.domains[k]; d != nil {
+		for _, d := range t.nodes[i].doms {
+			if d != nil {
 				d.cpu += t.nodes[i].cpu - was
 			}
 		}
@@ -283,10 +292,10 @@ func (t *topology) refreshLocked(i int, ni fwk.NodeInfo) (changed, ok bool) {
 	}
 	t.gens[i], t.free[i] = g, freeOf(ni)
 	t.version++
-	t.versions[""] = t.version
-	for _, k := range t.nodes[i].keys {
-		if k != "" {
-			t.versions[k] = t.version
+	t.versions[t.anywhere.id] = t.version
+	for _, d := range t.nodes[i].doms {
+		if d != nil {
+			t.versions[d.id] = t.version
 		}
 	}
 	return true, true
@@ -313,7 +322,7 @@ func freeOf(ni fwk.NodeInfo) capacity.Resources {
 func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 	t := &topology{levels: levels, objs: make([]*v1.Node, len(infos)), byName: make(map[string]*node, len(infos)),
 		members: map[string][]*node{}, sub: map[string]map[int][]*domain{},
-		gens: make([]int64, len(infos)), free: make([]capacity.Resources, len(infos)), versions: map[string]uint64{}}
+		gens: make([]int64, len(infos)), free: make([]capacity.Resources, len(infos))}
 	for i, ni := range infos {
 		n := ni.Node()
 		t.objs[i], t.gens[i], t.free[i] = n, ni.GetGeneration(), freeOf(ni)
@@ -352,7 +361,7 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 			t.members[k] = append(t.members[k], n)
 			d := domains[k]
 			if d == nil {
-				d = &domain{level: l, key: k}
+				d = &domain{level: l, key: k, id: len(domains) + 1} // anywhere is 0
 				domains[k] = d
 				add("", d)
 				for pl := 0; pl < l; pl++ {
@@ -363,8 +372,13 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 			}
 			d.nodes = append(d.nodes, n)
 			d.cpu += n.cpu
+			if n.doms == nil {
+				n.doms = make([]*domain, len(n.keys))
+			}
+			n.doms[l] = d
 		}
 	}
+	t.versions = make([]uint64, len(domains)+1)
 	for _, byLevel := range t.sub {
 		for _, ds := range byLevel {
 			sort.Slice(ds, func(i, j int) bool { return ds[i].key < ds[j].key })
@@ -537,7 +551,7 @@ type eligible struct {
 	reasons map[int]string
 	// rooms caches, per shape (roomKey) and domain key, the room of the domain on the nodes
 	// the spec may use (room.go).
-	rooms map[string]map[string]roomOf
+	rooms map[string][]roomOf
 }
 
 // allows reports whether the pod may run on the node of index i.
@@ -593,7 +607,7 @@ func (e *eligibility) of(pod *v1.Pod) *eligible {
 		return el
 	}
 	el := &eligible{pe: newPodEligibility(pod), nodes: e.nodes, state: make([]int8, len(e.nodes)), reasons: map[int]string{},
-		rooms: map[string]map[string]roomOf{}}
+		rooms: map[string][]roomOf{}}
 	e.cache[key] = el
 	return el
 }

@@ -56,10 +56,10 @@ type planner struct {
 	deadline time.Time
 
 	// taken is the free capacity of the nodes the plan took from (freeAt); dirty counts, per
-	// domain key, the nodes of the domain whose free capacity is not the topology's (promised
+	// domain id, the nodes of the domain whose free capacity is not the topology's (promised
 	// elsewhere or taken by the plan), whose room bestFitFor cannot take from the cache.
 	taken map[int]capacity.Resources
-	dirty map[string]int
+	dirty map[int]int
 	// cached: the fitter's eligibility is the pod spec's alone (no node excluded for this
 	// plan), so a domain's room may come from the cache (room.go).
 	cached  bool
@@ -135,7 +135,7 @@ func newPlanner(c *cluster, fit fitter, limit time.Duration) *planner {
 		budget:    planBudget,
 		deadline:  time.Now().Add(limit),
 		taken:     map[int]capacity.Resources{},
-		dirty:     map[string]int{},
+		dirty:     map[int]int{},
 		assign:    map[types.UID]*node{},
 		domains:   map[podgroup.Key]*domain{},
 		pendingOf: map[podgroup.Key][]*pending{},

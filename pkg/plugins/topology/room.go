@@ -22,11 +22,12 @@ import (
 // whose gangs keep asking for new requests forgets them all and starts again.
 const maxRoomShapes = 32
 
-// roomOf is the cached room of one domain.
+// roomOf is the cached room of one domain; known once summed.
 type roomOf struct {
 	total   capacity.Resources
 	slots   int64
 	version uint64
+	known   bool
 }
 
 // freeAt returns the free capacity of the node of index i as the plan left it.
@@ -40,28 +41,28 @@ func (p *planner) freeAt(i int) capacity.Resources {
 // markDirty counts a node whose free capacity the plan sees differently from the topology
 // (by d: 1 or -1) in each of its domains.
 func (p *planner) markDirty(n *node, d int) {
-	p.dirty[""] += d
-	for _, k := range n.keys {
-		if k != "" {
-			p.dirty[k] += d
+	p.dirty[p.c.anywhere.id] += d
+	for _, dom := range n.doms {
+		if dom != nil {
+			p.dirty[dom.id] += d
 		}
 	}
 }
 
 // rooms returns the cache of the rooms of domains for the group's representative member rep
 // and shape, nil when the plan cannot take rooms from the cache (a domain is then summed node
-// by node). One cache serves every domain a plan ranks.
-func (p *planner) rooms(rep *pending, shape capacity.Resources) map[string]roomOf {
+// by node). One cache serves every domain a plan ranks, by domain id.
+func (p *planner) rooms(rep *pending, shape capacity.Resources) []roomOf {
 	if rep == nil || !p.cached || len(p.held) > 0 || len(p.claims) > 0 {
 		return nil
 	}
 	el, key := rep.shape.elig, roomKey(shape)
 	byDomain := el.rooms[key]
-	if byDomain == nil {
+	if len(byDomain) != len(p.c.versions) {
 		if len(el.rooms) >= maxRoomShapes {
 			clear(el.rooms)
 		}
-		byDomain = map[string]roomOf{}
+		byDomain = make([]roomOf, len(p.c.versions))
 		el.rooms[key] = byDomain
 	}
 	return byDomain
@@ -70,16 +71,15 @@ func (p *planner) rooms(rep *pending, shape capacity.Resources) map[string]roomO
 // room returns the free capacity and the slots of shape (counted when count > 0) on the
 // nodes of d the group's representative member rep may use; from the cache rooms when it
 // holds d as the topology has it now.
-func (p *planner) room(rooms map[string]roomOf, d *domain, g *podgroup.GroupView, rep *pending, shape capacity.Resources, count int64) (capacity.Resources, int64) {
-	if rooms == nil || p.dirty[d.key] > 0 {
+func (p *planner) room(rooms []roomOf, d *domain, g *podgroup.GroupView, rep *pending, shape capacity.Resources, count int64) (capacity.Resources, int64) {
+	if rooms == nil || (len(p.dirty) > 0 && p.dirty[d.id] > 0) {
 		return p.sum(d, g, rep, shape, count)
 	}
-	version := p.c.versions[d.key]
-	r, ok := rooms[d.key]
-	if !ok || r.version != version {
+	version := p.c.versions[d.id]
+	r := &rooms[d.id]
+	if !r.known || r.version != version {
 		r.total, r.slots = p.sum(d, g, rep, shape, 1)
-		r.version = version
-		rooms[d.key] = r
+		r.version, r.known = version, true
 	}
 	if count == 0 {
 		return r.total, 0
