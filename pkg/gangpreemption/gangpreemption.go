@@ -17,7 +17,7 @@ package gangpreemption
 
 import (
 	"context"
-	"sort"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -184,7 +184,15 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 	}
 	buf.bounded = candidates
 	e.bounds.done(kept)
-	sort.SliceStable(candidates, func(i, j int) bool { return mode.better(candidates[i].floor, candidates[j].floor) })
+	slices.SortStableFunc(candidates, func(a, b boundedDomain) int {
+		switch {
+		case mode.better(a.floor, b.floor):
+			return -1
+		case mode.better(b.floor, a.floor):
+			return 1
+		}
+		return 0
+	})
 	deadline := time.Now().Add(TimeLimit)
 	var best *Choice
 	runs := 0

@@ -312,7 +312,7 @@ func TestDomainVersionsNeverComeBack(t *testing.T) {
 	versionOf := func(topo *topology, rack string) uint64 {
 		topo.mu.Lock()
 		defer topo.mu.Unlock()
-		return topo.domainVersion(topo.domains["z0/z0-b0/"+rack].key)
+		return topo.versionOf(topo.domains["z0/z0-b0/"+rack])
 	}
 	topo := tc.get(levels, infos)
 	if topo.domains["z0/z0-b0/z0-b0-r0"] == nil {

@@ -106,7 +106,7 @@ type topology struct {
 	// the rooms of domains cached for plans (room.go) are kept by version. base is every
 	// domain's version when the topology was built (0 in versions: unchanged since), above
 	// every version of the topology it replaced: no two states of a domain share a version
-	// (domainVersion).
+	// (versionOf).
 	versions      []uint64
 	version, base uint64
 	// offered are the domains gang preemption is offered, by level (dryRun.Domains).
@@ -119,13 +119,10 @@ type topology struct {
 	ranking []scoredDomain
 }
 
-// domainVersion returns the version of the domain with key k: it changes whenever one of
-// its nodes or their pods change, and never comes back. The caller holds t.mu.
-func (t *topology) domainVersion(k string) uint64 {
-	d := t.domains[k]
-	if k == "" {
-		d = t.anywhere
-	}
+// versionOf returns the version of d, one of t's domains: it changes whenever one of its
+// nodes or their pods change, and never comes back (t.base for a domain t does not have).
+// The caller holds t.mu.
+func (t *topology) versionOf(d *domain) uint64 {
 	if d != nil && t.versions[d.id] != 0 {
 		return t.versions[d.id]
 	}

@@ -40,14 +40,14 @@ func (d *dryRun) Domains() []gangpreemption.Domain {
 	defer d.topo.mu.Unlock()
 	if level < 0 {
 		cluster := d.pl.domainOf(d.topo.anywhere)
-		cluster.Version = d.topo.domainVersion(d.topo.anywhere.key)
+		cluster.Version = d.topo.versionOf(d.topo.anywhere)
 		return []gangpreemption.Domain{cluster}
 	}
 	offered := d.topo.offeredLocked(d.pl, level)
 	out := make([]gangpreemption.Domain, len(offered.list))
 	for i, gd := range offered.list {
 		out[i] = gd
-		out[i].Version = d.topo.domainVersion(gd.Key)
+		out[i].Version = d.topo.versionOf(offered.doms[i])
 	}
 	return out
 }
@@ -72,10 +72,12 @@ func (d *dryRun) DomainOf(node string) (int, bool) {
 	return i, ok
 }
 
-// offered are the domains of one level as gang preemption is offered them, and the place of
-// each among them by key: built once per topology, as its domains do not change.
+// offered are the domains of one level as gang preemption is offered them, the topology's
+// own (for their versions), and the place of each among them by key: built once per
+// topology, as its domains do not change.
 type offered struct {
 	list []gangpreemption.Domain
+	doms []*domain
 	at   map[string]int
 }
 
@@ -86,7 +88,7 @@ func (t *topology) offeredLocked(pl *Topology, level int) *offered {
 		return o
 	}
 	ds := t.sub[""][level]
-	o := &offered{list: make([]gangpreemption.Domain, len(ds)), at: make(map[string]int, len(ds))}
+	o := &offered{list: make([]gangpreemption.Domain, len(ds)), doms: ds, at: make(map[string]int, len(ds))}
 	for i, dom := range ds {
 		o.list[i] = pl.domainOf(dom)
 		o.at[dom.key] = i
