@@ -3,8 +3,14 @@ package topology
 import (
 	"fmt"
 	"math/rand"
+	"slices"
+	"sort"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 )
 
 // gangSpec is one gang of a packing sequence.
@@ -153,4 +159,115 @@ func TestPackingQualityVersusFirstFit(t *testing.T) {
 	if planned < firstFit {
 		t.Errorf("over 100 sequences the planner placed %d gangs, first-fit %d", planned, firstFit)
 	}
+}
+
+// packOrder reads each node's free room once and sorts by what it read. It must order nodes
+// exactly as comparing them afresh at every step does (packOrderByComparison, the order as
+// it was first written): seeded random clusters with nodes used at random, capacity taken by
+// the plan, labels missing at some levels, and GPU and CPU shapes.
+func TestPackOrderIsTheComparisonsOrder(t *testing.T) {
+	for seed := int64(0); seed < 200; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		nodes := grid(1+r.Intn(2), 1+r.Intn(3), 1+r.Intn(4), 1+r.Intn(5), 16)
+		for i := range nodes {
+			nodes[i].used = int64(r.Intn(17))
+			if r.Intn(3) == 0 {
+				nodes[i].gpus, nodes[i].gpusUsed = 8, int64(r.Intn(9))
+			}
+			switch r.Intn(8) {
+			case 0:
+				nodes[i].rack = ""
+			case 1:
+				nodes[i].block = ""
+			case 2:
+				nodes[i].zone, nodes[i].block, nodes[i].rack = "", "", ""
+			}
+		}
+		c := clusterOf(nodeInfos(nodes), nil)
+		p := newPlanner(c, newSpecFitter(newEligibility(c.nodes)), time.Minute)
+		for _, n := range c.nodes {
+			if r.Intn(4) == 0 {
+				free := p.freeAt(n.idx)
+				free.MilliCPU = int64(r.Intn(int(free.MilliCPU) + 1))
+				p.taken[n.idx] = free
+			}
+		}
+		needs := []capacity.Resources{
+			{MilliCPU: 1000 * int64(1+r.Intn(8)), Memory: 1 << 30, Pods: 1},
+			{MilliCPU: 1000, Pods: 1, Scalar: map[v1.ResourceName]int64{"nvidia.com/gpu": int64(1 + r.Intn(8))}},
+			{},
+		}
+		in := append([]*node(nil), c.nodes...)
+		r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+		for _, need := range needs {
+			got, want := names(p.packOrder(in, need)), names(packOrderByComparison(p, in, need))
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d, need %v: packOrder\n%v\nwant\n%v", seed, need, got, want)
+			}
+		}
+	}
+}
+
+func names(nodes []*node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.name
+	}
+	return out
+}
+
+// packOrderByComparison is packOrder as first written: every comparison reads the nodes'
+// free room and their domains' sums again.
+func packOrderByComparison(p *planner, nodes []*node, need capacity.Resources) []*node {
+	depth := len(p.c.levels)
+	slots := func(n *node) int64 {
+		if need.MilliCPU == 0 && need.Memory == 0 && len(need.Scalar) == 0 {
+			return p.freeAt(n.idx).MilliCPU
+		}
+		return p.freeAt(n.idx).Copies(need)
+	}
+	sums := map[string][2]int64{}
+	for _, n := range nodes {
+		s := slots(n)
+		for l := 0; l < len(n.path) && l < depth; l++ {
+			k, ok := n.domainOf(l)
+			if !ok {
+				continue
+			}
+			v := sums[k]
+			sums[k] = [2]int64{v[0] + s, v[1] + p.freeAt(n.idx).MilliCPU}
+		}
+	}
+	out := append([]*node(nil), nodes...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		for l := 0; l < depth-1; l++ {
+			ka, oka := a.domainOf(l)
+			kb, okb := b.domainOf(l)
+			if !oka && !okb && l < len(a.path) && l < len(b.path) {
+				continue
+			}
+			if !oka || !okb {
+				break
+			}
+			if ka == kb {
+				continue
+			}
+			if sa, sb := sums[ka], sums[kb]; sa != sb {
+				if sa[0] != sb[0] {
+					return sa[0] < sb[0]
+				}
+				return sa[1] < sb[1]
+			}
+			return ka < kb
+		}
+		if sa, sb := slots(a), slots(b); sa != sb {
+			return sa < sb
+		}
+		if fa, fb := p.freeAt(a.idx).MilliCPU, p.freeAt(b.idx).MilliCPU; fa != fb {
+			return fa < fb
+		}
+		return a.name < b.name
+	})
+	return out
 }

@@ -543,57 +543,92 @@ func (p *planner) packOrder(nodes []*node, need capacity.Resources) []*node {
 		return nodes
 	}
 	depth := len(p.c.levels)
-	slots := func(n *node) int64 {
-		if need.MilliCPU == 0 && need.Memory == 0 && len(need.Scalar) == 0 {
-			return p.freeAt(n.idx).MilliCPU
+	cpuOnly := need.MilliCPU == 0 && need.Memory == 0 && len(need.Scalar) == 0
+	// Each node's free slots and CPU, read once: the sort compares them O(n log n) times.
+	keys := make([]packKey, len(nodes))
+	for i, n := range nodes {
+		free := p.freeAt(n.idx)
+		keys[i] = packKey{n: n, slots: free.MilliCPU, cpu: free.MilliCPU}
+		if !cpuOnly {
+			keys[i].slots = free.Copies(need)
 		}
-		return p.freeAt(n.idx).Copies(need)
 	}
-	// Free slots and CPU per domain of every level, keyed by its path.
+	// Free slots and CPU per domain of every level above the nodes', keyed by its path, then
+	// kept with each node by level.
+	levels := max(depth-1, 0)
 	sums := map[string][2]int64{}
-	for _, n := range nodes {
-		s := slots(n)
-		for l := 0; l < len(n.path) && l < depth; l++ {
-			k, ok := n.domainOf(l)
-			if !ok {
-				continue
+	for _, k := range keys {
+		for l := 0; l < len(k.n.path) && l < levels; l++ {
+			if key, ok := k.n.domainOf(l); ok {
+				v := sums[key]
+				sums[key] = [2]int64{v[0] + k.slots, v[1] + k.cpu}
 			}
-			v := sums[k]
-			sums[k] = [2]int64{v[0] + s, v[1] + p.freeAt(n.idx).MilliCPU}
 		}
 	}
-	out := append([]*node(nil), nodes...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		for l := 0; l < depth-1; l++ {
-			ka, oka := a.domainOf(l)
-			kb, okb := b.domainOf(l)
-			if !oka && !okb && l < len(a.path) && l < len(b.path) {
-				continue // neither has this level's label: their domains below decide
+	flat := make([][2]int64, len(keys)*levels)
+	for i := range keys {
+		keys[i].sums = flat[i*levels : (i+1)*levels]
+		for l := range levels {
+			if key, ok := keys[i].n.domainOf(l); ok {
+				keys[i].sums[l] = sums[key]
 			}
-			if !oka || !okb {
-				break
-			}
-			if ka == kb {
-				continue
-			}
-			if sa, sb := sums[ka], sums[kb]; sa != sb {
-				if sa[0] != sb[0] {
-					return sa[0] < sb[0]
-				}
-				return sa[1] < sb[1]
-			}
-			return ka < kb // one sub-domain after the other
 		}
-		if sa, sb := slots(a), slots(b); sa != sb {
-			return sa < sb
+	}
+	slices.SortStableFunc(keys, func(a, b packKey) int {
+		switch {
+		case a.before(b, levels):
+			return -1
+		case b.before(a, levels):
+			return 1
 		}
-		if fa, fb := p.freeAt(a.idx).MilliCPU, p.freeAt(b.idx).MilliCPU; fa != fb {
-			return fa < fb
-		}
-		return a.name < b.name
+		return 0
 	})
+	out := make([]*node, len(keys))
+	for i, k := range keys {
+		out[i] = k.n
+	}
 	return out
+}
+
+// packKey is a node as packOrder sorts it: its free slots and CPU, and those of its domain at
+// each level above the nodes'.
+type packKey struct {
+	n          *node
+	slots, cpu int64
+	sums       [][2]int64
+}
+
+// before reports whether a comes before b in packOrder: the sub-domain with fewer free slots
+// (then less free CPU) first, one sub-domain after the other, then the fuller node, then by
+// name.
+func (a packKey) before(b packKey, levels int) bool {
+	for l := range levels {
+		ka, oka := a.n.domainOf(l)
+		kb, okb := b.n.domainOf(l)
+		if !oka && !okb && l < len(a.n.path) && l < len(b.n.path) {
+			continue // neither has this level's label: their domains below decide
+		}
+		if !oka || !okb {
+			break
+		}
+		if ka == kb {
+			continue
+		}
+		if sa, sb := a.sums[l], b.sums[l]; sa != sb {
+			if sa[0] != sb[0] {
+				return sa[0] < sb[0]
+			}
+			return sa[1] < sb[1]
+		}
+		return ka < kb // one sub-domain after the other
+	}
+	if a.slots != b.slots {
+		return a.slots < b.slots
+	}
+	if a.cpu != b.cpu {
+		return a.cpu < b.cpu
+	}
+	return a.n.name < b.n.name
 }
 
 // fail records why g found no domain, from the same numbers the ranking uses: the candidate
