@@ -574,15 +574,7 @@ func (p *planner) packOrder(nodes []*node, need capacity.Resources) []*node {
 			}
 		}
 	}
-	slices.SortStableFunc(keys, func(a, b packKey) int {
-		switch {
-		case a.before(b, levels):
-			return -1
-		case b.before(a, levels):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(keys, func(a, b packKey) int { return a.compare(b, levels) })
 	out := make([]*node, len(keys))
 	for i, k := range keys {
 		out[i] = k.n
@@ -598,10 +590,9 @@ type packKey struct {
 	sums       [][2]int64
 }
 
-// before reports whether a comes before b in packOrder: the sub-domain with fewer free slots
-// (then less free CPU) first, one sub-domain after the other, then the fuller node, then by
-// name.
-func (a packKey) before(b packKey, levels int) bool {
+// compare orders a and b as packOrder does: the sub-domain with fewer free slots (then less
+// free CPU) first, one sub-domain after the other, then the fuller node, then by name.
+func (a packKey) compare(b packKey, levels int) int {
 	for l := range levels {
 		ka, oka := a.n.domainOf(l)
 		kb, okb := b.n.domainOf(l)
@@ -616,19 +607,19 @@ func (a packKey) before(b packKey, levels int) bool {
 		}
 		if sa, sb := a.sums[l], b.sums[l]; sa != sb {
 			if sa[0] != sb[0] {
-				return sa[0] < sb[0]
+				return cmp.Compare(sa[0], sb[0])
 			}
-			return sa[1] < sb[1]
+			return cmp.Compare(sa[1], sb[1])
 		}
-		return ka < kb // one sub-domain after the other
+		return strings.Compare(ka, kb) // one sub-domain after the other
 	}
 	if a.slots != b.slots {
-		return a.slots < b.slots
+		return cmp.Compare(a.slots, b.slots)
 	}
 	if a.cpu != b.cpu {
-		return a.cpu < b.cpu
+		return cmp.Compare(a.cpu, b.cpu)
 	}
-	return a.n.name < b.n.name
+	return strings.Compare(a.n.name, b.n.name)
 }
 
 // fail records why g found no domain, from the same numbers the ranking uses: the candidate
