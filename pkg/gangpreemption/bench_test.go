@@ -18,8 +18,10 @@ import (
 // 8 (one gang after the other, node by node) and a 1-cpu pod: the scheduler_perf shape
 // *GangPreemptionRack, with a first-fit planner. Preempting, every gang is of lower priority;
 // reserving, of the tree's own. The evaluator's cost per decision by nodes: what the bound
-// spares (a dry run per rack), what reading every node's pods costs the first decision of a
-// shape, and what the next costs, with the other racks' bounds kept (bounds.go). Racks carry
+// spares (a dry run per rack), what reading every node's pods costs the first decision of an
+// evaluator (first), what a decision of a shape not decided lately costs in one that decided
+// others of the tree's priority (shape: a cluster whose gangs differ in size), and what the
+// next decision of a shape costs, with the other racks' bounds kept (bounds.go). Racks carry
 // versions, as the topology plugin's do.
 //
 //	go test ./pkg/gangpreemption -run '^$' -bench Cheapest -benchmem
@@ -45,24 +47,31 @@ func BenchmarkCheapest(b *testing.B) {
 		infos := nodeInfos(ns, running)
 		tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 16, Pending: lt.Members("ns", "hi", 16, lt.CPU("3"))}
 		dry := &firstFit{tree: tree, domains: racks}
+		// shapes are trees of the same members asking 1 to 20 MiB more each: more shapes
+		// than the evaluator keeps bounds for (maxShapes), so each is decided anew.
+		var shapes []*firstFit
+		for mi := 1; mi <= maxShapes+4; mi++ {
+			req := map[v1.ResourceName]string{v1.ResourceCPU: "3", v1.ResourceMemory: fmt.Sprintf("%dMi", mi)}
+			shape := &podgroup.GroupView{Key: tree.Key, Gang: true, Min: 16, Pending: lt.Members("ns", "hi", 16, req)}
+			shapes = append(shapes, &firstFit{tree: shape, domains: racks})
+		}
 		for _, tc := range []struct {
 			name     string
 			mode     Mode
 			priority int32
 		}{{"preempting", Preempt, 100}, {"reserving", Reserve, 10}} {
-			// first: the first decision of a shape, every rack bounded; next: the decision
-			// after one, one node changed since (bounds.go keeps the other racks' bounds).
-			for _, next := range []bool{false, true} {
-				name := fmt.Sprintf("%dNodes/%s/first", nodes, tc.name)
-				if next {
-					name = fmt.Sprintf("%dNodes/%s/next", nodes, tc.name)
-				}
-				b.Run(name, func(b *testing.B) {
+			// first: the first decision of an evaluator, every rack bounded; shape: a
+			// decision of a shape not decided lately; next: the decision after one of the
+			// same shape, one node changed since (bounds.go keeps the other racks' bounds).
+			for _, kind := range []string{"first", "shape", "next"} {
+				b.Run(fmt.Sprintf("%dNodes/%s/%s", nodes, tc.name, kind), func(b *testing.B) {
 					p := podgroup.Preemptor{Root: tree.Key, Priority: tc.priority}
 					e := New(noPlugins{}, &fakeTrees{pods: running, gangPriority: gangPriority}, nil, nil)
-					changed, version := 0, uint64(len(racks))
+					changed, version, decided := 0, uint64(len(racks)), 0
 					for b.Loop() {
-						if next {
+						dry := dry
+						switch kind {
+						case "next":
 							// A pod leaves a node and comes back: the node's NodeInfo has a
 							// new generation, its rack a new version (as the topology
 							// plugin's racks have).
@@ -75,10 +84,13 @@ func BenchmarkCheapest(b *testing.B) {
 							pi, _ := framework.NewPodInfo(pod)
 							ni.AddPodInfo(pi)
 							changed += 97
-						} else {
+						case "shape":
+							dry = shapes[decided%len(shapes)]
+							decided++
+						default:
 							e = New(noPlugins{}, &fakeTrees{pods: running, gangPriority: gangPriority}, nil, nil)
 						}
-						if e.Cheapest(context.Background(), dry, tree, p, infos, tc.mode) == nil {
+						if e.Cheapest(context.Background(), dry, dry.tree, p, infos, tc.mode) == nil {
 							b.Fatal("no choice")
 						}
 					}

@@ -21,7 +21,10 @@ import (
 // moved, the watched nodes' generations say whether the bound still stands; a domain without
 // a Version has its own nodes' generations read instead. A gang that gains a member on a node
 // the bound did not read costs more than the kept bound says: it is lower than the bound
-// afresh, so still a bound. The nodes watched outside a domain are at most maxWatched.
+// afresh, so still a bound. The nodes watched outside a domain are at most maxWatched. What
+// the bound was read from, each domain's hosts and candidate victims, is kept too, by the
+// priority below which the tree may take pods, for decisions of other shapes
+// (inventories.go).
 //
 // The topology plugin learns of a node's change when the informers tell it, or at its check
 // of every node (once a second): a Version can lag the snapshot by that much, as a plan can.
@@ -31,7 +34,7 @@ import (
 // not kept. What the group model says of a pod can change without its node changing (a
 // group deleted while its pods run, or created after them; a PriorityClass edited): the
 // model logs where (Trees.Regrouped), and each decision first forgets the bounds of the
-// domains that hold those nodes, of every shape. A gang's pods beyond the watched nodes can
+// domains that hold those nodes, of every shape, and their inventories. A gang's pods beyond the watched nodes can
 // change unseen too: such a bound lives partialTTL at most. boundTTL bounds every other
 // kept bound's life, for what neither foresees. Only the order of the domains and where the
 // search stops rest on kept bounds; every domain dry run is run on the snapshot as it is, so
@@ -50,30 +53,37 @@ const partialTTL = 30 * time.Second
 // maxShapes is how many shapes of trees have bounds kept: the least recently used goes.
 const maxShapes = 16
 
-// boundCache keeps, by shape of tree, each domain's last bound. Decisions run one at a time
-// (in PostFilter, on the scheduling goroutine); mu guards the shapes against any other reader.
+// maxInventories is how many victim thresholds have inventories kept (inventories.go): the
+// least recently used goes. An inventory is the size of the cluster (a few hundred bytes a
+// node), where a shape's bounds are a few numbers a domain.
+const maxInventories = 4
+
+// boundCache keeps, by shape of tree, each domain's last bound, and by victim threshold, each
+// domain's last inventory (inventories.go). Decisions run one at a time (in PostFilter, on the
+// scheduling goroutine); mu guards the maps against any other reader.
 type boundCache struct {
-	mu     sync.Mutex
-	now    func() time.Time
-	shapes map[string]*keptBounds
+	mu          sync.Mutex
+	now         func() time.Time
+	shapes      map[string]*keptBy[keptBound]
+	inventories map[string]*keptBy[inventory]
 	// regrouping is the number of the model's last change the bounds were brought up to
 	// (regrouped).
 	regrouping uint64
 }
 
-// regrouped forgets the bounds, of every shape, of the domains that hold a node whose pods
-// the model may say something else of since the last decision; all of them where that may
-// be any node.
+// regrouped forgets the bounds and inventories, of every shape and threshold, of the domains
+// that hold a node whose pods the model may say something else of since the last decision;
+// all of them where that may be any node.
 func (c *boundCache) regrouped(trees Trees, run *decision) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	nodes, all, now := trees.Regrouped(c.regrouping)
 	c.regrouping = now
 	if all {
-		c.shapes = nil
+		c.shapes, c.inventories = nil, nil
 		return
 	}
-	if len(nodes) == 0 || len(c.shapes) == 0 {
+	if len(nodes) == 0 || (len(c.shapes) == 0 && len(c.inventories) == 0) {
 		return
 	}
 	stale := map[int]bool{}
@@ -82,89 +92,27 @@ func (c *boundCache) regrouped(trees Trees, run *decision) {
 			stale[i] = true
 		}
 	}
-	for _, k := range c.shapes {
-		for i := range stale {
-			k.forget(run.domains[i].id(), i)
+	for i := range stale {
+		id := run.domains[i].id()
+		for _, k := range c.shapes {
+			k.forget(id, i)
+		}
+		for _, k := range c.inventories {
+			k.forget(id, i)
 		}
 	}
-}
-
-// keptBounds are one shape's bounds, by place among the domains the last decision of the
-// shape was offered (the offered domains change only with the topology, so a decision reads
-// a kept bound by its place, not by a lookup), with each domain's id at its place.
-type keptBounds struct {
-	shape  string
-	used   time.Time
-	ids    []string
-	bounds []keptBound
-	// has: a bound is kept at the place.
-	has []bool
-}
-
-// align places the kept bounds at the places of domains, which a decision is offered: as
-// they are where the domains are the same as last time, else moved by id (a domain no longer
-// offered is forgotten).
-func (k *keptBounds) align(domains []Domain) {
-	same := len(k.ids) == len(domains)
-	for i := 0; same && i < len(domains); i++ {
-		same = k.ids[i] == domains[i].id()
-	}
-	if same {
-		return
-	}
-	at := make(map[string]int, len(k.ids))
-	for i, id := range k.ids {
-		if k.has[i] {
-			at[id] = i
-		}
-	}
-	ids, bounds, has := make([]string, len(domains)), make([]keptBound, len(domains)), make([]bool, len(domains))
-	for i, d := range domains {
-		ids[i] = d.id()
-		if j, ok := at[ids[i]]; ok {
-			bounds[i], has[i] = k.bounds[j], true
-		}
-	}
-	k.ids, k.bounds, k.has = ids, bounds, has
-}
-
-// get returns the bound kept for the domain of id at place i.
-func (k *keptBounds) get(id string, i int) (keptBound, bool) {
-	if i < len(k.ids) && k.ids[i] == id && k.has[i] {
-		return k.bounds[i], true
-	}
-	return keptBound{}, false
-}
-
-// forget drops the bound kept for the domain of id, expected at place i.
-func (k *keptBounds) forget(id string, i int) {
-	if i < len(k.ids) && k.ids[i] == id {
-		k.has[i], k.bounds[i] = false, keptBound{}
-		return
-	}
-	for j := range k.ids {
-		if k.ids[j] == id {
-			k.has[j], k.bounds[j] = false, keptBound{}
-		}
-	}
-}
-
-// kept counts the bounds kept.
-func (k *keptBounds) kept() int {
-	n := 0
-	for _, h := range k.has {
-		if h {
-			n++
-		}
-	}
-	return n
 }
 
 // keptBound is one domain's bound, with what it was read from.
 type keptBound struct {
 	cost Cost
 	ok   bool
-	at   time.Time
+	reading
+}
+
+// reading is what a kept bound or inventory was read from, to tell whether it still stands.
+type reading struct {
+	at time.Time
 	// version is the domain's Version, 0 where it has none: then gen and found are the
 	// highest generation of its nodes and how many of them the snapshot had.
 	version uint64
@@ -188,74 +136,96 @@ type watch struct {
 	found   int
 }
 
-// forShape returns the bounds kept for a shape, placed as the decision's domains.
-func (c *boundCache) forShape(shape string, domains []Domain) *keptBounds {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := c.shapes[shape]
-	if k == nil {
-		k = &keptBounds{shape: shape}
-	}
-	k.used = c.now()
-	k.align(domains)
-	return k
+// kept is what one decision reads and keeps: its shape's bounds and its threshold's
+// inventories, placed as its domains.
+type kept struct {
+	bounds      *keptBy[keptBound]
+	inventories *keptBy[inventory]
 }
 
-// done keeps what a decision found, and forgets the least recently used shape beyond
-// maxShapes.
-func (c *boundCache) done(k *keptBounds) {
+// forDecision returns the bounds kept for a shape and the inventories kept for a threshold,
+// placed as the decision's domains.
+func (c *boundCache) forDecision(shape, threshold string, domains []Domain) kept {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shapes == nil {
-		c.shapes = map[string]*keptBounds{}
-	}
-	c.shapes[k.shape] = k
-	for len(c.shapes) > maxShapes {
-		var oldest *keptBounds
-		for _, s := range c.shapes {
-			if oldest == nil || s.used.Before(oldest.used) {
-				oldest = s
-			}
-		}
-		delete(c.shapes, oldest.shape)
-	}
+	now := c.now()
+	return kept{bounds: keptFor(c.shapes, shape, now, domains), inventories: keptFor(c.inventories, threshold, now, domains)}
 }
+
+// done keeps what a decision found, and forgets the least recently used shapes beyond
+// maxShapes and thresholds beyond maxInventories.
+func (c *boundCache) done(k kept) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shapes = keepRecent(c.shapes, k.bounds, maxShapes)
+	c.inventories = keepRecent(c.inventories, k.inventories, maxInventories)
+}
+
+// boundSource is where a domain's bound came from.
+type boundSource int
+
+const (
+	// keptSource: the bound kept for the shape stood.
+	keptSource boundSource = iota
+	// inventorySource: the inventory kept for the threshold stood; it was bounded for the
+	// shape without reading a node.
+	inventorySource
+	// nodesSource: the domain's nodes were read.
+	nodesSource
+)
 
 // lowerBound returns domain d, at place i of the decision's domains, its bound
-// (decision.lowerBound), the kept one if it still stands; computed: it was bounded afresh.
-func (k *keptBounds) lowerBound(run *decision, i int, d Domain) (floor Cost, ok, computed bool) {
+// (decision.lowerBound): the kept one if it still stands, else one bounded from the kept
+// inventory if that stands, else one bounded from the domain's nodes read afresh; and where it
+// came from.
+func (k kept) lowerBound(run *decision, i int, d Domain) (floor Cost, ok bool, source boundSource) {
+	now, id := k.bounds.used, d.id()
 	mine := run.mine(i)
-	if b, kept := k.get(d.id(), i); kept && !mine && k.used.Sub(b.at) < b.ttl() {
-		if b, stands := run.stands(d, b); stands {
-			k.bounds[i] = b
-			return b.cost, b.ok, false
+	if !mine {
+		if b, found := k.bounds.get(id, i); found && now.Sub(b.at) < b.ttl() {
+			if r, stands := run.stands(d, b.reading); stands {
+				b.reading = r
+				k.bounds.set(i, b)
+				return b.cost, b.ok, keptSource
+			}
+		}
+		if inv, found := k.inventories.get(id, i); found && now.Sub(inv.at) < inv.ttl() {
+			if r, stands := run.stands(d, inv.reading); stands {
+				inv.reading = r
+				k.inventories.set(i, inv)
+				floor, ok = inv.bounder(run).bound()
+				k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: r})
+				return floor, ok, inventorySource
+			}
 		}
 	}
 	bounder := run.bounderOf(d)
 	floor, ok = bounder.bound()
-	k.has[i], k.bounds[i] = false, keptBound{}
+	k.bounds.forget(id, i)
+	k.inventories.forget(id, i)
 	if mine {
-		return floor, ok, true
+		return floor, ok, nodesSource
 	}
-	if b, keep := run.keep(d, bounder, floor, ok); keep {
-		b.at = k.used
-		k.has[i], k.bounds[i] = true, b
+	if r, keep := run.readingOf(d, bounder); keep {
+		r.at = now
+		k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: r})
+		k.inventories.set(i, inventoryOf(bounder, r))
 	}
-	return floor, ok, true
+	return floor, ok, nodesSource
 }
 
-// ttl is how long the bound is kept while what it watches stands.
-func (b keptBound) ttl() time.Duration {
+// ttl is how long a bound or inventory is kept while what it watches stands.
+func (b reading) ttl() time.Duration {
 	if b.partial {
 		return partialTTL
 	}
 	return boundTTL
 }
 
-// stands reports whether what domain d's kept bound was read from is unchanged, and returns
-// it with the domains it watches read by their Versions again where they moved but not the
-// watched nodes.
-func (run *decision) stands(d Domain, b keptBound) (keptBound, bool) {
+// stands reports whether what domain d's kept bound or inventory was read from is unchanged,
+// and returns the reading with the domains it watches read by their Versions again where they
+// moved but not the watched nodes.
+func (run *decision) stands(d Domain, b reading) (reading, bool) {
 	if b.version != d.Version {
 		return b, false
 	}
@@ -290,18 +260,18 @@ func (run *decision) stands(d Domain, b keptBound) (keptBound, bool) {
 // 30 seconds.
 const maxWatched = 256
 
-// keep returns what keeps domain d's bound, false where the bound is the decision's alone
-// (the tree's own pending members are on the domain's nodes) or its gangs are on nodes the
-// snapshot does not have.
-func (run *decision) keep(d Domain, b *bounder, floor Cost, ok bool) (keptBound, bool) {
+// readingOf returns what domain d's bound and inventory, read into b, were read from; false
+// where they are the decision's alone (the tree's own pending members are on the domain's
+// nodes) or its gangs are on nodes the snapshot does not have.
+func (run *decision) readingOf(d Domain, b *bounder) (reading, bool) {
 	in := make(map[string]bool, len(d.Nodes))
 	for _, n := range d.Nodes {
 		in[n] = true
 		if i, found := run.index.of(n); found && run.nodes.on(i).own {
-			return keptBound{}, false
+			return reading{}, false
 		}
 	}
-	kb := keptBound{cost: floor, ok: ok, version: d.Version}
+	kb := reading{version: d.Version}
 	if d.Version == 0 {
 		kb.gen, kb.found = run.generation(d.Nodes)
 	}
@@ -317,7 +287,7 @@ func (run *decision) keep(d Domain, b *bounder, floor Cost, ok bool) (keptBound,
 				continue
 			}
 			if _, found := run.index.of(n); !found {
-				return keptBound{}, false
+				return reading{}, false
 			}
 			in[n] = true
 			if watched == maxWatched {

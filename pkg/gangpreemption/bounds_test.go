@@ -264,23 +264,28 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 	}
 }
 
-// TestKeptShapesAreFew: bounds are kept for maxShapes shapes of trees at most, the least
-// recently used forgotten first, and only for the domains the last decision was offered.
+// TestKeptShapesAreFew: bounds are kept for maxShapes shapes of trees at most, inventories for
+// maxInventories thresholds, the least recently used forgotten first, and only for the
+// domains the last decision was offered.
 func TestKeptShapesAreFew(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := boundCache{now: func() time.Time { return now }}
 	for i := range maxShapes + 3 {
 		now = now.Add(time.Second)
-		k := c.forShape(fmt.Sprint(i), []Domain{{Name: "rack"}})
-		k.has[0] = true
+		k := c.forDecision(fmt.Sprint(i), fmt.Sprint(i), []Domain{{Name: "rack"}})
+		k.bounds.has[0], k.inventories.has[0] = true, true
 		c.done(k)
 	}
-	if len(c.shapes) != maxShapes || c.shapes["0"] != nil || c.shapes[fmt.Sprint(maxShapes+2)] == nil {
+	last := fmt.Sprint(maxShapes + 2)
+	if len(c.shapes) != maxShapes || c.shapes["0"] != nil || c.shapes[last] == nil {
 		t.Errorf("%d shapes kept, want the %d most recent", len(c.shapes), maxShapes)
 	}
-	k := c.forShape(fmt.Sprint(maxShapes+2), []Domain{{Name: "other rack"}})
+	if len(c.inventories) != maxInventories || c.inventories[fmt.Sprint(maxShapes+2-maxInventories)] != nil || c.inventories[last] == nil {
+		t.Errorf("%d thresholds' inventories kept, want the %d most recent", len(c.inventories), maxInventories)
+	}
+	k := c.forDecision(last, last, []Domain{{Name: "other rack"}})
 	c.done(k)
-	if c.shapes[fmt.Sprint(maxShapes+2)].kept() != 0 {
+	if c.shapes[last].kept() != 0 || c.inventories[last].kept() != 0 {
 		t.Error("a domain no longer offered is still kept")
 	}
 }
@@ -336,13 +341,13 @@ func TestKeptBoundBeyondTheWatchedNodesIsPartial(t *testing.T) {
 func TestKeptBoundsFollowTheirDomains(t *testing.T) {
 	c := boundCache{now: time.Now}
 	a, b, x := Domain{Name: "rack a", Key: "z/a"}, Domain{Name: "rack b", Key: "z/b"}, Domain{Name: "rack x", Key: "z/x"}
-	k := c.forShape("s", []Domain{a, b, x})
+	d := c.forDecision("s", "t", []Domain{a, b, x})
 	for i, cost := range []int{1, 2, 3} {
-		k.has[i], k.bounds[i] = true, keptBound{cost: Cost{Pods: cost}, ok: true}
+		d.bounds.set(i, keptBound{cost: Cost{Pods: cost}, ok: true})
 	}
-	c.done(k)
+	c.done(d)
 	c2 := Domain{Name: "rack c", Key: "z/c"}
-	k = c.forShape("s", []Domain{c2, b, a})
+	k := c.forDecision("s", "t", []Domain{c2, b, a}).bounds
 	for i, want := range []struct {
 		d    Domain
 		pods int

@@ -167,17 +167,17 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 	run := e.newDecision(dry, tree, p, infos, mode, buf)
 	// The domains that may hold the tree by resources, from the lowest bound on their cost
 	// up (bound.go); the bounds of domains whose nodes did not change since an earlier
-	// decision of a tree of the same shape are that decision's (bounds.go).
+	// decision of a tree of the same shape are that decision's, and those of domains whose
+	// nodes did not change since an earlier decision of the same threshold are bounded from
+	// what that decision read of them (bounds.go, inventories.go).
 	domains := run.domains
 	e.bounds.regrouped(e.trees, run)
-	kept := e.bounds.forShape(run.shape(), domains)
+	kept := e.bounds.forDecision(run.shape(), run.threshold(), domains)
 	candidates := buf.bounded
-	fresh := 0
+	var sources [nodesSource + 1]int
 	for i, d := range domains {
-		floor, ok, computed := kept.lowerBound(run, i, d)
-		if computed {
-			fresh++
-		}
+		floor, ok, source := kept.lowerBound(run, i, d)
+		sources[source]++
 		if ok {
 			candidates = append(candidates, boundedDomain{at: i, floor: floor})
 		}
@@ -197,7 +197,8 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 	var best *Choice
 	runs := 0
 	defer func() {
-		logger.V(5).Info("Dry runs", "root", tree.Key, "domains", len(domains), "bounded", fresh, "mayHold", len(candidates), "run", runs, "reserving", mode == Reserve)
+		logger.V(5).Info("Dry runs", "root", tree.Key, "domains", len(domains), "boundedFromInventory", sources[inventorySource],
+			"boundedFromNodes", sources[nodesSource], "mayHold", len(candidates), "run", runs, "reserving", mode == Reserve)
 	}()
 	for _, cand := range candidates {
 		if best != nil && (time.Now().After(deadline) || !mode.better(cand.floor, best.Cost)) {

@@ -123,9 +123,16 @@ type fakeTrees struct {
 	dissolved map[string]bool
 	// regroupings are the nodes of each change of what Summary and UnitOf answer (Regrouped).
 	regroupings [][]string
+	// asked counts the pods Summary was asked of: the pods a decision read.
+	asked int
 }
 
 func (f *fakeTrees) Summary(pod *v1.Pod) (podgroup.Summary, bool) {
+	f.asked++
+	return f.summary(pod)
+}
+
+func (f *fakeTrees) summary(pod *v1.Pod) (podgroup.Summary, bool) {
 	g, ok := pod.Labels[v1alpha1.PodGroupLabel]
 	if !ok || f.dissolved[g] {
 		return podgroup.Summary{}, false
@@ -135,14 +142,14 @@ func (f *fakeTrees) Summary(pod *v1.Pod) (podgroup.Summary, bool) {
 }
 
 func (f *fakeTrees) UnitOf(pod *v1.Pod) (podgroup.Unit, bool) {
-	sum, ok := f.Summary(pod)
+	sum, ok := f.summary(pod)
 	if !ok {
 		return podgroup.Unit{}, false
 	}
 	if f.bound == nil {
 		f.bound = map[podgroup.Key][]*v1.Pod{}
 		for _, p := range f.pods {
-			if s, ok := f.Summary(p); ok && p.Spec.NodeName != "" {
+			if s, ok := f.summary(p); ok && p.Spec.NodeName != "" {
 				f.bound[s.Root] = append(f.bound[s.Root], p)
 			}
 		}
