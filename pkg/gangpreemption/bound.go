@@ -273,9 +273,9 @@ func (b *bounder) fewest(deficit capacity.Resources, dims []dimension, counted f
 	for _, d := range dims {
 		amounts := make([]int64, len(kind))
 		for i, s := range kind {
-			amounts[i] = d(s.room)
+			amounts[i] = d.of(s.room)
 		}
-		most = max(most, fewestToMake(d(left), amounts))
+		most = max(most, fewestToMake(d.of(left), amounts))
 	}
 	others := func(s int) bool { return !counted(b.shares[s]) }
 	missing, gain := b.gains(others)
@@ -333,22 +333,48 @@ func (b *bounder) fewestPodsBySlots() int {
 		func(i int) float64 { return float64(b.shares[i].pods) })
 }
 
-// dimension reads one resource of Resources.
-type dimension func(capacity.Resources) int64
+// dimension is one resource of Resources: CPU, memory, pods, or the extended resource name.
+type dimension struct {
+	kind dimensionKind
+	name v1.ResourceName
+}
+
+type dimensionKind int8
+
+const (
+	cpuDimension dimensionKind = iota
+	memoryDimension
+	podsDimension
+	scalarDimension
+)
+
+// of reads the dimension of r.
+func (d dimension) of(r capacity.Resources) int64 {
+	switch d.kind {
+	case cpuDimension:
+		return r.MilliCPU
+	case memoryDimension:
+		return r.Memory
+	case podsDimension:
+		return r.Pods
+	}
+	return r.Scalar[d.name]
+}
+
+// dimensionsOf returns the resources r holds: CPU, memory, pods, and its extended resources.
+func dimensionsOf(r capacity.Resources) []dimension {
+	all := []dimension{{kind: cpuDimension}, {kind: memoryDimension}, {kind: podsDimension}}
+	for name := range r.Scalar {
+		all = append(all, dimension{kind: scalarDimension, name: name})
+	}
+	return all
+}
 
 // shortOf returns the resources the tree needs of which deficit is positive.
 func shortOf(need, deficit capacity.Resources) []dimension {
-	all := []dimension{
-		func(r capacity.Resources) int64 { return r.MilliCPU },
-		func(r capacity.Resources) int64 { return r.Memory },
-		func(r capacity.Resources) int64 { return r.Pods },
-	}
-	for name := range need.Scalar {
-		all = append(all, func(r capacity.Resources) int64 { return r.Scalar[name] })
-	}
 	var out []dimension
-	for _, d := range all {
-		if d(deficit) > 0 {
+	for _, d := range dimensionsOf(need) {
+		if d.of(deficit) > 0 {
 			out = append(out, d)
 		}
 	}
@@ -358,7 +384,7 @@ func shortOf(need, deficit capacity.Resources) []dimension {
 // covers reports whether room makes up the deficit in every short resource.
 func covers(room, deficit capacity.Resources, dims []dimension) bool {
 	for _, d := range dims {
-		if d(room) < d(deficit) {
+		if d.of(room) < d.of(deficit) {
 			return false
 		}
 	}
@@ -370,7 +396,7 @@ func covers(room, deficit capacity.Resources, dims []dimension) bool {
 func fewestPods(shares []share, deficit capacity.Resources, dims []dimension) int {
 	most := 0
 	for _, d := range dims {
-		most = max(most, fractionalCover(float64(d(deficit)), len(shares), func(i int) float64 { return float64(d(shares[i].room)) },
+		most = max(most, fractionalCover(float64(d.of(deficit)), len(shares), func(i int) float64 { return float64(d.of(shares[i].room)) },
 			func(i int) float64 { return float64(shares[i].pods) }))
 	}
 	return most
@@ -383,6 +409,11 @@ func fractionalCover(want float64, n int, amount, cost func(int) float64) int {
 	if want <= 0 {
 		return 0
 	}
+	return coverInOrder(want, mostPerCost(n, amount, cost), amount, cost)
+}
+
+// mostPerCost returns the items of positive amount, the most amount per cost first.
+func mostPerCost(n int, amount, cost func(int) float64) []int {
 	order := make([]int, 0, n)
 	for i := range n {
 		if amount(i) > 0 {
@@ -393,6 +424,11 @@ func fractionalCover(want float64, n int, amount, cost func(int) float64) int {
 		i, j := order[x], order[y]
 		return amount(i)*cost(j) > amount(j)*cost(i)
 	})
+	return order
+}
+
+// coverInOrder returns fractionalCover's cost with the items in the order mostPerCost gives.
+func coverInOrder(want float64, order []int, amount, cost func(int) float64) int {
 	total := 0.0
 	for _, i := range order {
 		if want <= 0 {

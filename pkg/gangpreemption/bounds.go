@@ -167,17 +167,17 @@ type boundSource int
 const (
 	// keptSource: the bound kept for the shape stood.
 	keptSource boundSource = iota
-	// inventorySource: the inventory kept for the threshold stood; it was bounded for the
-	// shape without reading a node.
+	// inventorySource: the inventory kept for the threshold stood; the domain has only a
+	// floor (inventory.floor) until refine bounds it from the inventory, reading no node.
 	inventorySource
 	// nodesSource: the domain's nodes were read.
 	nodesSource
 )
 
 // lowerBound returns domain d, at place i of the decision's domains, its bound
-// (decision.lowerBound): the kept one if it still stands, else one bounded from the kept
-// inventory if that stands, else one bounded from the domain's nodes read afresh; and where it
-// came from.
+// (decision.lowerBound): the kept one if it still stands, else the floor of the kept inventory
+// if that stands (refine gives the bound), else one bounded from the domain's nodes read
+// afresh; and where it came from.
 func (k kept) lowerBound(run *decision, i int, d Domain) (floor Cost, ok bool, source boundSource) {
 	now, id := k.bounds.used, d.id()
 	mine := run.mine(i)
@@ -192,9 +192,9 @@ func (k kept) lowerBound(run *decision, i int, d Domain) (floor Cost, ok bool, s
 		if inv, found := k.inventories.get(id, i); found && now.Sub(inv.at) < inv.ttl() {
 			if r, stands := run.stands(d, inv.reading); stands {
 				inv.reading = r
+				floor, ok = inv.floor(run.need)
 				k.inventories.set(i, inv)
-				floor, ok = inv.bounder(run).bound()
-				k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: r})
+				k.bounds.forget(id, i) // it did not stand; refine keeps the bound afresh
 				return floor, ok, inventorySource
 			}
 		}
@@ -212,6 +212,18 @@ func (k kept) lowerBound(run *decision, i int, d Domain) (floor Cost, ok bool, s
 		k.inventories.set(i, inventoryOf(bounder, r))
 	}
 	return floor, ok, nodesSource
+}
+
+// refine returns the bound of domain d, at place i, which lowerBound gave a floor of: bounded
+// from its inventory, and kept for the shape.
+func (k kept) refine(run *decision, i int, d Domain) (Cost, bool) {
+	inv, found := k.inventories.get(d.id(), i)
+	if !found {
+		return run.lowerBound(d) // not reached: the inventory stood at lowerBound
+	}
+	floor, ok := inv.bounder(run).bound()
+	k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: inv.reading})
+	return floor, ok
 }
 
 // ttl is how long a bound or inventory is kept while what it watches stands.

@@ -16,8 +16,8 @@
 package gangpreemption
 
 import (
+	"container/heap"
 	"context"
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -167,43 +167,50 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 	run := e.newDecision(dry, tree, p, infos, mode, buf)
 	// The domains that may hold the tree by resources, from the lowest bound on their cost
 	// up (bound.go); the bounds of domains whose nodes did not change since an earlier
-	// decision of a tree of the same shape are that decision's, and those of domains whose
-	// nodes did not change since an earlier decision of the same threshold are bounded from
-	// what that decision read of them (bounds.go, inventories.go).
+	// decision of a tree of the same shape are that decision's, and domains whose nodes did
+	// not change since an earlier decision of the same threshold are bounded from what that
+	// decision read of them, once their floor is the lowest (bounds.go, inventories.go).
 	domains := run.domains
 	e.bounds.regrouped(e.trees, run)
 	kept := e.bounds.forDecision(run.shape(), run.threshold(), domains)
+	defer e.bounds.done(kept)
 	candidates := buf.bounded
 	var sources [nodesSource + 1]int
 	for i, d := range domains {
 		floor, ok, source := kept.lowerBound(run, i, d)
 		sources[source]++
 		if ok {
-			candidates = append(candidates, boundedDomain{at: i, floor: floor})
+			candidates = append(candidates, boundedDomain{at: i, floor: floor, onlyFloor: source == inventorySource})
 		}
 	}
 	buf.bounded = candidates
-	e.bounds.done(kept)
-	slices.SortStableFunc(candidates, func(a, b boundedDomain) int {
-		switch {
-		case mode.better(a.floor, b.floor):
-			return -1
-		case mode.better(b.floor, a.floor):
-			return 1
-		}
-		return 0
-	})
+	queue := &byFloor{domains: candidates, mode: mode}
+	heap.Init(queue)
 	deadline := time.Now().Add(TimeLimit)
 	var best *Choice
-	runs := 0
+	runs, refined := 0, 0
 	defer func() {
-		logger.V(5).Info("Dry runs", "root", tree.Key, "domains", len(domains), "boundedFromInventory", sources[inventorySource],
-			"boundedFromNodes", sources[nodesSource], "mayHold", len(candidates), "run", runs, "reserving", mode == Reserve)
+		logger.V(5).Info("Dry runs", "root", tree.Key, "domains", len(domains), "floorsFromInventory", sources[inventorySource],
+			"refined", refined, "boundedFromNodes", sources[nodesSource], "mayHold", len(candidates), "run", runs, "reserving", mode == Reserve)
 	}()
-	for _, cand := range candidates {
+	for queue.Len() > 0 {
+		cand := queue.domains[0]
 		if best != nil && (time.Now().After(deadline) || !mode.better(cand.floor, best.Cost)) {
 			break
 		}
+		if cand.onlyFloor {
+			// The lowest is a floor: bounded, the domain goes back at its bound.
+			refined++
+			floor, ok := kept.refine(run, cand.at, domains[cand.at])
+			if !ok {
+				heap.Pop(queue)
+				continue
+			}
+			queue.domains[0].floor, queue.domains[0].onlyFloor = floor, false
+			heap.Fix(queue, 0)
+			continue
+		}
+		heap.Pop(queue)
 		runs++
 		c := e.free(ctx, run, domains[cand.at])
 		if c == nil {
@@ -217,6 +224,33 @@ func (e *Evaluator) Cheapest(ctx context.Context, dry DryRun, tree *podgroup.Gro
 		}
 	}
 	return best
+}
+
+// byFloor orders the domains that may hold the tree as the search takes them: the lowest
+// floor first (Mode.better), the first offered among equals, as a stable sort by bound
+// orders them; a domain with only a floor goes back at its bound before it can be run.
+type byFloor struct {
+	domains []boundedDomain
+	mode    Mode
+}
+
+func (q *byFloor) Len() int { return len(q.domains) }
+func (q *byFloor) Less(i, j int) bool {
+	a, b := q.domains[i], q.domains[j]
+	switch {
+	case q.mode.better(a.floor, b.floor):
+		return true
+	case q.mode.better(b.floor, a.floor):
+		return false
+	}
+	return a.at < b.at
+}
+func (q *byFloor) Swap(i, j int) { q.domains[i], q.domains[j] = q.domains[j], q.domains[i] }
+func (q *byFloor) Push(x any)    { q.domains = append(q.domains, x.(boundedDomain)) }
+func (q *byFloor) Pop() any {
+	last := q.domains[len(q.domains)-1]
+	q.domains = q.domains[:len(q.domains)-1]
+	return last
 }
 
 // newDecision gathers what every domain's dry run of one decision shares. The nodes' pods are

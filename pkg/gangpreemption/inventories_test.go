@@ -3,10 +3,12 @@ package gangpreemption
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
@@ -65,5 +67,65 @@ func TestANewShapeReadsOnlyWhatChanged(t *testing.T) {
 		if got == nil || want == nil || got.Domain.Name != "rack 0" || got.Cost != want.Cost {
 			t.Errorf("%s chose %v, a new evaluator %v; want rack 0 at the same cost", step.what, got, want)
 		}
+	}
+}
+
+// TestFloorIsAtMostTheBound: over seeded random domains (hosts with free room, victims of
+// several priorities, gangs, pods that may never end, on one to three hosts each, CPU, memory
+// and GPUs) and trees, an inventory's floor is at most the domain's bound in every field, and
+// says the domain cannot hold the tree only where the bound says so: the search may take a
+// domain's floor for its bound.
+func TestFloorIsAtMostTheBound(t *testing.T) {
+	equal, below, infeasible := 0, 0, 0
+	for seed := int64(0); seed < 3000; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		room := func(scale int64) capacity.Resources {
+			r := capacity.Resources{MilliCPU: scale * rng.Int63n(5) * 500, Memory: scale * rng.Int63n(5) << 30, Pods: rng.Int63n(2)}
+			if rng.Intn(2) == 0 {
+				r.Scalar = map[v1.ResourceName]int64{"nvidia.com/gpu": rng.Int63n(3)}
+			}
+			return r
+		}
+		b := &bounder{}
+		for range 1 + rng.Intn(6) {
+			b.hosts = append(b.hosts, hostRoom{base: room(1)})
+		}
+		for s := range rng.Intn(9) {
+			sh := share{priority: []int32{0, 1, 5, 10}[rng.Intn(4)], pods: 1 + rng.Intn(8), gang: rng.Intn(2) == 0, lasting: rng.Intn(3) == 0}
+			for _, h := range rng.Perm(len(b.hosts))[:1+rng.Intn(min(3, len(b.hosts)))] {
+				r := room(1)
+				sh.room.Add(r)
+				sh.nodes = append(sh.nodes, h)
+				b.hosts[h].takes = append(b.hosts[h].takes, take{share: s, room: r})
+			}
+			b.shares = append(b.shares, sh)
+		}
+		b.members = 1 + rng.Int63n(6)
+		b.slot = room(1)
+		b.slot.Pods = 1
+		for range b.members {
+			b.need.Add(b.slot)
+		}
+		b.need.Add(room(1))
+		bound, boundOK := b.bound()
+		inv := inventoryOf(b, reading{})
+		floor, floorOK := inv.floor(b.need)
+		switch {
+		case boundOK && !floorOK:
+			t.Errorf("seed %d: the floor says the domain cannot hold the tree, the bound %+v says it can", seed, bound)
+		case !floorOK:
+			infeasible++
+		case boundOK && (floor.Priority > bound.Priority || floor.Gangs > bound.Gangs || floor.Pods > bound.Pods ||
+			floor.Lasting > bound.Lasting || floor.PDB > bound.PDB):
+			t.Errorf("seed %d: floor %+v is above the bound %+v", seed, floor, bound)
+		case boundOK && floor == bound:
+			equal++
+		case boundOK:
+			below++
+		}
+	}
+	t.Logf("floors: %d the bound, %d below it, %d infeasible", equal, below, infeasible)
+	if equal == 0 || below == 0 || infeasible == 0 {
+		t.Error("the random domains do not cover floors equal to, below and without a bound")
 	}
 }

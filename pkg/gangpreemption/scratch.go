@@ -25,10 +25,12 @@ type scratch struct {
 }
 
 // boundedDomain is a domain that may hold the tree by resources, at place at among the
-// decision's domains, with the lowest cost it could be freed at.
+// decision's domains, with the lowest cost it could be freed at: its bound, or where onlyFloor,
+// a floor of its bound (inventory.floor).
 type boundedDomain struct {
-	at    int
-	floor Cost
+	at        int
+	floor     Cost
+	onlyFloor bool
 }
 
 // take returns a scratch for a decision on nodes nodes, cleared, and the func that gives it
