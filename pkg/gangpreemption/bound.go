@@ -409,34 +409,39 @@ func fractionalCover(want float64, n int, amount, cost func(int) float64) int {
 	if want <= 0 {
 		return 0
 	}
-	return coverInOrder(want, mostPerCost(n, amount, cost), amount, cost)
+	items := make([]item, 0, n)
+	for i := range n {
+		items = append(items, item{amount: amount(i), cost: cost(i)})
+	}
+	return coverInOrder(want, mostPerCost(items))
 }
 
+// item is what fractionalCover reads of one candidate: the amount of a resource it gives, and
+// what taking it costs.
+type item struct{ amount, cost float64 }
+
 // mostPerCost returns the items of positive amount, the most amount per cost first.
-func mostPerCost(n int, amount, cost func(int) float64) []int {
-	order := make([]int, 0, n)
-	for i := range n {
-		if amount(i) > 0 {
-			order = append(order, i)
+func mostPerCost(items []item) []item {
+	out := items[:0]
+	for _, it := range items {
+		if it.amount > 0 {
+			out = append(out, it)
 		}
 	}
-	sort.Slice(order, func(x, y int) bool {
-		i, j := order[x], order[y]
-		return amount(i)*cost(j) > amount(j)*cost(i)
-	})
-	return order
+	sort.Slice(out, func(x, y int) bool { return out[x].amount*out[y].cost > out[y].amount*out[x].cost })
+	return out
 }
 
 // coverInOrder returns fractionalCover's cost with the items in the order mostPerCost gives.
-func coverInOrder(want float64, order []int, amount, cost func(int) float64) int {
+func coverInOrder(want float64, items []item) int {
 	total := 0.0
-	for _, i := range order {
+	for _, it := range items {
 		if want <= 0 {
 			break
 		}
-		take := math.Min(1, want/amount(i))
-		total += take * cost(i)
-		want -= take * amount(i)
+		take := math.Min(1, want/it.amount)
+		total += take * it.cost
+		want -= take * it.amount
 	}
 	return int(math.Ceil(total - 1e-9))
 }

@@ -168,7 +168,7 @@ const (
 	// keptSource: the bound kept for the shape stood.
 	keptSource boundSource = iota
 	// inventorySource: the inventory kept for the threshold stood; the domain has only a
-	// floor (inventory.floor) until refine bounds it from the inventory, reading no node.
+	// floor (inventory.floor) until refine bounds it from its nodes.
 	inventorySource
 	// nodesSource: the domain's nodes were read.
 	nodesSource
@@ -194,35 +194,36 @@ func (k kept) lowerBound(run *decision, i int, d Domain) (floor Cost, ok bool, s
 				inv.reading = r
 				floor, ok = inv.floor(run.need)
 				k.inventories.set(i, inv)
-				k.bounds.forget(id, i) // it did not stand; refine keeps the bound afresh
+				k.bounds.forget(id, i) // it did not stand; refine keeps one afresh
 				return floor, ok, inventorySource
 			}
 		}
 	}
-	bounder := run.bounderOf(d)
-	floor, ok = bounder.bound()
-	k.bounds.forget(id, i)
-	k.inventories.forget(id, i)
-	if mine {
-		return floor, ok, nodesSource
-	}
-	if r, keep := run.readingOf(d, bounder); keep {
-		r.at = now
-		k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: r})
-		k.inventories.set(i, inventoryOf(bounder, r))
-	}
+	floor, ok = k.read(run, i, d, mine)
 	return floor, ok, nodesSource
 }
 
-// refine returns the bound of domain d, at place i, which lowerBound gave a floor of: bounded
-// from its inventory, and kept for the shape.
+// refine returns the bound of domain d, at place i, which lowerBound gave a floor of.
 func (k kept) refine(run *decision, i int, d Domain) (Cost, bool) {
-	inv, found := k.inventories.get(d.id(), i)
-	if !found {
-		return run.lowerBound(d) // not reached: the inventory stood at lowerBound
+	return k.read(run, i, d, false)
+}
+
+// read bounds domain d, at place i, from its nodes, and keeps its bound for the shape and its
+// inventory for the threshold, unless what it holds is the decision's alone (mine).
+func (k kept) read(run *decision, i int, d Domain, mine bool) (Cost, bool) {
+	id := d.id()
+	bounder := run.bounderOf(d)
+	floor, ok := bounder.bound()
+	k.bounds.forget(id, i)
+	k.inventories.forget(id, i)
+	if mine {
+		return floor, ok
 	}
-	floor, ok := inv.bounder(run).bound()
-	k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: inv.reading})
+	if r, keep := run.readingOf(d, bounder); keep {
+		r.at = k.bounds.used
+		k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: r})
+		k.inventories.set(i, inventoryOf(bounder, r))
+	}
 	return floor, ok
 }
 
