@@ -22,11 +22,21 @@ import (
 // evaluator (first), what a decision of a shape not decided lately costs in one that decided
 // others of the tree's priority (shape: a cluster whose gangs differ in size), and what the
 // next decision of a shape costs, with the other racks' bounds kept (bounds.go). Racks carry
-// versions, as the topology plugin's do.
+// versions, as the topology plugin's do. Scattered: each running gang has one member in each
+// of 8 racks (as per-pod scoring spreads them), so freeing 16 nodes of a rack breaks 16 gangs,
+// where a rack's resources in all say fewer: a new shape's floors are below every rack's bound,
+// and each rack is bounded in full before the search can stop (inventories.go).
 //
 //	go test ./pkg/gangpreemption -run '^$' -bench Cheapest -benchmem
 func BenchmarkCheapest(b *testing.B) {
-	for _, nodes := range []int{5000, 15000} {
+	for _, cluster := range []struct {
+		nodes     int
+		scattered bool
+	}{{5000, false}, {15000, false}, {15000, true}} {
+		nodes, layout := cluster.nodes, ""
+		if cluster.scattered {
+			layout = "Scattered"
+		}
 		var ns []*v1.Node
 		var running []*v1.Pod
 		var racks []Domain
@@ -38,10 +48,15 @@ func BenchmarkCheapest(b *testing.B) {
 				racks = append(racks, Domain{Name: fmt.Sprintf("rack %d", i/20), Version: uint64(i/20 + 1)})
 			}
 			racks[len(racks)-1].Nodes = append(racks[len(racks)-1].Nodes, name)
-			gang := fmt.Sprintf("g%d", i/8)
+			gang, member := fmt.Sprintf("g%d", i/8), i%8
+			if cluster.scattered {
+				// Node p of rack r holds member r%8 of gang p of the racks' block of 8.
+				rack, p := i/20, i%20
+				gang, member = fmt.Sprintf("g%d", rack/8*20+p), rack%8
+			}
 			gangPriority[gang] = 10
 			running = append(running,
-				lt.Member("ns", gang, i%8).Req(lt.CPU("3")).Priority(10).Node(name).Obj(),
+				lt.Member("ns", gang, member).Req(lt.CPU("3")).Priority(10).Node(name).Obj(),
 				lt.GroupPod("ns", "filler-"+name, "").Req(lt.CPU("1")).Priority(0).Node(name).Obj())
 		}
 		infos := nodeInfos(ns, running)
@@ -64,7 +79,7 @@ func BenchmarkCheapest(b *testing.B) {
 			// decision of a shape not decided lately; next: the decision after one of the
 			// same shape, one node changed since (bounds.go keeps the other racks' bounds).
 			for _, kind := range []string{"first", "shape", "next"} {
-				b.Run(fmt.Sprintf("%dNodes/%s/%s", nodes, tc.name, kind), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%dNodes%s/%s/%s", nodes, layout, tc.name, kind), func(b *testing.B) {
 					p := podgroup.Preemptor{Root: tree.Key, Priority: tc.priority}
 					e := New(noPlugins{}, &fakeTrees{pods: running, gangPriority: gangPriority}, nil, nil)
 					changed, version, decided := 0, uint64(len(racks)), 0

@@ -413,7 +413,7 @@ func fractionalCover(want float64, n int, amount, cost func(int) float64) int {
 	for i := range n {
 		items = append(items, item{amount: amount(i), cost: cost(i)})
 	}
-	return coverInOrder(want, mostPerCost(items))
+	return coverInOrder(want, mostPerCost(items), item{})
 }
 
 // item is what fractionalCover reads of one candidate: the amount of a resource it gives, and
@@ -432,8 +432,11 @@ func mostPerCost(items []item) []item {
 	return out
 }
 
-// coverInOrder returns fractionalCover's cost with the items in the order mostPerCost gives.
-func coverInOrder(want float64, items []item) int {
+// coverInOrder returns fractionalCover's cost with the items in the order mostPerCost gives,
+// or at most that where they are the first of more (tail: of at most tail.amount per
+// tail.cost, tail.amount in all): what is left to make up, or all they give, costs at least
+// that amount at that rate.
+func coverInOrder(want float64, items []item, tail item) int {
 	total := 0.0
 	for _, it := range items {
 		if want <= 0 {
@@ -442,6 +445,9 @@ func coverInOrder(want float64, items []item) int {
 		take := math.Min(1, want/it.amount)
 		total += take * it.cost
 		want -= take * it.amount
+	}
+	if want > 0 && tail.amount > 0 {
+		total += min(want, tail.amount) * tail.cost
 	}
 	return int(math.Ceil(total - 1e-9))
 }

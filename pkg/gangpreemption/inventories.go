@@ -39,8 +39,8 @@ type inventory struct {
 	// levels are the victims' priorities, lowest first, each with the room of the victims at
 	// or below it.
 	levels []level
-	// smallestGangs[n] is the pods of the n gangs with the fewest.
-	smallestGangs []int
+	// smallestGangs are the gangs' pod counts, fewest first.
+	smallestGangs smallest
 	// byDimension is, for each resource a victim gives, the victims sorted for the terms.
 	byDimension []dimensionOrder
 	reading
@@ -52,17 +52,94 @@ type level struct {
 }
 
 // dimensionOrder is the victims as one resource sorts them: the gangs' and the lasting pods'
-// rooms, largest first, summed (mostGangs[n-1] is the n largest), and the victims' rooms and
-// pods, the most room per pod first (mostPerCost).
+// rooms, largest first, and the victims' rooms and pods, the most room per pod first
+// (mostPerCost), the first keptPerList of each; perPodTail is what the victims beyond those
+// give in all (amount), and the pods per room of the last kept (cost), which none beyond has
+// less of.
 type dimensionOrder struct {
 	dim                 dimension
-	mostGangs, mostLast []int64
+	mostGangs, mostLast largest
 	perPod              []item
+	perPodTail          item
+}
+
+// keptPerList is how many victims each of an inventory's sorted lists keeps: a floor reads
+// about as many as it takes victims to free the domain, and beyond them it counts each as
+// the last kept (no victim beyond gives more), which is still a lower bound. So an
+// inventory's size is bounded by its domain, not by the pods running there.
+const keptPerList = 16
+
+// largest is amounts (rooms), largest first: sums[n-1] is the n largest summed, for the first
+// keptPerList of count.
+type largest struct {
+	sums  []int64
+	count int
+}
+
+// largestOf sorts amounts and sums the largest.
+func largestOf(amounts []int64) largest {
+	slices.SortFunc(amounts, func(a, b int64) int { return cmp.Compare(b, a) })
+	l := largest{count: len(amounts), sums: make([]int64, 0, min(len(amounts), keptPerList))}
+	sum := int64(0)
+	for _, a := range amounts[:min(len(amounts), keptPerList)] {
+		sum += a
+		l.sums = append(l.sums, sum)
+	}
+	return l
+}
+
+// fewestToMake returns at most fewestToMake(want, amounts): the fewest of the largest that
+// make up want (all of them where they do not), those beyond the kept counted as large as the
+// last kept.
+func (l largest) fewestToMake(want int64) int {
+	if want <= 0 || l.count == 0 {
+		return 0
+	}
+	if n, _ := slices.BinarySearch(l.sums, want); n < len(l.sums) {
+		return n + 1
+	}
+	k := len(l.sums)
+	last := l.sums[k-1]
+	if k > 1 {
+		last -= l.sums[k-2]
+	}
+	if k == l.count || last <= 0 {
+		return l.count
+	}
+	more := (want - l.sums[k-1] + last - 1) / last
+	return int(min(int64(k)+more, int64(l.count)))
+}
+
+// smallest is counts, fewest first: sums[n] is the n fewest summed, for the first keptPerList
+// of count.
+type smallest struct {
+	sums  []int
+	count int
+}
+
+func smallestOf(counts []int) smallest {
+	slices.Sort(counts)
+	s := smallest{count: len(counts), sums: make([]int, 1, min(len(counts), keptPerList)+1)}
+	for _, n := range counts[:min(len(counts), keptPerList)] {
+		s.sums = append(s.sums, s.sums[len(s.sums)-1]+n)
+	}
+	return s
+}
+
+// atLeast returns at most the sum of the n fewest: those beyond the kept counted as few as
+// the last kept.
+func (s smallest) atLeast(n int) int {
+	n = min(n, s.count)
+	k := len(s.sums) - 1
+	if n <= k {
+		return s.sums[n]
+	}
+	return s.sums[k] + (n-k)*(s.sums[k]-s.sums[k-1])
 }
 
 // inventoryOf sums and sorts what b read, from r.
 func inventoryOf(b *bounder, r reading) inventory {
-	inv := inventory{smallestGangs: []int{0}, reading: r}
+	inv := inventory{reading: r}
 	for _, h := range b.hosts {
 		inv.free.Add(h.base)
 	}
@@ -87,11 +164,8 @@ func inventoryOf(b *bounder, r reading) inventory {
 	for i := 1; i < len(inv.levels); i++ {
 		inv.levels[i].room.Add(inv.levels[i-1].room)
 	}
-	slices.Sort(sizes)
-	for _, n := range sizes {
-		inv.smallestGangs = append(inv.smallestGangs, inv.smallestGangs[len(inv.smallestGangs)-1]+n)
-	}
-	var amounts []int64 // what largestSummed sums, reused
+	inv.smallestGangs = smallestOf(sizes)
+	var amounts []int64 // what largestOf sorts, reused
 	for _, d := range dimensionsOf(inv.victims) {
 		if d.of(inv.victims) <= 0 {
 			continue // no victim gives any: floor never reads it
@@ -103,38 +177,31 @@ func inventoryOf(b *bounder, r reading) inventory {
 				amounts = append(amounts, d.of(s.room))
 			}
 		}
-		do.mostGangs = largestSummed(amounts)
+		do.mostGangs = largestOf(amounts)
 		amounts = amounts[:0]
 		for _, s := range b.shares {
 			if s.lasting {
 				amounts = append(amounts, d.of(s.room))
 			}
 		}
-		do.mostLast = largestSummed(amounts)
+		do.mostLast = largestOf(amounts)
 		items := make([]item, 0, len(b.shares))
 		for _, s := range b.shares {
 			items = append(items, item{amount: float64(d.of(s.room)), cost: float64(s.pods)})
 		}
-		do.perPod = mostPerCost(items)
+		items = mostPerCost(items)
+		if len(items) > keptPerList {
+			last := items[keptPerList-1]
+			do.perPodTail.cost = last.cost / last.amount
+			for _, it := range items[keptPerList:] {
+				do.perPodTail.amount += it.amount
+			}
+			items = items[:keptPerList]
+		}
+		do.perPod = slices.Clone(items)
 		inv.byDimension = append(inv.byDimension, do)
 	}
 	return inv
-}
-
-// largestSummed returns the sums of the largest amounts, which it sorts: [n-1] is the n
-// largest; nil where there are none.
-func largestSummed(amounts []int64) []int64 {
-	if len(amounts) == 0 {
-		return nil
-	}
-	slices.SortFunc(amounts, func(a, b int64) int { return cmp.Compare(b, a) })
-	out := make([]int64, len(amounts))
-	sum := int64(0)
-	for i, a := range amounts {
-		sum += a
-		out[i] = sum
-	}
-	return out
 }
 
 // floor returns a cost no dry run of the domain can beat for a tree whose pending members
@@ -151,18 +218,18 @@ func (inv *inventory) floor(need capacity.Resources) (Cost, bool) {
 	if len(dims) == 0 {
 		return Cost{}, true
 	}
-	gangs := inv.fewest(deficit, dims, inv.gangs, func(d *dimensionOrder) []int64 { return d.mostGangs })
+	gangs := inv.fewest(deficit, dims, inv.gangs, func(d *dimensionOrder) largest { return d.mostGangs })
 	pods := 0
 	for _, d := range dims {
 		if do := inv.along(d); do != nil {
-			pods = max(pods, coverInOrder(float64(d.of(deficit)), do.perPod))
+			pods = max(pods, coverInOrder(float64(d.of(deficit)), do.perPod, do.perPodTail))
 		}
 	}
 	return Cost{
 		Priority: inv.lowestCeiling(deficit, dims),
 		Gangs:    gangs,
-		Lasting:  inv.fewest(deficit, dims, inv.lasting, func(d *dimensionOrder) []int64 { return d.mostLast }),
-		Pods:     max(pods, inv.smallestGangs[min(gangs, len(inv.smallestGangs)-1)]),
+		Lasting:  inv.fewest(deficit, dims, inv.lasting, func(d *dimensionOrder) largest { return d.mostLast }),
+		Pods:     max(pods, inv.smallestGangs.atLeast(gangs)),
 	}, true
 }
 
@@ -187,21 +254,15 @@ func (inv *inventory) lowestCeiling(deficit capacity.Resources, dims []dimension
 	return math.MaxInt32
 }
 
-// fewest is bounder.fewest's term by resources in all: with every victim of the other kinds
-// taken, the fewest of the kind (whose room in all is kind; most gives their largest rooms
-// summed) that make up what is left of the deficit in each short resource.
-func (inv *inventory) fewest(deficit capacity.Resources, dims []dimension, kind capacity.Resources, most func(*dimensionOrder) []int64) int {
+// fewest is bounder.fewest's term by resources in all, or less: with every victim of the other
+// kinds taken, the fewest of the kind (whose room in all is kind; most gives their largest
+// rooms) that make up what is left of the deficit in each short resource.
+func (inv *inventory) fewest(deficit capacity.Resources, dims []dimension, kind capacity.Resources, most func(*dimensionOrder) largest) int {
 	out := 0
 	for _, d := range dims {
-		left := d.of(deficit) - (d.of(inv.victims) - d.of(kind))
-		do := inv.along(d)
-		if left <= 0 || do == nil {
-			continue
+		if do := inv.along(d); do != nil {
+			out = max(out, most(do).fewestToMake(d.of(deficit)-(d.of(inv.victims)-d.of(kind))))
 		}
-		// The fewest whose largest rooms make up left: all of them where they do not.
-		sums := most(do)
-		n, _ := slices.BinarySearch(sums, left)
-		out = max(out, min(n+1, len(sums)))
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -72,7 +73,7 @@ func TestANewShapeReadsOnlyWhatChanged(t *testing.T) {
 
 // TestFloorIsAtMostTheBound: over seeded random domains (hosts with free room, victims of
 // several priorities, gangs, pods that may never end, on one to three hosts each, CPU, memory
-// and GPUs) and trees, an inventory's floor is at most the domain's bound in every field, and
+// and GPUs; half of them with more victims than an inventory's lists keep) and trees, an inventory's floor is at most the domain's bound in every field, and
 // says the domain cannot hold the tree only where the bound says so: the search may take a
 // domain's floor for its bound.
 func TestFloorIsAtMostTheBound(t *testing.T) {
@@ -87,10 +88,15 @@ func TestFloorIsAtMostTheBound(t *testing.T) {
 			return r
 		}
 		b := &bounder{}
-		for range 1 + rng.Intn(6) {
+		// Half the domains hold more victims than an inventory's lists keep.
+		hosts, shares, members := 1+rng.Intn(6), rng.Intn(9), 1+rng.Int63n(6)
+		if seed%2 == 1 {
+			hosts, shares, members = 1+rng.Intn(12), rng.Intn(3*keptPerList), 1+rng.Int63n(3*keptPerList)
+		}
+		for range hosts {
 			b.hosts = append(b.hosts, hostRoom{base: room(1)})
 		}
-		for s := range rng.Intn(9) {
+		for s := range shares {
 			sh := share{priority: []int32{0, 1, 5, 10}[rng.Intn(4)], pods: 1 + rng.Intn(8), gang: rng.Intn(2) == 0, lasting: rng.Intn(3) == 0}
 			for _, h := range rng.Perm(len(b.hosts))[:1+rng.Intn(min(3, len(b.hosts)))] {
 				r := room(1)
@@ -100,7 +106,7 @@ func TestFloorIsAtMostTheBound(t *testing.T) {
 			}
 			b.shares = append(b.shares, sh)
 		}
-		b.members = 1 + rng.Int63n(6)
+		b.members = members
 		b.slot = room(1)
 		b.slot.Pods = 1
 		for range b.members {
@@ -127,5 +133,48 @@ func TestFloorIsAtMostTheBound(t *testing.T) {
 	t.Logf("floors: %d the bound, %d below it, %d infeasible", equal, below, infeasible)
 	if equal == 0 || below == 0 || infeasible == 0 {
 		t.Error("the random domains do not cover floors equal to, below and without a bound")
+	}
+}
+
+// TestShortenedListsCountNoMore: an inventory's lists keep keptPerList entries; what they
+// answer of the whole list (the fewest largest amounts that make up a want, the pods of the n
+// smallest gangs, a fractional cover) is at most the answer read from every entry, and the
+// same where the list is no longer than what is kept.
+func TestShortenedListsCountNoMore(t *testing.T) {
+	for seed := int64(0); seed < 2000; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		n := rng.Intn(3 * keptPerList)
+		amounts, counts, items := make([]int64, n), make([]int, n), make([]item, n)
+		for i := range n {
+			amounts[i], counts[i] = rng.Int63n(10), 1+rng.Intn(8)
+			items[i] = item{amount: float64(amounts[i]), cost: float64(counts[i])}
+		}
+		want := rng.Int63n(10 * int64(n+1))
+		full := fewestToMake(want, slices.Clone(amounts))
+		if got := largestOf(slices.Clone(amounts)).fewestToMake(want); got > full || (n <= keptPerList && got != full) {
+			t.Errorf("seed %d: %d largest of %d make up %d, kept list says %d", seed, full, n, want, got)
+		}
+		sorted := slices.Sorted(slices.Values(counts))
+		for g := range n + 2 {
+			sum := 0
+			for _, c := range sorted[:min(g, n)] {
+				sum += c
+			}
+			if got := smallestOf(slices.Clone(counts)).atLeast(g); got > sum || (g <= keptPerList && got != sum) {
+				t.Errorf("seed %d: the %d smallest of %d sum to %d, kept list says %d", seed, g, n, sum, got)
+			}
+		}
+		order := mostPerCost(slices.Clone(items))
+		whole := coverInOrder(float64(want), order, item{})
+		kept, tail := order, item{}
+		if len(order) > keptPerList {
+			kept, tail.cost = order[:keptPerList], order[keptPerList-1].cost/order[keptPerList-1].amount
+			for _, it := range order[keptPerList:] {
+				tail.amount += it.amount
+			}
+		}
+		if got := coverInOrder(float64(want), kept, tail); got > whole || (len(order) <= keptPerList && got != whole) {
+			t.Errorf("seed %d: cover of %d costs %d, from the kept items %d", seed, want, whole, got)
+		}
 	}
 }
