@@ -2,6 +2,7 @@ package gangpreemption
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -141,6 +142,10 @@ type watch struct {
 type kept struct {
 	bounds      *keptBy[keptBound]
 	inventories *keptBy[inventory]
+	// inventory: domains read from their nodes have their inventories kept. Only once a
+	// second shape of the threshold comes: where every tree has one shape, no decision pays
+	// for sorting what no other shape will read.
+	inventory bool
 }
 
 // forDecision returns the bounds kept for a shape and the inventories kept for a threshold,
@@ -149,7 +154,12 @@ func (c *boundCache) forDecision(shape, threshold string, domains []Domain) kept
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	return kept{bounds: keptFor(c.shapes, shape, now, domains), inventories: keptFor(c.inventories, threshold, now, domains)}
+	k := kept{bounds: keptFor(c.shapes, shape, now, domains), inventories: keptFor(c.inventories, threshold, now, domains)}
+	k.inventory = c.inventories[threshold] != nil
+	for other := range c.shapes {
+		k.inventory = k.inventory || (other != shape && strings.HasPrefix(other, threshold+"|"))
+	}
+	return k
 }
 
 // done keeps what a decision found, and forgets the least recently used shapes beyond
@@ -158,7 +168,9 @@ func (c *boundCache) done(k kept) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.shapes = keepRecent(c.shapes, k.bounds, maxShapes)
-	c.inventories = keepRecent(c.inventories, k.inventories, maxInventories)
+	if k.inventory {
+		c.inventories = keepRecent(c.inventories, k.inventories, maxInventories)
+	}
 }
 
 // boundSource is where a domain's bound came from.
@@ -222,7 +234,9 @@ func (k kept) read(run *decision, i int, d Domain, mine bool) (Cost, bool) {
 	if r, keep := run.readingOf(d, bounder); keep {
 		r.at = k.bounds.used
 		k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: r})
-		k.inventories.set(i, inventoryOf(bounder, r))
+		if k.inventory {
+			k.inventories.set(i, inventoryOf(bounder, r))
+		}
 	}
 	return floor, ok
 }
@@ -350,8 +364,9 @@ func (run *decision) generation(nodes []string) (gen int64, found int) {
 	return gen, found
 }
 
-// shape is what a domain's bound reads of the tree: the mode, its priority, and its pending
-// members' count, requests in all and smallest requests.
+// shape is what a domain's bound reads of the tree: its threshold (which pods it may take), and
+// its pending members' count, requests in all and smallest requests. It starts with the
+// threshold and "|".
 func (run *decision) shape() string {
-	return fmt.Sprintf("%d/%d/%d/%v/%v", run.mode, run.priority, len(run.members), run.need, run.slot)
+	return fmt.Sprintf("%s|%d/%v/%v", run.threshold(), len(run.members), run.need, run.slot)
 }

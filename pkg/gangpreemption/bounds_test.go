@@ -273,7 +273,7 @@ func TestKeptShapesAreFew(t *testing.T) {
 	for i := range maxShapes + 3 {
 		now = now.Add(time.Second)
 		k := c.forDecision(fmt.Sprint(i), fmt.Sprint(i), []Domain{{Name: "rack"}})
-		k.bounds.has[0], k.inventories.has[0] = true, true
+		k.bounds.has[0], k.inventories.has[0], k.inventory = true, true, true
 		c.done(k)
 	}
 	last := fmt.Sprint(maxShapes + 2)
@@ -284,6 +284,7 @@ func TestKeptShapesAreFew(t *testing.T) {
 		t.Errorf("%d thresholds' inventories kept, want the %d most recent", len(c.inventories), maxInventories)
 	}
 	k := c.forDecision(last, last, []Domain{{Name: "other rack"}})
+	k.inventory = true
 	c.done(k)
 	if c.shapes[last].kept() != 0 || c.inventories[last].kept() != 0 {
 		t.Error("a domain no longer offered is still kept")

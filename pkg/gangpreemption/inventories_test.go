@@ -14,11 +14,12 @@ import (
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
-// TestANewShapeReadsOnlyWhatChanged: a decision of a shape not decided before, whose
-// threshold an earlier decision read the racks for, reads no pod of a rack that did not
-// change since (it bounds the rack from the kept inventory), only the pods of the racks that
-// changed and of the racks it dry runs; a decision of another threshold reads every rack. Each
-// chooses what a new evaluator chooses.
+// TestANewShapeReadsOnlyWhatChanged: the first decision of a threshold keeps no inventory (a
+// cluster whose trees have one shape sorts nothing for none); the second shape of it reads
+// every rack and keeps their inventories; a decision of a shape not decided before then reads
+// no pod of a rack that did not change since (it bounds the rack from the kept inventory),
+// only the pods of the racks that changed and of the racks it dry runs; a decision of another
+// threshold reads every rack. Each chooses what a new evaluator chooses.
 func TestANewShapeReadsOnlyWhatChanged(t *testing.T) {
 	var nodes []*v1.Node
 	var running []*v1.Pod
@@ -42,14 +43,17 @@ func TestANewShapeReadsOnlyWhatChanged(t *testing.T) {
 		priority int32
 		change   *v1.Pod
 		// read are the pods the decision reads: those of the racks it bounds from their
-		// nodes, and of rack 0, which it dry runs.
-		read int
+		// nodes, and of rack 0, which it dry runs; inventories the racks whose inventories
+		// are kept for the threshold then.
+		read, inventories int
 	}{
-		{what: "the first decision", cpu: "4", priority: 100, read: 12},
-		{what: "a new shape of its threshold", cpu: "3", priority: 100, read: 2},
-		{what: "a new shape after a pod of rack 3 left and came back", cpu: "2", priority: 100, change: running[6], read: 4},
-		{what: "the shape of the first decision again", cpu: "4", priority: 100, read: 2},
-		{what: "another threshold", cpu: "4", priority: 50, read: 12},
+		{what: "the first decision", cpu: "4", priority: 100, read: 12, inventories: 0},
+		{what: "the same shape after a pod of rack 3 left and came back", cpu: "4", priority: 100, change: running[6], read: 4, inventories: 0},
+		{what: "the second shape of its threshold", cpu: "1", priority: 100, read: 12, inventories: 6},
+		{what: "a new shape of its threshold", cpu: "3", priority: 100, read: 2, inventories: 6},
+		{what: "a new shape after a pod of rack 3 left and came back", cpu: "2", priority: 100, change: running[6], read: 4, inventories: 6},
+		{what: "the shape of the first decision again", cpu: "4", priority: 100, read: 2, inventories: 6},
+		{what: "another threshold", cpu: "4", priority: 50, read: 12, inventories: 0},
 	} {
 		if step.change != nil {
 			node := c.byPod[step.change.UID]
@@ -63,6 +67,13 @@ func TestANewShapeReadsOnlyWhatChanged(t *testing.T) {
 		got := e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
 		if c.trees.asked != step.read {
 			t.Errorf("%s read %d pods, want %d", step.what, c.trees.asked, step.read)
+		}
+		kept := 0
+		if k := e.bounds.inventories[fmt.Sprint(step.priority)]; k != nil {
+			kept = k.kept()
+		}
+		if kept != step.inventories {
+			t.Errorf("%s: %d racks' inventories kept, want %d", step.what, kept, step.inventories)
 		}
 		want := New(noPlugins{}, c.trees, nil, nil).Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
 		if got == nil || want == nil || got.Domain.Name != "rack 0" || got.Cost != want.Cost {
