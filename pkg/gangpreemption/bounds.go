@@ -154,10 +154,13 @@ func (c *boundCache) forDecision(shape, threshold string, domains []Domain) kept
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	k := kept{bounds: keptFor(c.shapes, shape, now, domains), inventories: keptFor(c.inventories, threshold, now, domains)}
+	k := kept{bounds: keptFor(c.shapes, shape, now, domains), inventories: &keptBy[inventory]{key: threshold}}
 	k.inventory = c.inventories[threshold] != nil
 	for other := range c.shapes {
 		k.inventory = k.inventory || (other != shape && strings.HasPrefix(other, threshold+"|"))
+	}
+	if k.inventory {
+		k.inventories = keptFor(c.inventories, threshold, now, domains)
 	}
 	return k
 }

@@ -272,8 +272,10 @@ func TestKeptShapesAreFew(t *testing.T) {
 	c := boundCache{now: func() time.Time { return now }}
 	for i := range maxShapes + 3 {
 		now = now.Add(time.Second)
-		k := c.forDecision(fmt.Sprint(i), fmt.Sprint(i), []Domain{{Name: "rack"}})
-		k.bounds.has[0], k.inventories.has[0], k.inventory = true, true, true
+		domains := []Domain{{Name: "rack"}}
+		k := c.forDecision(fmt.Sprint(i), fmt.Sprint(i), domains)
+		k.inventory, k.inventories = true, keptFor(c.inventories, fmt.Sprint(i), now, domains)
+		k.bounds.has[0], k.inventories.has[0] = true, true
 		c.done(k)
 	}
 	last := fmt.Sprint(maxShapes + 2)
@@ -283,8 +285,9 @@ func TestKeptShapesAreFew(t *testing.T) {
 	if len(c.inventories) != maxInventories || c.inventories[fmt.Sprint(maxShapes+2-maxInventories)] != nil || c.inventories[last] == nil {
 		t.Errorf("%d thresholds' inventories kept, want the %d most recent", len(c.inventories), maxInventories)
 	}
-	k := c.forDecision(last, last, []Domain{{Name: "other rack"}})
-	k.inventory = true
+	other := []Domain{{Name: "other rack"}}
+	k := c.forDecision(last, last, other)
+	k.inventory, k.inventories = true, keptFor(c.inventories, last, now, other)
 	c.done(k)
 	if c.shapes[last].kept() != 0 || c.inventories[last].kept() != 0 {
 		t.Error("a domain no longer offered is still kept")
