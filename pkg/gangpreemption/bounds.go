@@ -10,8 +10,8 @@ import (
 // Bounds kept from one decision to the next. Bounding every domain reads every pod of every
 // node: at 15,000 nodes, most of a decision's CPU, and in a full cluster one decision follows
 // another, each changing a rack or two. A domain's bound depends on the tree only through its
-// shape (the mode, its priority, its pending members' count, requests in all and smallest
-// requests), and otherwise on what the domain's nodes hold and on the gangs there (their pods
+// shape (its threshold: which pods it may take, by the mode and its priority; its pending
+// members' count, requests in all and smallest requests), and otherwise on what the domain's nodes hold and on the gangs there (their pods
 // elsewhere count too). So each domain's bound is kept for the shape, with the domain's
 // Version (the topology plugin's version of the domain, which changes with any of its nodes,
 // and never comes back) and, for the nodes outside it that hold pods of its gangs, the
@@ -23,9 +23,8 @@ import (
 // a Version has its own nodes' generations read instead. A gang that gains a member on a node
 // the bound did not read costs more than the kept bound says: it is lower than the bound
 // afresh, so still a bound. The nodes watched outside a domain are at most maxWatched. What
-// the bound was read from, each domain's hosts and candidate victims, is kept too, by the
-// priority below which the tree may take pods, for decisions of other shapes
-// (inventories.go).
+// the bound was read from, each domain's free room and candidate victims summed and sorted, is
+// kept too, by threshold, for decisions of other shapes (inventories.go).
 //
 // The topology plugin learns of a node's change when the informers tell it, or at its check
 // of every node (once a second): a Version can lag the snapshot by that much, as a plan can.
@@ -55,8 +54,8 @@ const partialTTL = 30 * time.Second
 const maxShapes = 16
 
 // maxInventories is how many victim thresholds have inventories kept (inventories.go): the
-// least recently used goes. An inventory is the size of the cluster (a few hundred bytes a
-// node), where a shape's bounds are a few numbers a domain.
+// least recently used goes. A threshold's inventories are a few sorted lists a domain (about
+// 1 MB at 15,000 nodes in racks of 20), where a shape's bounds are a few numbers a domain.
 const maxInventories = 4
 
 // boundCache keeps, by shape of tree, each domain's last bound, and by victim threshold, each

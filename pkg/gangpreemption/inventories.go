@@ -12,23 +12,27 @@ import (
 // Inventories kept from one decision to the next. A shape's bounds are kept for the shape
 // alone (bounds.go), so where gangs differ in size or requests, most decisions are the first
 // of their shape, and each read every pod of every node to bound every domain: at 15,000
-// nodes, 70 ms of a decision's 75. Yet the search runs domains only from the lowest bound up
-// until none left can beat the cheapest found, and in a full cluster it runs few; and what a
-// domain's nodes hold depends on the tree only through which pods it may take: those of
-// priority below a threshold (the tree's priority preempting, the one above reserving), its
-// own pods aside, which are on domains the decision bounds afresh anyway (decision.mine).
+// nodes, nearly all of such a decision's 70–80 ms. Yet the search runs domains only from the
+// lowest bound up until none left can beat the cheapest found, and in a full cluster it runs
+// few; and what a domain's nodes hold depends on the tree only through which pods it may take:
+// those of priority below a threshold (the tree's priority preempting, the one above
+// reserving), its own pods aside, which are on domains the decision bounds afresh anyway
+// (decision.mine).
 //
-// So when a domain is bounded from its nodes, its inventory is kept by threshold: its free
-// room and candidate victims summed and sorted (a few hundred bytes a domain, not its hosts
-// and victims one by one), with what they were read from (reading), which stands exactly
-// while a bound read with them would (bounds.go). A decision of a new shape whose threshold
-// has inventories gives each domain whose inventory stands a floor from it: bound's terms that
-// read resources in all, not host by host, a few steps each (inventory.floor). Each term is at
-// most bound's own (bound takes the larger of it and a term by slots), so a floor is at most
-// the domain's bound, and its cost. The search takes the domain of the lowest floor, bounds it
-// from its nodes if it has only a floor (refine), and puts it back at its bound (Cheapest): a
-// domain is run exactly when it would be were every domain bounded from its nodes, and only
-// the domains whose floor is below the cheapest found are read.
+// So once a second shape of a threshold comes, a domain bounded from its nodes has its
+// inventory kept for the threshold: its free room and candidate victims summed, and sorted per
+// resource, at most keptPerList entries a list (its size grows with the domain, not with the
+// pods there), with what they were read from (reading), which stands exactly while a bound
+// read with them would (bounds.go). A decision of a new shape whose threshold has inventories
+// gives each domain whose inventory stands a floor from it: bound's terms that read resources
+// in all, not host by host, a few steps each (inventory.floor). Each term is at most bound's
+// own (bound takes the larger of it and a term by slots; entries beyond the kept count as the
+// last kept), so a floor is at most the domain's bound, and its cost. The search takes the
+// domain of the lowest floor, bounds it from its nodes if it has only a floor (refine), and
+// puts it back at its bound (Cheapest): a domain is run exactly when it would be were every
+// domain bounded from its nodes, and only the domains whose floor is below the cheapest found
+// are read. Where running gangs straddle domains, a domain's floor is below its bound (freeing
+// its nodes breaks more gangs than its rooms in all say), and those domains are read.
 
 // inventory is one domain's free room and candidate victims summed and sorted for floor, with
 // what they were read from.
