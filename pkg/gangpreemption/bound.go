@@ -2,6 +2,7 @@ package gangpreemption
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -361,9 +362,16 @@ func (d dimension) of(r capacity.Resources) int64 {
 	return r.Scalar[d.name]
 }
 
+// baseDimensions are the resources every Resources holds. Callers only read it; its capacity
+// is its length, so an append makes a new list.
+var baseDimensions = slices.Clip([]dimension{{kind: cpuDimension}, {kind: memoryDimension}, {kind: podsDimension}})
+
 // dimensionsOf returns the resources r holds: CPU, memory, pods, and its extended resources.
 func dimensionsOf(r capacity.Resources) []dimension {
-	all := []dimension{{kind: cpuDimension}, {kind: memoryDimension}, {kind: podsDimension}}
+	if len(r.Scalar) == 0 {
+		return baseDimensions // read for every domain a decision bounds: no list made
+	}
+	all := slices.Clone(baseDimensions)
 	for name := range r.Scalar {
 		all = append(all, dimension{kind: scalarDimension, name: name})
 	}

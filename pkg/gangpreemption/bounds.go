@@ -11,8 +11,8 @@ import (
 // node: at 15,000 nodes, most of a decision's CPU, and in a full cluster one decision follows
 // another, each changing a rack or two. A domain's bound depends on the tree only through its
 // shape (its threshold: which pods it may take, by the mode and its priority; its pending
-// members' count, requests in all and smallest requests), and otherwise on what the domain's nodes hold and on the gangs there (their pods
-// elsewhere count too). So each domain's bound is kept for the shape, with the domain's
+// members' count, requests in all and smallest requests), and otherwise on what the domain's
+// nodes hold and on the gangs there (their pods elsewhere count too). So each domain's bound is kept for the shape, with the domain's
 // Version (the topology plugin's version of the domain, which changes with any of its nodes,
 // and never comes back) and, for the nodes outside it that hold pods of its gangs, the
 // Versions of their domains (and the nodes' NodeInfo generations: the scheduler's cache gives
@@ -34,8 +34,8 @@ import (
 // not kept. What the group model says of a pod can change without its node changing (a
 // group deleted while its pods run, or created after them; a PriorityClass edited): the
 // model logs where (Trees.Regrouped), and each decision first forgets the bounds of the
-// domains that hold those nodes, of every shape, and their inventories. A gang's pods beyond the watched nodes can
-// change unseen too: such a bound lives partialTTL at most. boundTTL bounds every other
+// domains that hold those nodes, of every shape, and their inventories. A gang's pods beyond
+// the watched nodes can change unseen too: such a bound lives partialTTL at most. boundTTL bounds every other
 // kept bound's life, for what neither foresees. Only the order of the domains and where the
 // search stops rest on kept bounds; every domain dry run is run on the snapshot as it is, so
 // a stale bound can make a decision look at one more domain, or miss a cheaper one for a
