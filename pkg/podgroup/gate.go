@@ -275,8 +275,7 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int)
 			}
 		case modeCycle:
 			m.permits.scoutTriedLocked(pod.UID, root)
-			if why, yield := m.permits.yieldLocked(pod, root, nodes); yield {
-				logger.V(4).Info("Gang yields to news for a higher priority", "pod", klog.KObj(pod), "group", k, "root", root, "why", why)
+			if why, yield := m.permits.yieldLocked(logger, pod, root, nodes); yield {
 				return Verdict{Code: BackingOff, Group: k, Root: root, Message: why}, SortKey{}
 			}
 		}

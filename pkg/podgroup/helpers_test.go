@@ -136,10 +136,16 @@ func (r *recorder) take() (activated, allowed []string, rejected map[string]stri
 // testModel returns a Model fed directly through its handlers, on a manual clock.
 func testModel(t *testing.T) (*Model, *simClock, *recorder) {
 	t.Helper()
+	return observedModel(t, nil)
+}
+
+// observedModel is testModel with observer hearing of its rounds.
+func observedModel(t *testing.T, observer RoundObserver) (*Model, *simClock, *recorder) {
+	t.Helper()
 	logger, _ := ktesting.NewTestContext(t)
 	clk := newSimClock(epoch)
 	rec := &recorder{rejected: map[string]string{}, told: map[string]string{}, unnominated: map[string]string{}, gone: sets.New[types.UID]()}
-	m := New(Options{Scheduler: rec, Evictor: rec, Teller: rec, Clock: clk, Logger: logger})
+	m := New(Options{Scheduler: rec, Evictor: rec, Teller: rec, Clock: clk, Logger: logger, Observer: observer})
 	m.AddProfile(Profile{Name: testScheduler})
 	return m, clk, rec
 }

@@ -125,11 +125,16 @@ type StatusQueue interface {
 }
 
 // RoundObserver hears when a tree's attempt ends (its plan, if any, is stale then), when a
-// tree was scheduled, and when a group is gone: what was held for the tree may go.
+// tree was scheduled, and when a group is gone: what was held for the tree may go. It also
+// says whether a tree waits for the pods its preemption evicts.
 type RoundObserver interface {
 	AttemptEnded(root Key)
 	TreeScheduled(root Key)
 	TreeGone(root Key)
+	// AwaitsVictims reports whether root's tree has a live plan made by preempting
+	// (preempted), and whether pods it evicts are still there (waiting). The model asks it
+	// with its lock held: it must not call the model.
+	AwaitsVictims(root Key) (preempted, waiting bool)
 }
 
 // Clock is the model's time and timers.

@@ -661,6 +661,11 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		if r.waitingSince.IsZero() {
 			r.waitingSince = now
 		}
+		if preempted, waiting := p.victimsLocked(root); preempted && !waiting {
+			// The last of its victims left while its scout was in its cycle: that news found
+			// it in its attempt, and retried nothing (newsLocked). It tries its plan at once.
+			backoff = min(backoff, newsDelay)
+		}
 		if due := r.waitingSince.Add(r.reserveAfter); r.reserveAfter > 0 && due.After(now.Add(p.retryFloor)) && due.Before(now.Add(backoff)) {
 			// Tried when it has waited long enough for a reservation, whatever the backoff.
 			backoff = due.Sub(now)

@@ -616,18 +616,25 @@ func TestNodeDeletedReleasesItsWaiters(t *testing.T) {
 // News retries failed trees together, by the queue's order: a tree that failed within its
 // retry floor waits for the floor to end, and so do the trees the queue puts after it (so
 // that a tree tried last does not lose the room to one tried earlier that goes after it);
-// a tree the queue puts first does not wait for it.
+// a tree the queue puts first does not wait for it, nor does any wait for a tree that waits
+// for the pods it preempted (the room they free is nominated to it).
 func TestNewsRetriesFailedTreesTogether(t *testing.T) {
 	tests := []struct {
 		name string
 		// the priorities of the tree that failed 1.2 s before the news and of the one that
 		// failed 0.4 s before it.
 		earlyPrio, latePrio int32
-		now, later          []string
+		// latePreempting: the tree that failed last waits for its victims to leave.
+		latePreempting bool
+		now, later     []string
 	}{{
 		name:      "the tree within its floor goes first: both wait for it",
 		earlyPrio: 0, latePrio: 100,
 		later: []string{"early-1", "late-1"},
+	}, {
+		name:      "the tree within its floor goes first but waits for its victims: only it waits",
+		earlyPrio: 0, latePrio: 100, latePreempting: true,
+		now: []string{"early-1"}, later: []string{"late-1"},
 	}, {
 		name:      "the tree past its floor goes first: it does not wait",
 		earlyPrio: 100, latePrio: 0,
@@ -646,6 +653,9 @@ func TestNewsRetriesFailedTreesTogether(t *testing.T) {
 			m.Permits().Fail(bg, early[0], "no room", testPolicy)
 			clk.Step(800 * time.Millisecond)
 			m.Permits().Fail(bg, late[0], "no room", testPolicy)
+			if tc.latePreempting {
+				m.Permits().NotePreempting(PodGroupKey("ns", "late"), "taking node n1: evicting 2 pods of priority 0 (1 gang whole)")
+			}
 			rec.take()
 			clk.Step(400 * time.Millisecond) // early failed 1.2s ago, late 0.4s ago
 			m.OnCapacity("node added")
@@ -662,6 +672,61 @@ func TestNewsRetriesFailedTreesTogether(t *testing.T) {
 			rec.mu.Unlock()
 			if activated, _, _ := rec.take(); !cmp.Equal(activated, tc.later) || batches != 1 {
 				t.Errorf("activated %v in %d batches at late's floor, want %v in one", activated, batches, tc.later)
+			}
+		})
+	}
+}
+
+// victimsWatch is the plans as the model asks them whether a tree waits for the pods its
+// preemption evicts (RoundObserver.AwaitsVictims).
+type victimsWatch struct{ preempted, waiting map[Key]bool }
+
+func (w *victimsWatch) AttemptEnded(Key)  {}
+func (w *victimsWatch) TreeScheduled(Key) {}
+func (w *victimsWatch) TreeGone(Key)      {}
+func (w *victimsWatch) AwaitsVictims(root Key) (bool, bool) {
+	return w.preempted[root], w.waiting[root]
+}
+
+// A tree that preempted is retried by no news while the pods it evicts are still there (every
+// try would fail), and by the news of the last one leaving at once, within its retry floor or
+// not; if the last one leaves while its scout is in its cycle, the attempt's failure retries
+// it at once rather than after its backoff.
+func TestNewsWaitsForAPreemptorsVictims(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// goneInCycle: the victims leave while the scout is in its cycle, not after.
+		goneInCycle bool
+	}{{name: "the victims leave while the tree backs off"}, {name: "the last victim leaves during its attempt", goneInCycle: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			hi := PodGroupKey("ns", "hi")
+			watch := &victimsWatch{preempted: map[Key]bool{hi: true}, waiting: map[Key]bool{hi: true}}
+			m, clk, rec := observedModel(t, watch)
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("hi").Gang(2).Obj())
+			pods := addPods(m, "hi", 2)
+			m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+			m.Permits().NotePreempting(hi, "taking node n1: evicting 2 pods of priority 0 (0 gangs whole)")
+			rec.take()
+			clk.Step(2 * DefaultRetryFloor)
+			m.OnCapacity("pod ns/v1 left node n1") // one victim of two
+			clk.Step(newsDelay)
+			if activated, _, _ := rec.take(); len(activated) != 0 {
+				t.Fatalf("activated %v while a victim is still there, want nothing", activated)
+			}
+			if tc.goneInCycle {
+				watch.waiting[hi] = false
+			}
+			// Its scout is tried (its timed retry, say), and fails: its victims are not gone.
+			m.Permits().Fail(bg, pods[0], "waiting for 1 preempted pods to leave node n1", testPolicy)
+			rec.take()
+			if !tc.goneInCycle {
+				clk.Step(DefaultRetryFloor / 4)
+				watch.waiting[hi] = false
+				m.OnCapacity("pod ns/v2 left node n1") // the last one, within the tree's floor
+			}
+			clk.Step(newsDelay)
+			if activated, _, _ := rec.take(); len(activated) != 1 {
+				t.Errorf("activated %v once the victims are gone, want the tree's scout at once", activated)
 			}
 		})
 	}

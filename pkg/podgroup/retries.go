@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
@@ -76,35 +77,48 @@ type newsBatch struct {
 	// lowest is the lowest priority of the trees that joined with a key (hasLower).
 	lowest   int32
 	hasLower bool
-	// lead are the queue-sort keys of the two trees of it the queue will try first (the
-	// highest priority, then the oldest), best first, as of when they joined: a scout of the
-	// first yields only to the second.
-	lead []SortKey
+	// lead are the two trees of it the queue will try first (the highest priority, then the
+	// oldest), best first, with their queue-sort keys as of when they joined: a scout of the
+	// first yields only to the second. A tree that preempts leads none (leadLocked).
+	lead []leader
+}
+
+// leader is a tree of a news batch the queue tries before the others, and its key.
+type leader struct {
+	root Key
+	key  SortKey
 }
 
 // join adds root, whose tree sorts by key, to the batch.
 func (b *newsBatch) join(root Key, key SortKey) {
 	b.roots = append(b.roots, root)
+	b.rank(root, key)
+}
+
+// rank counts root's tree, which sorts by key, among those the batch's lowest priority and
+// lead are of.
+func (b *newsBatch) rank(root Key, key SortKey) {
 	if !b.hasLower || key.Priority < b.lowest {
 		b.lowest, b.hasLower = key.Priority, true
 	}
 	i := 0
-	for i < len(b.lead) && !key.Before(b.lead[i]) {
+	for i < len(b.lead) && !key.Before(b.lead[i].key) {
 		i++
 	}
 	if i < 2 {
-		b.lead = slices.Insert(b.lead, i, key)[:min(len(b.lead)+1, 2)]
+		b.lead = slices.Insert(b.lead, i, leader{root: root, key: key})[:min(len(b.lead)+1, 2)]
 	}
 }
 
-// ahead reports whether the batch has a tree other than own's that the queue tries before it.
-func (b *newsBatch) ahead(own SortKey) bool {
-	for _, k := range b.lead {
-		if k.Root != own.Root {
-			return k.Before(own)
+// ahead returns a tree of the batch, other than own's, that the queue tries before it; false
+// if there is none.
+func (b *newsBatch) ahead(own SortKey) (Key, bool) {
+	for _, l := range b.lead {
+		if l.key.Root != own.Root {
+			return l.root, l.key.Before(own)
 		}
 	}
-	return false
+	return Key{}, false
 }
 
 // newsLocked retries failed trees together, newsDelay from now. Together: their members
@@ -118,6 +132,13 @@ func (b *newsBatch) ahead(own SortKey) bool {
 // others do not wait for it: at 600 waiting gangs, a batch that waited for the floor of the
 // tree that failed last waited a second, while the scouts of younger gangs took the room.
 //
+// A tree that preempted is retried by no news while the pods it evicts are still there: its
+// members go where its plan says once they are gone, and before that every try fails (a
+// scheduling cycle, and a status write for the count of pods left). The news of the last one
+// leaving retries it at once, floor or not: its last failure was only the wait. Before, it was
+// retried at its floor (a second) while they left, and bound up to a second after the last
+// one was gone.
+//
 // The delay: the model hears of an event through its own handler, and the scheduler's cache
 // through another; an attempt made before the cache has the new node (or has lost the deleted
 // pod) would fail for nothing. An attempt that fails anyway shortly after news backs off for
@@ -128,6 +149,9 @@ func (p *Permits) newsLocked(roots []Key, why string) {
 		r := p.attempts.Round(root)
 		if r == nil || !r.heldBack() {
 			continue
+		}
+		if _, waiting := p.victimsLocked(root); waiting {
+			continue // news cannot help it before its victims are gone
 		}
 		r.news = why
 		p.joinLocked(b, root, r)
@@ -164,10 +188,36 @@ func (p *Permits) catchUpLocked(root Key, r *Round, prompted time.Time) {
 
 // joinLocked adds root's tree to b.
 func (p *Permits) joinLocked(b *newsBatch, root Key, r *Round) {
-	if key, ok := p.treeKeyLocked(root, r); ok {
+	key, ok := p.treeKeyLocked(root, r)
+	p.joinAsLocked(b, root, key, ok)
+}
+
+// joinAsLocked adds root's tree, which sorts by key if known, to b. A tree that waits for
+// the pods it preempted to leave (preemptingLocked) is retried with it, but joins without a
+// key: no scout yields to it (yieldLocked), and no tree of a lower priority draws others into
+// it (catchUpLocked).
+func (p *Permits) joinAsLocked(b *newsBatch, root Key, key SortKey, known bool) {
+	if known && !p.preemptingLocked(root) {
 		b.join(root, key)
 	} else {
 		b.roots = append(b.roots, root)
+	}
+}
+
+// leadLocked brings b's lead up to date with the trees that preempt: one that began to since
+// it joined (news of earlier victims came first, say) leads no more, and the lead is ranked
+// again from the trees that do not.
+func (p *Permits) leadLocked(b *newsBatch) {
+	if !slices.ContainsFunc(b.lead, func(l leader) bool { return p.preemptingLocked(l.root) }) {
+		return
+	}
+	b.lead, b.hasLower = nil, false
+	for _, root := range b.roots {
+		if r := p.attempts.Round(root); r != nil && !p.preemptingLocked(root) {
+			if key, ok := p.treeKeyLocked(root, r); ok {
+				b.rank(root, key)
+			}
+		}
 	}
 }
 
@@ -182,18 +232,22 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 		m.update(m.logger, func(eff *effects) {
 			p.batches = slices.DeleteFunc(p.batches, func(x *newsBatch) bool { return x == b })
 			now := m.clock.Now()
-			// The trees within their floor, and when it ends.
+			// The trees within their floor, and when it ends. A tree preempting holds back no
+			// other: it waits for its own victims.
 			type floor struct {
-				key   SortKey
-				known bool
-				ends  time.Time
+				key          SortKey
+				known, holds bool
+				ends         time.Time
 			}
 			floors := map[Key]floor{}
 			for _, root := range b.roots {
 				if r := p.attempts.Round(root); r != nil {
+					if preempted, _ := p.victimsLocked(root); preempted {
+						continue // no floor: see below
+					}
 					if ends := r.lastFailure.Add(p.retryFloor); now.Before(ends) {
 						key, known := p.treeKeyLocked(root, r)
-						floors[root] = floor{key: key, known: known, ends: ends}
+						floors[root] = floor{key: key, known: known, holds: !p.preemptingLocked(root), ends: ends}
 					}
 				}
 			}
@@ -204,11 +258,20 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 				if r == nil || !r.heldBack() {
 					continue
 				}
+				switch preempted, waiting := p.victimsLocked(root); {
+				case waiting:
+					continue // the news of its last victim leaving retries it
+				case preempted:
+					// Its victims are gone: it tries its plan now, floor or not, and waits for
+					// no other tree (the room is nominated to its members).
+					p.retryLocked(eff, root, b.why)
+					continue
+				}
 				wait, held := floors[root]
 				if !held {
 					key, known := p.treeKeyLocked(root, r)
 					for _, f := range floors {
-						if (!known || !f.known || f.key.Before(key)) && f.ends.After(wait.ends) {
+						if f.holds && (!known || !f.known || f.key.Before(key)) && f.ends.After(wait.ends) {
 							held, wait.ends = true, f.ends
 						}
 					}
@@ -225,6 +288,27 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 			p.armBatchLocked(later, laterAt)
 		})
 	})
+}
+
+// victimsLocked asks the observer whether root's tree, which preempts (preemptingLocked),
+// has a live plan made by preempting, and whether pods it evicts are still there.
+func (p *Permits) victimsLocked(root Key) (preempted, waiting bool) {
+	if p.observer == nil || !p.preemptingLocked(root) {
+		return false, false
+	}
+	return p.observer.AwaitsVictims(root)
+}
+
+// preemptingLocked reports whether root's tree waits for the pods it preempted to leave
+// (Outcome.Preempting). News of them retries it, but the room they free is nominated to its
+// members already: the scheduler keeps it from every pod of their priority or lower, so a
+// scout behind it in the queue would not take it. Were that news to hold such a scout back,
+// each victim that left would hold it back again: on upstream's workload-preemption shape
+// (10 gangs of 10 on 100 full nodes), the third gang's scout yielded to the news of the first
+// two gangs' victims until they bound, so the gangs preempted two at a time, in five cycles
+// of two seconds, where upstream frees room for all ten at once.
+func (p *Permits) preemptingLocked(root Key) bool {
+	return p.attempts.OutcomeOf(root).Preempting != ""
 }
 
 // treeKeyLocked is the queue-sort key root's scout will have when news retries the tree
@@ -260,7 +344,7 @@ func (p *Permits) ageKeyLocked(pod *v1.Pod, root Key) SortKey {
 // take room on a node before the model has heard of it, and retried the trees it is for. It
 // arms that retry itself and joins it, for a moment only (unseenGrace): a count that stays
 // apart is no news.
-func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
+func (p *Permits) yieldLocked(logger klog.Logger, pod *v1.Pod, root Key, nodes int) (string, bool) {
 	r := p.attempts.Round(root)
 	if r == nil || r.open || r.active > 0 || r.scout != pod.UID {
 		return "", false
@@ -270,6 +354,7 @@ func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
 		p.attempts.stall(r)
 		r.quietRetry = false
 		p.newsLocked(p.stalledLocked(nil), why)
+		logger.V(4).Info("Gang yields to a node the scheduler has and lockstep has not heard of yet", "pod", klog.KObj(pod), "root", root, "nodes", nodes)
 		return p.yieldMessageLocked(pod, nodes, fmt.Sprintf("gang %s lets the waiting gangs try %s first; it is tried again with them", root.Name, why)), true
 	}
 	if len(p.batches) == 0 {
@@ -277,11 +362,14 @@ func (p *Permits) yieldLocked(pod *v1.Pod, root Key, nodes int) (string, bool) {
 	}
 	own := p.ageKeyLocked(pod, root)
 	for _, b := range p.batches {
-		if !b.ahead(own) {
+		p.leadLocked(b)
+		ahead, ok := b.ahead(own)
+		if !ok {
 			continue
 		}
+		logger.V(4).Info("Gang yields to news for a tree the queue puts first", "pod", klog.KObj(pod), "root", root, "ahead", ahead, "news", b.why)
 		if !slices.Contains(b.roots, root) {
-			b.join(root, own)
+			p.joinAsLocked(b, root, own, true)
 		}
 		p.attempts.stall(r)
 		r.news, r.quietRetry = b.why, false

@@ -209,7 +209,8 @@ func TestMembersTheScoutTriedForAreTold(t *testing.T) {
 // Room that appears while a scout is queued goes to the tree priority and age say: a scout
 // whose own timed retry queued it lets a tree that news is about to retry, and that the queue
 // would try before it (a higher priority, or as high and older), try first, and is tried
-// again with it; a scout that goes first anyway does not.
+// again with it; a scout that goes first anyway does not, nor one behind a tree that waits
+// for the pods it preempted (the room they free is nominated to it).
 func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 	cpu := map[v1.ResourceName]string{v1.ResourceCPU: "2"}
 	tests := []struct {
@@ -217,7 +218,10 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 		scoutPrio, newsPrio int32
 		// scoutAge, newsAge: how long before the test's start each gang was created.
 		scoutAge, newsAge time.Duration
-		want              VerdictCode
+		// preempting: the gang news retries waits for its victims to leave, since before the
+		// news (before) or since after it (after: it preempted once the retry was armed).
+		preempting string
+		want       VerdictCode
 	}{{
 		name:      "a lower-priority scout yields and joins the retry",
 		scoutPrio: 0, newsPrio: 100, scoutAge: time.Hour, newsAge: time.Minute,
@@ -233,6 +237,18 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 	}, {
 		name:      "a higher-priority scout goes on",
 		scoutPrio: 200, newsPrio: 100, scoutAge: time.Minute, newsAge: time.Hour,
+		want: Proceed,
+	}, {
+		name:      "a lower-priority scout goes on when the gang ahead waits for its victims",
+		scoutPrio: 0, newsPrio: 100, scoutAge: time.Hour, newsAge: time.Minute, preempting: "before",
+		want: Proceed,
+	}, {
+		name:      "a younger scout goes on when the gang ahead waits for its victims",
+		scoutPrio: 100, newsPrio: 100, scoutAge: time.Minute, newsAge: time.Hour, preempting: "before",
+		want: Proceed,
+	}, {
+		name:      "a younger scout goes on when the gang ahead preempted after the news",
+		scoutPrio: 100, newsPrio: 100, scoutAge: time.Minute, newsAge: time.Hour, preempting: "after",
 		want: Proceed,
 	}}
 	for _, tc := range tests {
@@ -256,6 +272,12 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 			low := gang("low", tc.scoutPrio, tc.scoutAge)
 			clk.Step(5 * time.Second)
 			gang("urgent", tc.newsPrio, tc.newsAge)
+			preempts := func() {
+				m.Permits().NotePreempting(PodGroupKey("ns", "urgent"), "taking node n2: evicting 1 pod of priority 0 (0 gangs whole)")
+			}
+			if tc.preempting == "before" {
+				preempts()
+			}
 			rec.take()
 			clk.Step(testPolicy.Backoff - 4*time.Second) // low's backoff ends: its scout is queued again
 			if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"low-0"}) {
@@ -265,6 +287,9 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 				t.Fatalf("Admit low-0 = %v, want Proceed", v.Code)
 			}
 			m.OnNodeAdd(lt.MakeNode("n2", "4").Obj()) // room for one gang: urgent's retry is armed
+			if tc.preempting == "after" {
+				preempts()
+			}
 			if v := m.Gate().Check(bg, low[0], 0); v.Code != tc.want {
 				t.Errorf("Check low-0 = %v %q, want %v", v.Code, v.Message, tc.want)
 			}

@@ -84,10 +84,10 @@ type Plans struct {
 	// held once the tree is heard scheduled (its leaders were allowed), forgotten when its
 	// next attempt ends.
 	followerRoom map[podgroup.Key]*reservation.Reservation
-	// victimsLeft counts the victims of a preempting plan that still exist (nil: none are
+	// victimThere reports whether a victim of a preempting plan still exists (nil: none is
 	// looked for): such a plan, and its members' nominations, outlive its expiry until they
 	// are gone, however long their graceful termination takes.
-	victimsLeft func(*Plan) int
+	victimThere func(uid types.UID, ref types.NamespacedName) bool
 }
 
 // refusal is a node Filter refused a planned member, and why.
@@ -117,7 +117,7 @@ func (p *Plans) Get(root podgroup.Key) *Plan {
 func (p *Plans) liveLocked(root podgroup.Key) *Plan {
 	plan := p.byRoot[root]
 	if plan != nil && p.now().After(plan.Expires) {
-		if len(plan.Victims) > 0 && p.victimsLeft != nil && p.victimsLeft(plan) > 0 {
+		if p.victimLeftLocked(plan) {
 			// Its victims still terminate (a checkpointing job may take ten minutes): the
 			// room they free is the tree's, not the next pod's.
 			plan.Expires = p.now().Add(victimsRecheck)
@@ -133,12 +133,53 @@ func (p *Plans) liveLocked(root podgroup.Key) *Plan {
 // are counted again.
 const victimsRecheck = 30 * time.Second
 
-// WatchVictims tells the plans how to count the victims of a preempting plan that still
-// exist: such a plan lives until they are gone.
-func (p *Plans) WatchVictims(left func(*Plan) int) {
+// WatchVictims tells the plans how to see whether a victim of a preempting plan still
+// exists: such a plan lives until none does.
+func (p *Plans) WatchVictims(there func(uid types.UID, ref types.NamespacedName) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.victimsLeft = left
+	p.victimThere = there
+}
+
+// VictimsLeft counts the victims of plan that still exist.
+func (p *Plans) VictimsLeft(plan *Plan) int {
+	p.mu.Lock()
+	there := p.victimThere
+	p.mu.Unlock()
+	left := 0
+	for uid, ref := range plan.Victims {
+		if there != nil && there(uid, ref) {
+			left++
+		}
+	}
+	return left
+}
+
+// victimLeftLocked reports whether a victim of plan still exists; it looks no further than
+// the first one that does.
+func (p *Plans) victimLeftLocked(plan *Plan) bool {
+	if p.victimThere == nil {
+		return false
+	}
+	for uid, ref := range plan.Victims {
+		if p.victimThere(uid, ref) {
+			return true
+		}
+	}
+	return false
+}
+
+// AwaitsVictims reports whether root's tree has a live plan made by preempting (preempted),
+// and whether pods it evicts are still there (waiting): its members go where the plan says
+// once they are gone, and news before that cannot help it (podgroup.RoundObserver).
+func (p *Plans) AwaitsVictims(root podgroup.Key) (preempted, waiting bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	plan := p.liveLocked(root)
+	if plan == nil || len(plan.Victims) == 0 {
+		return false, false
+	}
+	return true, p.victimLeftLocked(plan)
 }
 
 // Store keeps a plan for its root, replacing any earlier one.

@@ -45,7 +45,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 		return pl.nomination(pod, sum), fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: "+msg)
 	}
 	if plan := pl.plans.Get(sum.Root); plan != nil && len(plan.Victims) > 0 {
-		if left := pl.victimsLeft(plan); left > 0 {
+		if left := pl.plans.VictimsLeft(plan); left > 0 {
 			return refuse("", fmt.Sprintf("waiting for %d preempted pods to leave %s", left, plan.Freed))
 		}
 	}
@@ -160,16 +160,8 @@ func (pl *Topology) tellVictims(p podgroup.Preemptor, c *gangpreemption.Choice) 
 	}
 }
 
-// victimsLeft counts the victims of a preempting plan that still exist.
-func (pl *Topology) victimsLeft(plan *Plan) int {
-	if pl.podLister == nil {
-		return 0
-	}
-	left := 0
-	for uid, ref := range plan.Victims {
-		if p, err := pl.podLister.Pods(ref.Namespace).Get(ref.Name); err == nil && p.UID == uid {
-			left++
-		}
-	}
-	return left
+// victimThere reports whether the victim uid, named ref, still exists.
+func (pl *Topology) victimThere(uid types.UID, ref types.NamespacedName) bool {
+	p, err := pl.podLister.Pods(ref.Namespace).Get(ref.Name)
+	return err == nil && p.UID == uid
 }

@@ -188,7 +188,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, shared Shar
 			return nil, err
 		}
 		pl.defaultPreemption = pp
-		plans.WatchVictims(pl.victimsLeft)
+		plans.WatchVictims(pl.victimThere)
 	}
 	pl.gangPreemption = gangpreemption.New(handle, trees, pl.podLister, pdbs)
 	trees.AddProfile(podgroup.Profile{Name: handle.ProfileName(), Validators: []podgroup.Validator{pl.validate}})
