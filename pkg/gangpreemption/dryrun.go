@@ -149,9 +149,13 @@ func (e *Evaluator) planWithout(ctx context.Context, run *decision, d Domain, un
 		return preemption.MoreImportantVictim(a.Victim, b.Victim)
 	})
 	back := e.newReprieve(ctx, sim, plan, run.members, removed)
+	var apart sets.Set[*Unit]
+	if !run.exclusive {
+		apart = sets.New(back.giveBackApart(candidates)...)
+	}
 	c := &Choice{Domain: d, Plan: plan}
 	for _, u := range candidates {
-		if !run.exclusive && back.giveBack(logger, u) {
+		if apart.Has(u) || !run.exclusive && back.giveBack(logger, u) {
 			continue // reprieved
 		}
 		c.Victims = append(c.Victims, u)

@@ -311,11 +311,7 @@ func TestCheapestTakesGangsWholeAndGivesBackTheRest(t *testing.T) {
 			if c == nil {
 				t.Fatal("no choice")
 			}
-			var names []string
-			for _, p := range c.Pods() {
-				names = append(names, p.Name)
-			}
-			sort.Strings(names)
+			names := victimNames(c)
 			if c.Domain.Name != tc.wantDomain || fmt.Sprint(names) != tc.wantVictims || c.Cost != tc.wantCost {
 				t.Errorf("chose %s evicting %v at %+v, want %s evicting %s at %+v", c.Domain.Name, names, c.Cost, tc.wantDomain, tc.wantVictims, tc.wantCost)
 			}
@@ -396,6 +392,16 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	if fmt.Sprint(gone) != "[deleting evicted]" {
 		t.Errorf("leaving %v, want the pods being deleted and evicted", gone)
 	}
+}
+
+// victimNames returns the names of the pods c evicts, sorted.
+func victimNames(c *Choice) []string {
+	var names []string
+	for _, p := range c.Pods() {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func nodeInfos(nodes []*v1.Node, pods []*v1.Pod) []fwk.NodeInfo {

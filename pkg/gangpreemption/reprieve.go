@@ -2,6 +2,7 @@ package gangpreemption
 
 import (
 	"context"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -106,26 +107,63 @@ func (e *Evaluator) newReprieve(ctx context.Context, sim *simulation, plan Place
 // giveBack puts a victim's pods back and reports whether the plan still holds with them; if
 // it does not, they are taken out again.
 func (r *reprieve) giveBack(logger klog.Logger, u *Unit) bool {
+	return r.giveBackAll([]*Unit{u})
+}
+
+// giveBackApart gives back at once the victims of units on no node a member is planned on,
+// and returns them if the plan still holds with them all; if it does not, it gives back none
+// (each is then tried alone, most important first). Their room is not the plan's, so one by
+// one they would be given back all the same unless the members' placement depends on other
+// pods; where it does (inter-pod affinity), a check made once spares a check of every member
+// per victim: on upstream's GangPreemptionAffinity workload, 900 such victims per decision,
+// and cloning the members' PreFilter states for each was most of the decision's CPU. The
+// plan holding with all of them back is what makes the choice valid, and none of them is
+// evicted: the choice has no more victims than the one-by-one reprieve would have had.
+func (r *reprieve) giveBackApart(units []*Unit) []*Unit {
+	var apart []*Unit
+	for _, u := range units {
+		if !slices.ContainsFunc(r.members, func(m plannedMember) bool { return u.On(m.node) }) {
+			apart = append(apart, u)
+		}
+	}
+	if len(apart) < 2 || !r.giveBackAll(apart) {
+		return nil
+	}
+	return apart
+}
+
+// giveBackAll puts the victims' pods back and reports whether the plan still holds with
+// them; if it does not, they are taken out again.
+func (r *reprieve) giveBackAll(units []*Unit) bool {
 	if r.refused {
 		return false
 	}
-	r.apply(u, true)
-	if r.fits(u) {
+	for _, u := range units {
+		r.apply(u, true)
+	}
+	if r.fits(units) {
 		return true
 	}
-	r.apply(u, false)
+	for _, u := range slices.Backward(units) {
+		r.apply(u, false)
+	}
 	return false
 }
 
-// roomOnItsNodes reports whether the nodes of u, with u's pods back, still have room by
+// on reports whether a pod of one of units is on node.
+func on(units []*Unit, node string) bool {
+	return slices.ContainsFunc(units, func(u *Unit) bool { return u.On(node) })
+}
+
+// roomOnItsNodes reports whether the nodes of units, with their pods back, still have room by
 // resources for the members planned there: the check every Filter run below would make
 // first, made once. Without it, a tree whose members interact (inter-pod affinity) ran every
 // member's Filter again for each of a thousand small victims that could never be given back
 // (upstream's GangPreemptionAffinity workload: a third of the scheduler's CPU).
-func (r *reprieve) roomOnItsNodes(u *Unit) bool {
+func (r *reprieve) roomOnItsNodes(units []*Unit) bool {
 	need := map[string]capacity.Resources{}
 	for _, m := range r.members {
-		if u.On(m.node) {
+		if on(units, m.node) {
 			n := need[m.node]
 			n.Add(m.req)
 			need[m.node] = n
@@ -164,14 +202,14 @@ func (r *reprieve) apply(u *Unit, add bool) {
 	}
 }
 
-// fits checks the planned members again with u's pods back: every member when placement
-// depends on other pods, else those on u's nodes. Members are added to the nodes (and, when
-// they interact, to the states) one after the other, as the plan placed them.
-func (r *reprieve) fits(u *Unit) bool {
-	if !r.roomOnItsNodes(u) {
+// fits checks the planned members again with the units' pods back: every member when
+// placement depends on other pods, else those on the units' nodes. Members are added to the
+// nodes (and, when they interact, to the states) one after the other, as the plan placed them.
+func (r *reprieve) fits(units []*Unit) bool {
+	if !r.roomOnItsNodes(units) {
 		return false
 	}
-	global := r.interacting || repels(u)
+	global := r.interacting || slices.ContainsFunc(units, repels)
 	var states map[string]fwk.CycleState
 	if r.pre != nil {
 		states = make(map[string]fwk.CycleState, len(r.shapes))
@@ -182,7 +220,7 @@ func (r *reprieve) fits(u *Unit) bool {
 	infos := map[string]fwk.NodeInfo{}
 	for i := range r.members {
 		m := &r.members[i]
-		if !global && !u.On(m.node) {
+		if !global && !on(units, m.node) {
 			continue
 		}
 		ni, ok := infos[m.node]
