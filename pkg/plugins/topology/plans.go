@@ -69,7 +69,8 @@ type PlannedPod struct {
 // Plans holds the live plans of every tree, for every profile's LockstepTopology: a plan
 // made by one profile's plugin promises capacity to all. A plan is dropped when the
 // attempt it was made for ends (the tree was allowed or rejected), when a member fails on
-// its planned node, or when it expires.
+// its planned node, or when it expires. The model asks the plans with its own lock held
+// (AwaitsVictims): the plans never call the model with theirs.
 type Plans struct {
 	mu     sync.Mutex
 	byRoot map[podgroup.Key]*Plan
@@ -286,18 +287,22 @@ func (p *Plans) Reservations() *reservation.Reservations { return p.reservations
 // Promised returns, per node, the capacity that live plans of trees other than except
 // promised to members still pending (members with a reservation are in the scheduler's
 // snapshot already; deleted ones need nothing), and the members it counted.
+// pending is asked without the plans' lock: it asks the model, which asks the plans with its
+// own lock held (AwaitsVictims).
 func (p *Plans) Promised(except podgroup.Key, pending func(types.UID) bool) (map[string]capacity.Resources, sets.Set[types.UID]) {
+	var plans []*Plan
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	out, counted := map[string]capacity.Resources{}, sets.New[types.UID]()
 	for root := range p.byRoot {
 		if root == except {
 			continue
 		}
-		plan := p.liveLocked(root)
-		if plan == nil {
-			continue
+		if plan := p.liveLocked(root); plan != nil {
+			plans = append(plans, plan)
 		}
+	}
+	p.mu.Unlock()
+	out, counted := map[string]capacity.Resources{}, sets.New[types.UID]()
+	for _, plan := range plans {
 		for uid, pp := range plan.Pods {
 			if !pending(uid) && !podgroup.IsFollowerUID(uid) {
 				continue

@@ -5,10 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
 // A preempting plan, and with it its members' nominations, lives while any of its victims
@@ -88,5 +92,51 @@ func TestPlansEvicting(t *testing.T) {
 	got := plans.Evicting(a)
 	if fmt.Sprint(sets.List(got.Pods), sets.List(got.Nodes)) != "[vb] [nb]" {
 		t.Errorf("Evicting(a) = %v on %v, want [vb] on [nb]", sets.List(got.Pods), sets.List(got.Nodes))
+	}
+}
+
+// The model asks the plans whether a preempting tree waits for its victims with its own lock
+// held (newsLocked), and the plans' Promised asks the model whether members are pending: the
+// plans must not ask with their lock held, or the two wait for each other forever.
+func TestPlansAndTheModelNeverWaitForEachOther(t *testing.T) {
+	plans := NewPlans()
+	plans.WatchVictims(func(types.UID, types.NamespacedName) bool { return true })
+	m := podgroup.New(podgroup.Options{Scheduler: noScheduler{}, Clock: stillClock{}, Observer: plans, Logger: logr.Discard()})
+	m.AddProfile(podgroup.Profile{Name: lt.SchedulerName})
+	pol := podgroup.Policy{PermitTimeout: time.Minute, Backoff: 10 * time.Second}
+	for _, name := range []string{"hi", "other"} {
+		m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(2).Obj())
+		pods := lt.Members("ns", name, 2, lt.CPU("1"))
+		for _, p := range pods {
+			m.OnPod(nil, p)
+		}
+		m.Permits().Fail(klog.Background(), pods[0], "0/1 nodes are available", pol)
+		plan := &Plan{Root: podgroup.PodGroupKey("ns", name), Expires: time.Now().Add(time.Hour), Pods: map[types.UID]PlannedPod{},
+			Victims: map[types.UID]types.NamespacedName{"v": {Namespace: "ns", Name: "v"}}}
+		for _, p := range pods {
+			plan.Pods[p.UID] = PlannedPod{Node: "n1", Request: capacity.Resources{MilliCPU: 1000, Pods: 1}}
+		}
+		plans.Store(plan)
+		m.Permits().NotePreempting(plan.Root, "taking node n1: evicting 1 pod of priority 0 (0 gangs whole)")
+	}
+	done := make(chan struct{}, 2)
+	go func() {
+		for range 2000 {
+			plans.Promised(podgroup.PodGroupKey("ns", "other"), m.Gate().Pending)
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		for range 2000 {
+			m.OnCapacity("pod ns/x left node n1") // news: the model asks the plans about "hi"
+		}
+		done <- struct{}{}
+	}()
+	for range 2 {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the plans and the model wait for each other")
+		}
 	}
 }
