@@ -139,6 +139,35 @@ func TestPreFilterPlansAgainWhenThePlannedNodeIsFull(t *testing.T) {
 	}
 }
 
+// A victim of the tree's preemption that the API has deleted but the scheduler's snapshot
+// still holds (its cache hears of deletions through a handler of its own, behind the news
+// that retried the tree) is still waited for: the tree is not planned again around it, which
+// would take more victims.
+func TestPreFilterWaitsForVictimsTheCacheStillHolds(t *testing.T) {
+	pods := lt.Members("ns", "g", 2, lt.CPU("4"))
+	victim := lt.MakePod().Namespace("ns").Name("victim").UID("victim").Req(lt.CPU("4")).Priority(0).Obj()
+	victim.Spec.NodeName = "z0-r0-h1"
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(rackKey)).Obj()
+	env := newTestEnv(t, []runtime.Object{group}, append(pods, victim), labeledNodes("4"))
+	root := podgroup.PodGroupKey("ns", "g")
+	env.plans.Store(&Plan{Root: root, Expires: time.Now().Add(time.Hour), Freed: "rack z0-r0",
+		Victims:     map[types.UID]types.NamespacedName{victim.UID: {Namespace: "ns", Name: "victim"}},
+		VictimNodes: sets.New("z0-r0-h1"),
+		Pods: map[types.UID]PlannedPod{pods[0].UID: {Node: "z0-r0-h1", Request: capacity.PodRequests(pods[0])},
+			pods[1].UID: {Node: "z0-r0-h0", Request: capacity.PodRequests(pods[1])}}})
+	// Deleted in the API (the informer), not yet in the snapshot.
+	if err := env.Framework.SharedInformerFactory().Core().V1().Pods().Informer().GetStore().Delete(victim); err != nil {
+		t.Fatal(err)
+	}
+	_, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+	if s.IsSuccess() || !strings.Contains(s.Message(), "waiting for 1 preempted pods to leave rack z0-r0") {
+		t.Errorf("PreFilter with the victim still in the snapshot = %v, want it waited for", s)
+	}
+	if plan := env.plans.Get(root); plan == nil || len(plan.Victims) != 1 || plan.Pods[pods[0].UID].Node != "z0-r0-h1" {
+		t.Errorf("plan %+v, want the preempting plan kept as it was", plan)
+	}
+}
+
 // A member refused on its planned node: the plan is dropped and the tree planned again
 // without that node, never the same refused plan twice; when no other node will do, the
 // explanation says which node refused what.

@@ -106,7 +106,7 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 	plan := pl.plans.Get(sum.Root)
 	if plan != nil && len(plan.Victims) > 0 {
 		// The tree preempted: its members wait for the victims, then go where the plan says.
-		if left := pl.plans.VictimsLeft(plan); left > 0 {
+		if left := pl.victimsLeft(plan); left > 0 {
 			msg := fmt.Sprintf("waiting for %d preempted pods to leave %s", left, plan.Freed)
 			logger.V(4).Info("Member waits for its gang's victims", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "why", msg)
 			pl.notes.NoteUnplaceable(pod, msg)
