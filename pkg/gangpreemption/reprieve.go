@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -120,11 +121,19 @@ func (r *reprieve) giveBack(logger klog.Logger, u *Unit) bool {
 // plan holding with all of them back is what makes the choice valid, and none of them is
 // evicted: the choice has no more victims than the one-by-one reprieve would have had.
 func (r *reprieve) giveBackApart(units []*Unit) []*Unit {
+	planned := sets.New[string]()
+	for _, m := range r.members {
+		planned.Insert(m.node)
+	}
 	var apart []*Unit
+units:
 	for _, u := range units {
-		if !slices.ContainsFunc(r.members, func(m plannedMember) bool { return u.On(m.node) }) {
-			apart = append(apart, u)
+		for node := range u.roomsByNode() {
+			if planned.Has(node) {
+				continue units
+			}
 		}
+		apart = append(apart, u)
 	}
 	if len(apart) < 2 || !r.giveBackAll(apart) {
 		return nil
@@ -141,7 +150,7 @@ func (r *reprieve) giveBackAll(units []*Unit) bool {
 	for _, u := range units {
 		r.apply(u, true)
 	}
-	if r.fits(units) {
+	if r.fits(onOneOf(units), units) {
 		return true
 	}
 	for _, u := range slices.Backward(units) {
@@ -150,9 +159,19 @@ func (r *reprieve) giveBackAll(units []*Unit) bool {
 	return false
 }
 
-// on reports whether a pod of one of units is on node.
-func on(units []*Unit, node string) bool {
-	return slices.ContainsFunc(units, func(u *Unit) bool { return u.On(node) })
+// onOneOf returns whether a pod of one of units is on a node: read from the unit's own nodes
+// for one (each victim given back alone), from their nodes gathered once for many.
+func onOneOf(units []*Unit) func(node string) bool {
+	if len(units) == 1 {
+		return units[0].On
+	}
+	nodes := sets.New[string]()
+	for _, u := range units {
+		for node := range u.roomsByNode() {
+			nodes.Insert(node)
+		}
+	}
+	return nodes.Has
 }
 
 // roomOnItsNodes reports whether the nodes of units, with their pods back, still have room by
@@ -160,10 +179,10 @@ func on(units []*Unit, node string) bool {
 // first, made once. Without it, a tree whose members interact (inter-pod affinity) ran every
 // member's Filter again for each of a thousand small victims that could never be given back
 // (upstream's GangPreemptionAffinity workload: a third of the scheduler's CPU).
-func (r *reprieve) roomOnItsNodes(units []*Unit) bool {
+func (r *reprieve) roomOnItsNodes(on func(node string) bool) bool {
 	need := map[string]capacity.Resources{}
 	for _, m := range r.members {
-		if on(units, m.node) {
+		if on(m.node) {
 			n := need[m.node]
 			n.Add(m.req)
 			need[m.node] = n
@@ -202,11 +221,12 @@ func (r *reprieve) apply(u *Unit, add bool) {
 	}
 }
 
-// fits checks the planned members again with the units' pods back: every member when
+// fits checks the planned members again with the units' pods back (on: a pod of theirs is on
+// the node): every member when
 // placement depends on other pods, else those on the units' nodes. Members are added to the
 // nodes (and, when they interact, to the states) one after the other, as the plan placed them.
-func (r *reprieve) fits(units []*Unit) bool {
-	if !r.roomOnItsNodes(units) {
+func (r *reprieve) fits(on func(node string) bool, units []*Unit) bool {
+	if !r.roomOnItsNodes(on) {
 		return false
 	}
 	global := r.interacting || slices.ContainsFunc(units, repels)
@@ -220,7 +240,7 @@ func (r *reprieve) fits(units []*Unit) bool {
 	infos := map[string]fwk.NodeInfo{}
 	for i := range r.members {
 		m := &r.members[i]
-		if !global && !on(units, m.node) {
+		if !global && !on(m.node) {
 			continue
 		}
 		ni, ok := infos[m.node]

@@ -240,9 +240,13 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 				ends         time.Time
 			}
 			floors := map[Key]floor{}
+			// What the plans say of the trees that preempted, asked once per tree.
+			type victims struct{ preempted, waiting bool }
+			awaiting := map[Key]victims{}
 			for _, root := range b.roots {
 				if r := p.attempts.Round(root); r != nil {
-					if preempted, _ := p.victimsLocked(root); preempted {
+					if preempted, waiting := p.victimsLocked(root); preempted {
+						awaiting[root] = victims{preempted, waiting}
 						continue // no floor: see below
 					}
 					if ends := r.lastFailure.Add(p.retryFloor); now.Before(ends) {
@@ -258,10 +262,10 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 				if r == nil || !r.heldBack() {
 					continue
 				}
-				switch preempted, waiting := p.victimsLocked(root); {
-				case waiting:
+				switch v := awaiting[root]; {
+				case v.waiting:
 					continue // the news of its last victim leaving retries it
-				case preempted:
+				case v.preempted:
 					// Its victims are gone: it tries its plan now, floor or not, and waits for
 					// no other tree (the room is nominated to its members).
 					p.retryLocked(eff, root, b.why)
