@@ -480,11 +480,10 @@ func (p *Permits) note(root Key, field func(*Outcome) *string, msg string) {
 	m := p.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f := field(p.attempts.Outcome(root))
-	if *f == msg {
-		return
+	if o := p.attempts.OutcomeOf(root); *field(&o) == msg {
+		return // no news; and clearing what was never said keeps no outcome
 	}
-	*f = msg
+	*field(p.attempts.Outcome(root)) = msg
 	m.status.Enqueue(root)
 }
 

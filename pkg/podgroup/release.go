@@ -42,7 +42,7 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 	if !m.halfBoundLocked(root) {
 		return
 	}
-	if r.active > 0 || p.attempts.OutcomeOf(root).Preempting != "" {
+	if r.active > 0 || p.preemptingLocked(root) {
 		// An attempt is under way, or victims are leaving for the tree: look again later.
 		p.armReleaseLocked(root, r, max(p.retryFloor, wait/2))
 		return

@@ -24,6 +24,8 @@ func TestHalfBoundGangIsReleased(t *testing.T) {
 		// then happens after the backoff; wantLater is what is evicted by then.
 		then      func(m *Model, clk *simClock, pods []*v1.Pod)
 		wantLater []string
+		// observer is the plans the model asks about preemption plans; none if nil.
+		observer RoundObserver
 	}{{
 		name:        "the rest does not fit: released",
 		wantEvicted: []string{"a-0"},
@@ -44,6 +46,14 @@ func TestHalfBoundGangIsReleased(t *testing.T) {
 		},
 		wantLater: []string{"a-0"},
 	}, {
+		name: "its condition says preempting, but its preemption plan ended: released",
+		// The plans have no plan made by preempting for it (it expired, or was dropped).
+		observer: &victimsWatch{},
+		meanwhile: func(m *Model, pods []*v1.Pod) {
+			m.Permits().NotePreempting(PodGroupKey("ns", "a"), "preempting on rack r1")
+		},
+		wantEvicted: []string{"a-0"},
+	}, {
 		name: "an attempt under way: not until it ends",
 		meanwhile: func(m *Model, pods []*v1.Pod) {
 			clk := m.clock.(*simClock)
@@ -59,7 +69,7 @@ func TestHalfBoundGangIsReleased(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, clk, rec := testModel(t)
+			m, clk, rec := observedModel(t, tc.observer)
 			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 			pods := []*v1.Pod{
 				lt.Member("ns", "a", 0).Node("n1").Obj(), // bound by a leader that died

@@ -297,7 +297,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 // victimsLocked asks the observer whether root's tree, which preempts (preemptingLocked),
 // has a live plan made by preempting, and whether pods it evicts are still there.
 func (p *Permits) victimsLocked(root Key) (preempted, waiting bool) {
-	if p.observer == nil || !p.preemptingLocked(root) {
+	if p.observer == nil || p.attempts.OutcomeOf(root).Preempting == "" {
 		return false, false
 	}
 	return p.observer.AwaitsVictims(root)
@@ -311,8 +311,26 @@ func (p *Permits) victimsLocked(root Key) (preempted, waiting bool) {
 // (10 gangs of 10 on 100 full nodes), the third gang's scout yielded to the news of the first
 // two gangs' victims until they bound, so the gangs preempted two at a time, in five cycles
 // of two seconds, where upstream frees room for all ten at once.
+//
+// The condition alone is not enough: it is cleared when the tree plans again or is
+// scheduled, but its plan may end first (expired, dropped), and a tree that preempts nothing
+// any more must hold its floor, be yielded to and be released as any other. So where the
+// plans are heard (the observer), they have the last word, and a condition they contradict
+// is cleared here.
 func (p *Permits) preemptingLocked(root Key) bool {
-	return p.attempts.OutcomeOf(root).Preempting != ""
+	o := p.attempts.OutcomeOf(root)
+	if o.Preempting == "" {
+		return false
+	}
+	if p.observer == nil {
+		return true
+	}
+	if preempted, _ := p.observer.AwaitsVictims(root); preempted {
+		return true
+	}
+	p.attempts.Outcome(root).Preempting = ""
+	p.m.status.Enqueue(root)
+	return false
 }
 
 // treeKeyLocked is the queue-sort key root's scout will have when news retries the tree

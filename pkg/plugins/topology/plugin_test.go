@@ -168,6 +168,40 @@ func TestPreFilterWaitsForVictimsTheCacheStillHolds(t *testing.T) {
 	}
 }
 
+// A preemption plan that ended before its tree was tried again (it expired once its victims
+// were gone) leaves nothing behind: the tree is planned afresh, and its condition no longer
+// says it preempts, nor does the model treat it as preempting (it would hold no retry floor
+// and never be released).
+func TestEndedPreemptionPlanClearsPreempting(t *testing.T) {
+	pods := lt.Members("ns", "g", 2, lt.CPU("4"))
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(rackKey)).Obj()
+	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+	root := podgroup.PodGroupKey("ns", "g")
+	clock := time.Now()
+	env.plans.now = func() time.Time { return clock }
+	defer func() { env.plans.now = time.Now }()
+	env.plans.Store(&Plan{Root: root, Expires: clock.Add(time.Second), Freed: "rack z0-r0",
+		Victims:     map[types.UID]types.NamespacedName{"gone": {Namespace: "ns", Name: "victim"}},
+		VictimNodes: sets.New("z0-r0-h1"),
+		Pods: map[types.UID]PlannedPod{pods[0].UID: {Node: "z0-r0-h1", Request: capacity.PodRequests(pods[0])},
+			pods[1].UID: {Node: "z0-r0-h0", Request: capacity.PodRequests(pods[1])}}})
+	gate := env.Components.Model.Gate()
+	env.Components.Model.Permits().NotePreempting(root, "taking rack z0-r0: evicting 1 pod of priority 0 (0 gangs whole)")
+	if c, _ := gate.Condition(root); c.Reason != v1alpha1.ReasonPreempting {
+		t.Fatalf("condition %+v, want Preempting while the plan lives", c)
+	}
+	clock = clock.Add(2 * time.Second) // the plan expires, its victim long gone
+	if _, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t)); !s.IsSuccess() {
+		t.Fatalf("PreFilter after the plan ended: %v, want the tree planned afresh", s)
+	}
+	if plan := env.plans.Get(root); plan == nil || len(plan.Victims) != 0 {
+		t.Errorf("plan %+v, want a fresh plan without victims", plan)
+	}
+	if c, _ := gate.Condition(root); c.Reason == v1alpha1.ReasonPreempting {
+		t.Errorf("condition %+v after the preemption plan ended, want it no longer Preempting", c)
+	}
+}
+
 // A member refused on its planned node: the plan is dropped and the tree planned again
 // without that node, never the same refused plan twice; when no other node will do, the
 // explanation says which node refused what.

@@ -128,6 +128,9 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		}
 	}
 	if plan == nil {
+		// A preemption plan the tree had ended (expired, dropped) before it was retried: its
+		// condition stops saying it preempts.
+		pl.notes.NotePreempting(sum.Root, "")
 		tree, ok := pl.trees.Tree(pod)
 		if !ok {
 			return nil, fwk.NewStatus(fwk.Skip)
