@@ -451,6 +451,16 @@ func (p *Permits) NotePreempting(root Key, msg string) {
 	p.note(root, func(o *Outcome) *string { return &o.Preempting }, msg)
 }
 
+// Unnominate clears the nominatedNodeName the pods' statuses carry (the Teller writes it,
+// off the scheduling cycle): a plugin that knows a member's nomination is stale (its tree was
+// planned afresh) tells the model, whose client writes the member's status.
+func (p *Permits) Unnominate(logger klog.Logger, pods []*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	p.m.update(logger, func(eff *effects) { eff.unnominate = append(eff.unnominate, pods...) })
+}
+
 // NoteReserving records that a domain is held for a tree (msg says which, since when and how
 // much of it is free), for its condition, or clears it (msg "").
 func (p *Permits) NoteReserving(root Key, msg string) {

@@ -88,6 +88,15 @@ func (n *Nominations) Note(uid types.UID, node string) {
 	n.setLocked(uid, nominated{status: was.status, memory: node})
 }
 
+// Of returns the nodes pod uid is nominated to: by its status, and in this process's memory
+// ("" for none).
+func (n *Nominations) Of(uid types.UID) (status, memory string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	was := n.byPod[uid]
+	return was.status, was.memory
+}
+
 // NoteResult records the nomination of a PostFilter result for pod.
 func (n *Nominations) NoteResult(pod *v1.Pod, res *fwk.PostFilterResult) {
 	if res == nil || res.NominatingInfo == nil || res.Mode() != fwk.ModeOverride {

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -8,9 +9,11 @@ import (
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -215,5 +218,46 @@ func TestPlanSeesPodsNominatedInTheirStatus(t *testing.T) {
 	}
 	if got, want := sets.List(res.NodeNames)[0], nodes[len(nodes)-1].Name; got != want {
 		t.Errorf("planned on %s, want %s (the only node no pod is nominated to)", got, want)
+	}
+}
+
+// A tree planned afresh clears the nominations its other pending members still carry from a
+// preemption plan that ended (in the scheduler's memory, and on the status of the member that
+// was its scout): the planner does not count them against the tree, but the scheduler's
+// Filter counts each one on its node against every pod of its priority, its siblings
+// included, and refused the scout the node its fresh plan gave it.
+func TestFreshPlanClearsItsMembersStaleNominations(t *testing.T) {
+	nodes := rackedNodes(1, 2, "4")
+	pods := lt.Members("ns", "g", 3, lt.CPU("4"))
+	pods[2].Status.NominatedNodeName = nodes[1].Name // the scout when the tree preempted
+	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(rackKey)).Obj()
+	env := newTestEnv(t, []runtime.Object{group}, pods, nodes)
+	nominate(t, env, pods[1], nodes[0].Name) // nominated by that preemption, in memory
+	nominate(t, env, pods[2], nodes[1].Name)
+	nominate(t, env, pods[0], nodes[2].Name) // the scout's own: the scheduler settles it
+
+	if _, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t)); !s.IsSuccess() {
+		t.Fatalf("PreFilter = %v, want the tree planned", s)
+	}
+	for _, n := range nodes[:2] {
+		if got := env.Framework.NominatedPodsForNode(n.Name); len(got) != 0 {
+			t.Errorf("%d pods still nominated to %s, want the siblings' nominations cleared", len(got), n.Name)
+		}
+	}
+	for _, p := range pods[1:] {
+		if status, memory := env.plugin.nominations.Of(p.UID); memory != "" {
+			t.Errorf("%s still listed as nominated to %q (status %q), want cleared", p.Name, memory, status)
+		}
+	}
+	if got := env.Framework.NominatedPodsForNode(nodes[2].Name); len(got) != 1 {
+		t.Errorf("%d pods nominated to %s, want the scout's own nomination left to the scheduler", len(got), nodes[2].Name)
+	}
+	// The status of the member that was the scout is written, off the cycle.
+	err := wait.PollUntilContextTimeout(env.Ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := env.Client.CoreV1().Pods("ns").Get(ctx, pods[2].Name, metav1.GetOptions{})
+		return err == nil && p.Status.NominatedNodeName == "", nil
+	})
+	if err != nil {
+		t.Errorf("%s's status still names its nominated node: %v", pods[2].Name, err)
 	}
 }

@@ -37,8 +37,9 @@ type Plan struct {
 	Unplanned bool
 	// Expires is when the plan stops promising capacity (planTTLSeconds after it was made).
 	Expires time.Time
-	// Victims are the pods evicted to make room for the plan (preemption.go), and Freed the
-	// domain they leave; the tree's members wait until every victim is gone.
+	// Victims are the pods evicted to make room for the plan (preemption.go), with the pods
+	// already leaving the nodes it places members on (awaitLeaving), and Freed the domain
+	// they leave; the tree's members wait until every victim is gone.
 	Victims map[types.UID]types.NamespacedName
 	Freed   string
 	// VictimNodes are the nodes the victims are on.

@@ -204,15 +204,20 @@ func TestEndedPreemptionPlanClearsPreempting(t *testing.T) {
 
 // A member refused on its planned node: the plan is dropped and the tree planned again
 // without that node, never the same refused plan twice; when no other node will do, the
-// explanation says which node refused what.
+// explanation says which node refused what. As in a scheduler, the gang's own PostFilter
+// runs first and ends the attempt (and the plan with it): the refusal is read from the
+// cycle. (It was read from the plan, so no node was ever refused, and a gang whose scout
+// Filter refused on its planned node was planned there again at every attempt.)
 func TestRefusedPlanIsNotMadeTwice(t *testing.T) {
 	pods := lt.Members("ns", "g", 2, lt.CPU("1"))
 	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(hostKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
 	root := podgroup.PodGroupKey("ns", "g")
+	pol := podgroup.Policy{PermitTimeout: time.Minute, Backoff: 10 * time.Second}
 	refused := sets.New[string]()
 	for i := 0; i < 8; i++ { // the 8 nodes, one after the other
-		res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+		state := framework.NewCycleState()
+		res, s := env.plugin.PreFilter(env.Ctx, state, pods[0], env.NodeInfos(t))
 		if !s.IsSuccess() || res == nil || res.NodeNames.Len() != 1 {
 			t.Fatalf("plan %d: %v %v, want a node", i, res, s)
 		}
@@ -223,7 +228,8 @@ func TestRefusedPlanIsNotMadeTwice(t *testing.T) {
 		refused.Insert(node)
 		statuses := framework.NewDefaultNodeToStatus()
 		statuses.Set(node, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) had volume node affinity conflict"))
-		env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), pods[0], statuses)
+		env.Components.Model.Permits().Fail(klog.Background(), pods[0], "0/8 nodes are available", pol)
+		env.plugin.PostFilter(env.Ctx, state, pods[0], statuses)
 		if env.plans.Get(root) != nil {
 			t.Fatal("plan kept after its member was refused on its node")
 		}

@@ -38,15 +38,19 @@ func (pl *Topology) postFilter(ctx context.Context, state fwk.CycleState, pod *v
 	if !ok {
 		return pl.preemptAlone(ctx, state, pod, statuses)
 	}
-	if plan := pl.plans.Get(sum.Root); plan != nil && len(plan.Victims) == 0 {
-		if pp, planned := plan.Pods[pod.UID]; planned && pl.plans.Drop(sum.Root) {
+	if data, err := state.Read(plannedKey); err == nil {
+		// Read from the cycle, not from the plans: the gang's own PostFilter, which runs
+		// first, ended the attempt, and with it the plan.
+		node := string(data.(plannedNode))
+		if s := statuses.Get(node); s != nil && !s.IsSuccess() {
 			why := "refused by Filter"
-			if s := statuses.Get(pp.Node); s != nil && !s.IsSuccess() && len(s.Reasons()) > 0 {
+			if len(s.Reasons()) > 0 {
 				why = strings.Join(s.Reasons(), ", ")
 			}
-			pl.plans.Refuse(sum.Root, pp.Node, why, pl.planTTL)
+			pl.plans.Drop(sum.Root)
+			pl.plans.Refuse(sum.Root, node, why, pl.planTTL)
 			metrics.replans.WithLabelValues("filter").Inc()
-			klog.FromContext(ctx).V(4).Info("Member refused on its planned node; the tree is planned again without it", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node, "why", why)
+			klog.FromContext(ctx).V(4).Info("Member refused on its planned node; the tree is planned again without it", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", node, "why", why)
 		}
 	}
 	if !sum.Gang || sum.Scheduled {
@@ -57,6 +61,16 @@ func (pl *Topology) postFilter(ctx context.Context, state fwk.CycleState, pod *v
 	}
 	return pl.preempt(ctx, pod, sum)
 }
+
+// plannedKey is where PreFilter leaves the node a member's tree's plan narrowed it to, so
+// that PostFilter knows which node Filter refused it.
+const plannedKey fwk.StateKey = Name + "/planned"
+
+// plannedNode is the node a plan narrowed a member to.
+type plannedNode string
+
+// Clone implements fwk.StateData.
+func (n plannedNode) Clone() fwk.StateData { return n }
 
 // preemptAlone runs DefaultPreemption, made to take running gangs whole, for a pod in no gang
 // or a replacement member of a running gang (pkg/podpreemption).

@@ -101,6 +101,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 		plan.Victims[v.UID] = types.NamespacedName{Namespace: v.Namespace, Name: v.Name}
 		plan.VictimNodes.Insert(v.Spec.NodeName)
 	}
+	pl.awaitLeaving(plan)
 	plan.Freed = choice.Domain.Name
 	plan.Expires = time.Now().Add(max(pl.planTTL, victimsGrace))
 	pl.plans.Store(plan)
@@ -185,6 +186,39 @@ func (pl *Topology) victimsLeft(plan *Plan) int {
 		}
 	}
 	return left
+}
+
+// awaitLeaving adds to a preempting plan's victims the pods already leaving the nodes it
+// places members on: pods terminating, and pods other trees' preemptions evict. The dry run
+// counted them gone, so the plan holds only once they are; its members wait for them as for
+// the pods it evicts. Without it a tree whose own victims left first found its planned node
+// still full of another preemptor's victims, planned again, and lost the room it was
+// nominated to (upstream's GangPreemptionPodGroups, 10 gangs of 10, where each gang's
+// preemption leaves room that the next one counts on).
+func (pl *Topology) awaitLeaving(plan *Plan) {
+	if pl.handle.SnapshotSharedLister() == nil {
+		return
+	}
+	evicting := pl.plans.Evicting(plan.Root)
+	infos := pl.handle.SnapshotSharedLister().NodeInfos()
+	nodes := sets.New[string]()
+	for _, pp := range plan.Pods {
+		nodes.Insert(pp.Node)
+	}
+	for node := range nodes {
+		ni, err := infos.Get(node)
+		if err != nil {
+			continue
+		}
+		for _, pi := range ni.GetPods() {
+			pod := pi.GetPod()
+			if pod.DeletionTimestamp == nil && !evicting.Pods.Has(pod.UID) {
+				continue
+			}
+			plan.Victims[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+			plan.VictimNodes.Insert(node)
+		}
+	}
 }
 
 // victimThere reports whether the victim uid, named ref, still exists.

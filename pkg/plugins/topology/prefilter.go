@@ -146,12 +146,14 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 			}
 		}
 		pl.plans.Store(plan)
+		pl.clearNominations(logger, tree, pod)
 	}
 	if plan.Unplanned {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if pp, ok := plan.Pods[pod.UID]; ok {
 		logger.V(4).Info("Member narrowed to its planned node", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "node", pp.Node)
+		state.Write(plannedKey, plannedNode(pp.Node))
 		return &fwk.PreFilterResult{NodeNames: sets.New(pp.Node)}, nil
 	}
 	if why, ok := plan.Refused[sum.Group]; ok {

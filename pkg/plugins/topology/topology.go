@@ -80,6 +80,9 @@ type Notes interface {
 	// root), for its groups' DisruptionTarget condition; the gang is a gang again. It
 	// reports whether this was news.
 	NotePreempted(root podgroup.Key, msg string) bool
+	// Unnominate clears the nominatedNodeName the pods' statuses carry, off the scheduling
+	// cycle.
+	Unnominate(logger klog.Logger, pods []*v1.Pod)
 }
 
 // Topology is the LockstepTopology plugin.

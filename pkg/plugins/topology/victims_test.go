@@ -2,9 +2,11 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
@@ -12,8 +14,12 @@ import (
 	policy "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
@@ -406,5 +412,67 @@ func TestDryRunPlacesEachNodeInItsDomain(t *testing.T) {
 				t.Errorf("%s: node %s placed in domain %d, want none", tree.Key, n, at)
 			}
 		}
+	}
+}
+
+// A preempting plan waits for every pod its dry run counted gone on the nodes it places
+// members on: those it evicts, and those already leaving (terminating, or evicted by another
+// tree's preemption). Were it to wait for its own victims only, its members would find their
+// nodes still full once those left, and the tree would plan again and lose the room it was
+// nominated to.
+func TestPreemptingPlanAwaitsThePodsAlreadyLeavingItsNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// leaving marks going as leaving.
+		leaving func(env *testEnv, going *v1.Pod)
+	}{{
+		name:    "a pod terminating",
+		leaving: func(_ *testEnv, going *v1.Pod) { going.DeletionTimestamp = &metav1.Time{Time: time.Now()} },
+	}, {
+		name: "a pod another tree's preemption evicts",
+		leaving: func(env *testEnv, going *v1.Pod) {
+			env.plans.Store(&Plan{Root: podgroup.PodGroupKey("ns", "other"), Expires: time.Now().Add(time.Hour), Freed: "node z0-r0-h0",
+				Victims: map[types.UID]types.NamespacedName{going.UID: {Namespace: "ns", Name: going.Name}}, VictimNodes: sets.New(going.Spec.NodeName)})
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pods []*v1.Pod
+			for _, r := range []string{"z0-r1", "z1-r0", "z1-r1"} {
+				pods = append(pods, runningRack(r, 10)...)
+			}
+			going := running("going", "z0-r0-h0", "4", 10, "")
+			pods = append(append(pods, going), fill("z0-r0-h1", 4, 10)...)
+			members := gangPods("hi", 2, func(w *st.PodWrapper) *st.PodWrapper {
+				return w.Req(map[v1.ResourceName]string{v1.ResourceCPU: "4"}).Priority(1000)
+			})
+			group := lt.MakePodGroup().Namespace("ns").Name("hi").Gang(2).Topology(lt.Required(rackKey)).Obj()
+			env := newTestEnvOpts(t, []runtime.Object{group}, append(pods, members...), labeledNodes("4"), podgrouptest.Options{Filters: true})
+			for _, ni := range env.NodeInfos(t) {
+				for _, pi := range ni.GetPods() {
+					if pi.GetPod().UID == going.UID {
+						tc.leaving(env, pi.GetPod())
+					}
+				}
+			}
+			pol := podgroup.Policy{PermitTimeout: time.Minute, Backoff: 10 * time.Second}
+			env.Components.Model.Permits().Fail(klog.Background(), members[0], "0/8 nodes are available", pol)
+			statuses := framework.NewDefaultNodeToStatus()
+			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+			_, s := env.plugin.PostFilter(env.Ctx, framework.NewCycleState(), members[0], statuses)
+			t.Logf("PostFilter: %v", s)
+			plan := env.plans.Get(podgroup.PodGroupKey("ns", "hi"))
+			if plan == nil || plan.Freed != "rack z0-r0" {
+				t.Fatalf("plan %+v, want rack z0-r0 freed (4 victims, the rest leaving)", plan)
+			}
+			var awaited []string
+			for _, ref := range plan.Victims {
+				awaited = append(awaited, ref.Name)
+			}
+			sort.Strings(awaited)
+			want := []string{"going", "z0-r0-h1-p0", "z0-r0-h1-p1", "z0-r0-h1-p2", "z0-r0-h1-p3"}
+			if !slices.Equal(awaited, want) || !plan.VictimNodes.Equal(sets.New("z0-r0-h0", "z0-r0-h1")) {
+				t.Errorf("the plan awaits %v on %v, want %v on both nodes", awaited, sets.List(plan.VictimNodes), want)
+			}
+		})
 	}
 }
