@@ -150,11 +150,7 @@ func TestPreFilterWaitsForVictimsTheCacheStillHolds(t *testing.T) {
 	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(rackKey)).Obj()
 	env := newTestEnv(t, []runtime.Object{group}, append(pods, victim), labeledNodes("4"))
 	root := podgroup.PodGroupKey("ns", "g")
-	env.plans.Store(&Plan{Root: root, Expires: time.Now().Add(time.Hour), Freed: "rack z0-r0",
-		Victims:     map[types.UID]types.NamespacedName{victim.UID: {Namespace: "ns", Name: "victim"}},
-		VictimNodes: sets.New("z0-r0-h1"),
-		Pods: map[types.UID]PlannedPod{pods[0].UID: {Node: "z0-r0-h1", Request: capacity.PodRequests(pods[0])},
-			pods[1].UID: {Node: "z0-r0-h0", Request: capacity.PodRequests(pods[1])}}})
+	storeRackPreemption(env, root, pods, time.Now().Add(time.Hour), victim.UID)
 	// Deleted in the API (the informer), not yet in the snapshot.
 	if err := env.Framework.SharedInformerFactory().Core().V1().Pods().Informer().GetStore().Delete(victim); err != nil {
 		t.Fatal(err)
@@ -166,6 +162,16 @@ func TestPreFilterWaitsForVictimsTheCacheStillHolds(t *testing.T) {
 	if plan := env.plans.Get(root); plan == nil || len(plan.Victims) != 1 || plan.Pods[pods[0].UID].Node != "z0-r0-h1" {
 		t.Errorf("plan %+v, want the preempting plan kept as it was", plan)
 	}
+}
+
+// storeRackPreemption stores for root the plan a preemption of rack z0-r0 made: pods[0] on
+// z0-r0-h1, where its victim ns/victim (uid victim) runs, pods[1] on z0-r0-h0.
+func storeRackPreemption(env *testEnv, root podgroup.Key, pods []*v1.Pod, expires time.Time, victim types.UID) {
+	env.plans.Store(&Plan{Root: root, Expires: expires, Freed: "rack z0-r0",
+		Victims:     map[types.UID]types.NamespacedName{victim: {Namespace: "ns", Name: "victim"}},
+		VictimNodes: sets.New("z0-r0-h1"),
+		Pods: map[types.UID]PlannedPod{pods[0].UID: {Node: "z0-r0-h1", Request: capacity.PodRequests(pods[0])},
+			pods[1].UID: {Node: "z0-r0-h0", Request: capacity.PodRequests(pods[1])}}})
 }
 
 // A preemption plan that ended before its tree was tried again (it expired once its victims
@@ -180,11 +186,7 @@ func TestEndedPreemptionPlanClearsPreempting(t *testing.T) {
 	clock := time.Now()
 	env.plans.now = func() time.Time { return clock }
 	defer func() { env.plans.now = time.Now }()
-	env.plans.Store(&Plan{Root: root, Expires: clock.Add(time.Second), Freed: "rack z0-r0",
-		Victims:     map[types.UID]types.NamespacedName{"gone": {Namespace: "ns", Name: "victim"}},
-		VictimNodes: sets.New("z0-r0-h1"),
-		Pods: map[types.UID]PlannedPod{pods[0].UID: {Node: "z0-r0-h1", Request: capacity.PodRequests(pods[0])},
-			pods[1].UID: {Node: "z0-r0-h0", Request: capacity.PodRequests(pods[1])}}})
+	storeRackPreemption(env, root, pods, clock.Add(time.Second), "gone")
 	gate := env.Components.Model.Gate()
 	env.Components.Model.Permits().NotePreempting(root, "taking rack z0-r0: evicting 1 pod of priority 0 (0 gangs whole)")
 	if c, _ := gate.Condition(root); c.Reason != v1alpha1.ReasonPreempting {
