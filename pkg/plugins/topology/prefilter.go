@@ -89,9 +89,13 @@ func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		}
 		g := unanchored(tree, sum.Group)
 		if !sum.Gang || g == nil {
-			res, s := pl.keepWithSiblings(tree, sum.Group, nodes)
+			first := ""
+			if !sum.Gang && g != nil {
+				first = pl.firstPlacement(ctx, tree, pod, sum, nodes)
+			}
+			res, s := pl.keepWithSiblings(tree, sum.Group, nodes, first)
 			if res != nil {
-				logger.V(4).Info("Member kept in its group's domains", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "nodes", res.NodeNames.Len())
+				logger.V(4).Info("Member kept in its group's domains", "pod", klog.KObj(pod), "group", sum.Group, "root", sum.Root, "nodes", res.NodeNames.Len(), "firstOfItsDomain", first != "")
 			}
 			return res, s
 		}
@@ -492,10 +496,11 @@ func pendingWhole(g *podgroup.GroupView) bool {
 
 // keepWithSiblings narrows a member of a basic tree to the domains its placed siblings
 // chose: for each Required key on its path, the domain of the members already placed in
-// that group's subtree; and, where its PodGroup has slices, to the domain of the slice its
-// placed members left open, so that a member placed outside a plan (a replacement in a
-// scheduled gang) completes the slice rather than starting one.
-func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// that group's subtree, or, where none is, the domain of first (the node the tree's plan
+// gave the member, firstPlacement), if any; and, where its PodGroup has slices, to the
+// domain of the slice its placed members left open, so that a member placed outside a plan
+// (a replacement in a scheduled gang) completes the slice rather than starting one.
+func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key, nodes []fwk.NodeInfo, first string) (*fwk.PreFilterResult, *fwk.Status) {
 	var path []*podgroup.GroupView
 	for v := groupIn(tree, key); v != nil; v = v.Parent {
 		path = append(path, v)
@@ -511,8 +516,14 @@ func (pl *Topology) keepWithSiblings(tree *podgroup.GroupView, key podgroup.Key,
 		g.Walk(func(v *podgroup.GroupView) { placed = append(placed, v.PlacedNodes...) })
 		for _, t := range g.Topology {
 			level := c.levelOf(t.Key)
-			if t.Mode == v1alpha1.TopologyPreferred || t.SliceSize != nil || level < 0 || len(placed) == 0 {
+			if t.Mode == v1alpha1.TopologyPreferred || t.SliceSize != nil || level < 0 {
 				continue
+			}
+			if len(placed) == 0 {
+				if first == "" {
+					continue
+				}
+				placed = []string{first}
 			}
 			anchor := c.anchor(placed)
 			if anchor == nil {

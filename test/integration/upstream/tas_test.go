@@ -166,33 +166,24 @@ func TestTopologyAwareSchedulingWithBasicPolicy(t *testing.T) {
 			two, createGroups(basicPG("pg1", rack)), createPods(unfittable("p1"), p(2)), scheduled("p2"), unschedulablePods("p1")}},
 		{name: "basic podgroup schedules on a single rack, choosing placement with highest allocation percentage (default placement scoring algorithm)", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r2z2("node3-rack2"), r2z2("node4-rack2"), r2z2("node5-rack2")),
-			// Differs: the first pod picks the rack by node score, and every node is empty: a
-			// tie the scheduler breaks at random (upstream: rack 1, the fuller by placement
-			// score). The group shares one rack.
 			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2), p(3)), scheduled("p1", "p2", "p3"),
-			oneDomain(rack, "p1", "p2", "p3")}},
+			onNodes(names("p", 3), "node1-rack1", "node2-rack1")}},
 		{name: "basic podgroup schedules on a single rack, choosing placement with highest allocation percentage with pre-existing pods", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1"), r2z2("node4-rack2"), r2z2("node5-rack2"), r2z2("node6-rack2"),
 				r3z2("node7-rack3"), r3z2("node8-rack3"), r3z2("node9-rack3"), r3z2("node10-rack3")),
 			createPods(assigned("existing1", "node1-rack1", "1"), assigned("existing2", "node5-rack2", "1"), assigned("existing3", "node6-rack2", "1")),
-			// Differs: a basic group's first pod picks the rack (lockstep plans gangs whole,
-			// not basic groups), by node score, not by upstream's placement score: the rack
-			// may differ; the group shares one.
 			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2), p(3)), scheduled("p1", "p2", "p3"),
-			oneDomain(rack, "p1", "p2", "p3")}},
+			onNodes(names("p", 3), "node4-rack2", "node5-rack2", "node6-rack2")}},
 		{name: "basic podgroup schedules on a single rack, choosing best scoring placement that will not fit all podgroup", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1"), r1z1("node4-rack1"), r2z1("node5-rack2")),
 			createPods(assigned("existing1", "node1-rack1", "2")), createGroups(basicPG("pg1", rack)),
-			// Differs: p1, alone, takes rack 1 by node score (upstream: rack 2, the fuller by
-			// placement score), where all three then fit; every pod stays in p1's rack.
-			createPods(p(1)), scheduled("p1"), createPods(p(2), p(3)), settled("p1", "p2", "p3"),
-			boundInOneDomain(rack, "p1", "p2", "p3")}},
+			createPods(p(1)), scheduled("p1"), createPods(p(2), p(3)), scheduled("p2"),
+			onNodes([]string{"p1", "p2"}, "node5-rack2"), unschedulablePods("p3")}},
 		{name: "two basic podgroups schedule consecutively, each on a single rack", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1"), r2z1("node4-rack2")),
-			// Differs: a basic group's first pod picks the rack by node score (upstream: the
-			// fuller rack 2 by placement score); each group in one rack, all bound.
-			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)), createGroups(basicPG("pg2", rack)), createPods(q("p3"), q("p4")),
-			scheduled("p1", "p2", "p3", "p4"), oneDomain(rack, "p1", "p2"), oneDomain(rack, "p3", "p4")}},
+			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)), scheduled("p1", "p2"), onNodes([]string{"p1", "p2"}, "node4-rack2"),
+			createGroups(basicPG("pg2", rack)), createPods(q("p3"), q("p4")), scheduled("p3", "p4"),
+			onNodes([]string{"p3", "p4"}, "node1-rack1", "node2-rack1", "node3-rack1")}},
 		{name: "two basic podgroups schedule consecutively on the only rack", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1")),
 			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)), createGroups(basicPG("pg2", rack)), createPods(q("p3"), q("p4"), q("p5")),
@@ -201,21 +192,17 @@ func TestTopologyAwareSchedulingWithBasicPolicy(t *testing.T) {
 			tasNodes(r1z1("node1-rack1"), r2z2("node2-zone2"), r2z2("node3-zone2"), r3z2("node4-zone2"), r3z2("node5-zone2")),
 			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)),
 			createGroups(basicPG("pg2", zone)), createPods(large("p3", "pg2"), large("p4", "pg2"), large("p5", "pg2")),
-			// Differs: as above, pg1's rack is its first pod's pick; each group in its domain.
-			scheduled("p1", "p2", "p3", "p4", "p5"), oneDomain(rack, "p1", "p2"), oneDomain(zone, "p3", "p4", "p5")}},
+			scheduled("p1", "p2", "p3", "p4", "p5"), onNodes([]string{"p1", "p2"}, "node1-rack1"),
+			onNodes([]string{"p3", "p4", "p5"}, "node2-zone2", "node3-zone2", "node4-zone2", "node5-zone2")}},
 		{name: "two basic podgroups schedule consecutively, one does not fit in the assigned rack", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r2z1("node3-rack2")),
-			// Differs: p1, alone, takes its rack by node score (upstream: the fuller rack 2 by
-			// placement score); each group's bound pods share one rack.
-			createGroups(basicPG("pg1", rack)), createPods(p(1)), scheduled("p1"), createPods(p(2), p(3)), settled("p1", "p2", "p3"),
-			boundInOneDomain(rack, "p1", "p2", "p3"),
-			createGroups(basicPG("pg2", rack)), createPods(q("p4"), q("p5"), q("p6")), settled("p4", "p5", "p6"),
-			boundInOneDomain(rack, "p4", "p5", "p6")}},
+			createGroups(basicPG("pg1", rack)), createPods(p(1)), scheduled("p1"), createPods(p(2), p(3)), scheduled("p2"),
+			unschedulablePods("p3"), onNodes([]string{"p1", "p2"}, "node3-rack2"),
+			createGroups(basicPG("pg2", rack)), createPods(q("p4"), q("p5"), q("p6")), scheduled("p4", "p5", "p6"),
+			onNodes([]string{"p4", "p5", "p6"}, "node1-rack1", "node2-rack1")}},
 		{name: "basic podgroup continues to schedule pods when more resources become available", steps: []step{
-			// Differs: p1, alone, takes the emptier rack 2 by node score (upstream: rack 1 by
-			// placement score), where p2 fits at once; both share a rack either way.
 			two, createPods(assigned("existing1", "node1-rack1", "1")), createGroups(basicPG("pg1", rack)),
-			createPods(p(1)), scheduled("p1"), createPods(p(2)), settled("p2"),
-			deletePods("existing1"), scheduled("p1", "p2"), oneDomain(rack, "p1", "p2")}},
+			createPods(p(1)), scheduled("p1"), createPods(p(2)), onNodes([]string{"p1"}, "node1-rack1"), unschedulablePods("p2"),
+			deletePods("existing1"), scheduled("p1", "p2"), onNodes([]string{"p1", "p2"}, "node1-rack1")}},
 	})
 }
