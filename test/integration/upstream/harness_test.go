@@ -626,38 +626,6 @@ func removedOneOf(names ...string) step {
 	}
 }
 
-// settled waits until each pod is bound or refused.
-func settled(names ...string) step {
-	return func(h *h) {
-		h.wait("bound or unschedulable", names, func(p *v1.Pod, exists bool) (bool, string) {
-			if !exists {
-				return false, "gone"
-			}
-			if p.Spec.NodeName != "" {
-				return true, ""
-			}
-			return unschedulable(p)
-		})
-	}
-}
-
-// boundInOneDomain checks that those of the pods that are bound share one domain of key.
-func boundInOneDomain(key string, names ...string) step {
-	return func(h *h) {
-		var bound []string
-		for _, n := range names {
-			if p, exists := h.state(n); exists && p.Spec.NodeName != "" {
-				bound = append(bound, n)
-			}
-		}
-		if len(bound) == 0 {
-			h.t.Errorf("none of %v bound", names)
-			return
-		}
-		oneDomain(key, bound...)(h)
-	}
-}
-
 // invalidGroups waits until the native PodGroups' condition says they are Invalid, with msg.
 func invalidGroups(msg string, groups ...string) step {
 	return func(h *h) {
