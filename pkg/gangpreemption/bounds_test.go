@@ -237,21 +237,22 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 		t.Fatalf("chose %v keeping %d bounds, want rack a, both racks' bounds kept", got, kept)
 	}
 	c.trees.gangPriority["low"] = 1000 // the model's word changes; no node does
-	now = now.Add(boundTTL - time.Second)
+	life := reading{}.ttl(dry.domains[0].id())
+	now = now.Add(life - time.Second)
 	if got, _ := decide(); got != nil {
 		// The kept bound still says rack a may hold the tree; its dry run, on the snapshot as
 		// it is, finds no victim there.
 		t.Fatalf("chose %s evicting %s, want nothing: the gang is above the tree now", got.Domain.Name, PodNames(got.Pods()))
 	}
 	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()].get(dry.domains[0].id(), 0); !b.ok {
-		t.Fatal("rack a's bound was renewed before boundTTL passed")
+		t.Fatal("rack a's bound was renewed before its life passed")
 	}
 	now = now.Add(2 * time.Second)
 	if got, _ := decide(); got != nil {
 		t.Fatalf("chose %s, want nothing", got.Domain.Name)
 	}
 	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()].get(dry.domains[0].id(), 0); b.ok {
-		t.Error("rack a's bound was kept past boundTTL")
+		t.Error("rack a's bound was kept past its life")
 	}
 	// A change of the node: bounded afresh at once.
 	c.trees.gangPriority["low"] = 1
@@ -261,6 +262,69 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 	}
 	if b, _ := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()].get(dry.domains[1].id(), 1); !b.ok || b.cost != (Cost{}) {
 		t.Errorf("rack b's bound %+v, %v after its pod left; want zero, true", b.cost, b.ok)
+	}
+}
+
+// The bounds a shape's first decision reads, one per domain, all at once, expire a few at a
+// time over the last quarter of boundTTL, not all in one decision that reads every domain
+// again; each domain is bounded again once, with a life of its own, so they stay spread.
+func TestKeptBoundsExpireAFewAtATime(t *testing.T) {
+	var nodes []*v1.Node
+	var running []*v1.Pod
+	var domains []Domain
+	for i := range 40 {
+		name := fmt.Sprintf("n%d", i)
+		nodes = append(nodes, lt.MakeNode(name, "4").Obj())
+		running = append(running, lt.Member("ns", "low", i).Req(lt.CPU("4")).Priority(1).Node(name).Obj())
+		domains = append(domains, Domain{Name: "rack " + name, Nodes: []string{name}})
+	}
+	c := newCluster(nodes, running, map[string]int32{"low": 1})
+	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 1, Pending: lt.Members("ns", "hi", 1, lt.CPU("4"))}
+	dry := &firstFit{tree: tree, domains: domains}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := New(noPlugins{}, c.trees, nil, nil)
+	e.bounds.now = func() time.Time { return now }
+	p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
+	// boundedAt decides once and returns, by domain, when its kept bound was read.
+	boundedAt := func() []time.Time {
+		t.Helper()
+		e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
+		kept := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()]
+		var at []time.Time
+		for i, d := range domains {
+			b, ok := kept.get(d.id(), i)
+			if !ok {
+				t.Fatalf("%s: no bound kept", d.Name)
+			}
+			at = append(at, b.at)
+		}
+		return at
+	}
+	start := now
+	for i, at := range boundedAt() {
+		if !at.Equal(start) {
+			t.Fatalf("%s bounded at %s, want at the first decision", domains[i].Name, at)
+		}
+	}
+	now = start.Add(boundTTL * 7 / 8)
+	mid := now
+	again := 0
+	for _, at := range boundedAt() {
+		if at.Equal(mid) {
+			again++
+		}
+	}
+	if again == 0 || again == len(domains) {
+		t.Fatalf("%d of %d domains bounded again at 7/8 of boundTTL, want some, not all", again, len(domains))
+	}
+	now = start.Add(boundTTL + time.Second)
+	end := now
+	for i, at := range boundedAt() {
+		switch {
+		case at.Equal(mid), at.Equal(end):
+		default:
+			t.Errorf("%s bounded at %s: want once after its life, at 7/8 of boundTTL or after boundTTL", domains[i].Name, at.Sub(start))
+		}
 	}
 }
 
@@ -327,11 +391,12 @@ func TestKeptBoundBeyondTheWatchedNodesIsPartial(t *testing.T) {
 	}
 	start := now
 	a, b := kept()
-	if !a.partial || a.ttl() != partialTTL {
-		t.Errorf("rack a, whose gang reaches %d nodes outside it: partial %v, lives %s; want partial, %s", maxWatched+1, a.partial, a.ttl(), partialTTL)
+	within := func(life, most time.Duration) bool { return life > most*3/4 && life <= most }
+	if lifeA := a.ttl(dry.domains[0].id()); !a.partial || !within(lifeA, partialTTL) {
+		t.Errorf("rack a, whose gang reaches %d nodes outside it: partial %v, lives %s; want partial, the last quarter of %s", maxWatched+1, a.partial, lifeA, partialTTL)
 	}
-	if b.partial || b.ttl() != boundTTL {
-		t.Errorf("rack b, whose gang reaches one node outside it: partial %v, lives %s; want whole, %s", b.partial, b.ttl(), boundTTL)
+	if lifeB := b.ttl(dry.domains[1].id()); b.partial || !within(lifeB, boundTTL) {
+		t.Errorf("rack b, whose gang reaches one node outside it: partial %v, lives %s; want whole, the last quarter of %s", b.partial, lifeB, boundTTL)
 	}
 	now = now.Add(partialTTL + time.Second)
 	if a, b = kept(); !a.at.Equal(now) || !b.at.Equal(start) {
