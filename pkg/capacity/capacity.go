@@ -104,6 +104,22 @@ func (r *Resources) addScaled(o Resources, k int64) {
 	}
 }
 
+// Least returns, of each resource, the smaller amount of r and o (an extended resource only
+// one of them has: none). Each of them covers it: a node without room for it has room for
+// neither.
+func (r Resources) Least(o Resources) Resources {
+	out := Resources{MilliCPU: min(r.MilliCPU, o.MilliCPU), Memory: min(r.Memory, o.Memory), Pods: min(r.Pods, o.Pods)}
+	for name, v := range r.Scalar {
+		if w, ok := o.Scalar[name]; ok {
+			if out.Scalar == nil {
+				out.Scalar = map[v1.ResourceName]int64{}
+			}
+			out.Scalar[name] = min(v, w)
+		}
+	}
+	return out
+}
+
 // IsZero reports whether r holds nothing of any resource.
 func (r Resources) IsZero() bool {
 	if r.MilliCPU != 0 || r.Memory != 0 || r.Pods != 0 {

@@ -63,6 +63,25 @@ func TestArithmetic(t *testing.T) {
 	}
 }
 
+// Least is each resource's smaller amount, an extended resource only one side has left
+// out; both needs cover it, so a node without room for it has room for neither.
+func TestLeast(t *testing.T) {
+	a := Resources{MilliCPU: 2000, Memory: 1 << 30, Pods: 1, Scalar: map[v1.ResourceName]int64{gpu: 2, "example.com/fpga": 1}}
+	b := Resources{MilliCPU: 1000, Memory: 2 << 30, Pods: 1, Scalar: map[v1.ResourceName]int64{gpu: 1}}
+	want := Resources{MilliCPU: 1000, Memory: 1 << 30, Pods: 1, Scalar: map[v1.ResourceName]int64{gpu: 1}}
+	for _, got := range []Resources{a.Least(b), b.Least(a)} {
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Least = %+v, want %+v", got, want)
+		}
+		if !a.Fits(got) || !b.Fits(got) {
+			t.Errorf("%+v does not fit in both needs", got)
+		}
+	}
+	if got := (Resources{MilliCPU: 1}).Least(Resources{MilliCPU: 2}); got.Scalar != nil {
+		t.Errorf("Least of needs without extended resources has %v", got.Scalar)
+	}
+}
+
 func TestAllocatable(t *testing.T) {
 	node := &v1.Node{Status: v1.NodeStatus{Allocatable: v1.ResourceList{
 		v1.ResourceCPU:              resource.MustParse("3500m"),

@@ -15,6 +15,9 @@ import (
 // cluster of racks of 100 nodes of 4 cpu, as scheduler_perf's rack shape
 // (65000Nodes_2250Gangs_9000Pods_Rack): every rack is ranked by its room, from the room
 // cache when the rack did not change. A plan should cost the same at 15,000 and 65,000 nodes.
+// NoRoom is the failed plan of a gang whose pods (5 cpu) fit on no node: its explanation
+// counts each rack's room, as a waiting rack-required gang's every attempt does in a full
+// cluster (scheduler_perf's LockstepReservingGangs).
 //
 //	go test ./pkg/plugins/topology -run '^$' -bench PlanRackRequired -benchmem
 func BenchmarkPlanRackRequired(b *testing.B) {
@@ -25,12 +28,17 @@ func BenchmarkPlanRackRequired(b *testing.B) {
 			ns = append(ns, lt.InTopology(lt.MakeNode(fmt.Sprintf("r%d-h%d", rack, i%100), "4"),
 				fmt.Sprintf("z%d", rack/25), fmt.Sprintf("b%d", rack/5), fmt.Sprintf("r%d", rack)).Obj())
 		}
-		groups := []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("gang").Gang(4).Topology(lt.Required(rackKey)).Obj()}
+		groups := []runtime.Object{
+			lt.MakePodGroup().Namespace("ns").Name("gang").Gang(4).Topology(lt.Required(rackKey)).Obj(),
+			lt.MakePodGroup().Namespace("ns").Name("big").Gang(8).Topology(lt.Required(rackKey)).Obj(),
+		}
 		pods := lt.Members("ns", "gang", 4, lt.CPU("1"))
-		env := newTestEnvOpts(b, groups, pods, ns, podgrouptest.Options{})
+		big := lt.Members("ns", "big", 8, lt.CPU("5"))
+		env := newTestEnvOpts(b, groups, append(pods, big...), ns, podgrouptest.Options{})
 		tree, _ := env.Components.Model.Gate().Tree(pods[0])
-		if tree == nil {
-			b.Fatal("no tree for the gang")
+		bigTree, _ := env.Components.Model.Gate().Tree(big[0])
+		if tree == nil || bigTree == nil {
+			b.Fatal("no tree for the gangs")
 		}
 		infos := env.NodeInfos(b)
 		env.plugin.planTree(env.Ctx, tree, infos, nil) // the topology's first build
@@ -38,6 +46,13 @@ func BenchmarkPlanRackRequired(b *testing.B) {
 			for b.Loop() {
 				if plan, _ := env.plugin.planTree(env.Ctx, tree, infos, nil); plan == nil {
 					b.Fatal("no plan for a gang in an empty cluster")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dNodes_NoRoom", nodes), func(b *testing.B) {
+			for b.Loop() {
+				if plan, _ := env.plugin.planTree(env.Ctx, bigTree, infos, nil); plan != nil {
+					b.Fatal("a plan for pods no node can hold")
 				}
 			}
 		})

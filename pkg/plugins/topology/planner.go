@@ -634,16 +634,20 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 		f.slice = cut
 	}
 	rep, shape, count := p.shapeOf(g)
+	smallest := smallestNeed(pods)
 	reasons := map[string]int{}
 	type room struct {
 		d     *domain
 		slots int64
+		// some: a node of the domain has room for the group's smallest pod; where none has,
+		// no pod of the group can be packed there, and the domain is not packed.
+		some bool
 	}
 	var usable []room
 	refusals := map[string]int{}
 	for _, d := range cands {
 		var slots int64
-		eligible := false
+		eligible, some := false, false
 		why := ""
 		for _, n := range d.nodes {
 			if rep != nil && !p.fit.eligible(rep.shape, n) {
@@ -654,7 +658,9 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 			}
 			eligible = true
 			if count > 0 {
-				copies := p.freeAt(n.idx).Copies(shape)
+				free := p.freeAt(n.idx)
+				some = some || free.Fits(smallest)
+				copies := free.Copies(shape)
 				slots += copies
 				if copies > 0 && rep != nil && !p.closed(n, g.Key) {
 					if p.fit.allows(rep.shape, n) {
@@ -671,7 +677,7 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 			reasons[why]++
 			continue
 		}
-		usable = append(usable, room{d, slots})
+		usable = append(usable, room{d, slots, some})
 	}
 	f.why = commonest(reasons)
 	f.refusal = commonest(refusals)
@@ -680,6 +686,11 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 	for i, r := range usable {
 		if i >= maxExplained {
 			break
+		}
+		if !r.some {
+			// A full cluster's racks: packing each (its nodes sorted) to place nothing was
+			// most of a waiting rack-required gang's failed attempt at 15,000 nodes.
+			continue
 		}
 		mark := len(p.undo)
 		n := 0
@@ -694,6 +705,20 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 		p.rollback(mark)
 	}
 	p.failures = append(p.failures, f)
+}
+
+// smallestNeed returns, of each resource, the least any of the pods requests (pods of one
+// shape: that shape): a node without room for it has room for none of them.
+func smallestNeed(pods []*pending) capacity.Resources {
+	var least capacity.Resources
+	for i, pd := range pods {
+		if i == 0 {
+			least = pd.need
+			continue
+		}
+		least = least.Least(pd.need)
+	}
+	return least
 }
 
 func (p *planner) take(n *node, pd *pending) {
