@@ -127,7 +127,13 @@ type waitingFigures struct {
 	// triedBefore: the attempts before the window, per gang (gang attempts) or per waiting pod
 	// (plain): below 1, some were not tried when the window started. Not per minute.
 	triedBefore float64
+	// reservations: lockstep's reservations started before the window and in it (not per
+	// minute), "–" where none was ever counted.
+	reservations string
 }
+
+// reservationsTotal counts lockstep's reservations by event (started, bound, timeout...).
+const reservationsTotal = "lockstep_reservations_total"
 
 func figures(r *run) waitingFigures {
 	w := r.window
@@ -147,6 +153,10 @@ func figures(r *run) waitingFigures {
 		groupStatusWrites: perMinute(w.requests("PUT podgroups/status", "PATCH podgroups/status", "PUT compositepodgroups/status", "PATCH compositepodgroups/status")),
 		events:            perMinute(w.requests("POST events", "PATCH events", "PUT events")),
 		gangAttempts:      -1,
+		reservations:      "–",
+	}
+	if w.Counters[reservationsTotal] != nil || w.AtStart[reservationsTotal] != nil {
+		f.reservations = fmt.Sprintf("%.0f / %.0f", w.counterAtStart(reservationsTotal, "started"), w.counter(reservationsTotal, "started"))
 	}
 	if r.cpu != nil {
 		// The CPU profile covers startCollectingMetrics to stopCollectingMetrics: its own
@@ -192,8 +202,8 @@ func writeWaiting(out io.Writer, runs []*run) {
 		}
 		return a.mode > b.mode // Plain, Native, Lockstep
 	})
-	fmt.Fprintln(out, "| Shape | Mode | Window (s) | tried before (per gang or pod) | scheduler CPU s / min | per 1000 waiting pods | scheduler share of CPU | apiserver writes / min | scheduler writes / min | pod status writes / min | group status writes / min | events / min | gang attempts / gang / min | failed pod attempts / pod / min | Heap (MB) | scheduler heap (MB) |")
-	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(out, "| Shape | Mode | Window (s) | tried before (per gang or pod) | scheduler CPU s / min | per 1000 waiting pods | scheduler share of CPU | apiserver writes / min | scheduler writes / min | pod status writes / min | group status writes / min | events / min | gang attempts / gang / min | failed pod attempts / pod / min | reservations started before / in the window | Heap (MB) | scheduler heap (MB) |")
+	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range runs {
 		f := figures(r)
 		cpu, perPods, share := "–", "–", "–"
@@ -214,8 +224,8 @@ func writeWaiting(out io.Writer, runs []*run) {
 		if r.schedHeapMB >= 0 {
 			schedHeap = fmt.Sprintf("%.1f", r.schedHeapMB)
 		}
-		fmt.Fprintf(out, "| %s | %s | %.1f | %.2f | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %s |\n",
+		fmt.Fprintf(out, "| %s | %s | %.1f | %.2f | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %.2f | %s | %.0f | %s |\n",
 			r.shape, r.mode, r.window.Seconds, f.triedBefore, cpu, perPods, share, f.writes, f.schedulerWrites, f.podStatusWrites,
-			f.groupStatusWrites, f.events, gang, f.podAttempts, r.heapMB, schedHeap)
+			f.groupStatusWrites, f.events, gang, f.podAttempts, f.reservations, r.heapMB, schedHeap)
 	}
 }

@@ -46,10 +46,12 @@ func TestWaitingFigures(t *testing.T) {
 		Counters: map[string]map[string]float64{
 			"lockstep_gang_attempts_total":      {"unschedulable": 500},
 			"scheduler_schedule_attempts_total": {"scheduled": 30, "unschedulable": 700, "error": 100},
+			"lockstep_reservations_total":       {"started": 2, "released": 1},
 		},
 		AtStart: map[string]map[string]float64{
 			"lockstep_gang_attempts_total":      {"unschedulable": 150, "scheduled": 0},
 			"scheduler_schedule_attempts_total": {"scheduled": 800, "unschedulable": 1600},
+			"lockstep_reservations_total":       {"started": 1},
 		},
 	}
 	tests := []struct {
@@ -89,6 +91,10 @@ func TestWaitingFigures(t *testing.T) {
 				t.Errorf("%s: %s = %v, want %v", tc.name, c.what, c.got, c.want)
 			}
 		}
+		// Reservations started, before the window and in it: counts, not rates.
+		if got.reservations != "1 / 2" {
+			t.Errorf("%s: reservations = %q, want %q", tc.name, got.reservations, "1 / 2")
+		}
 	}
 }
 
@@ -123,7 +129,7 @@ func TestWaitingTable(t *testing.T) {
 	if !strings.Contains(tables[0], "| 10Nodes_3Gangs_9Pods | LockstepGang |") || strings.Contains(tables[0], "Waiting") {
 		t.Errorf("scheduling table:\n%s", tables[0])
 	}
-	if want := "| 10Nodes_10Gangs_80Pods | LockstepWaitingGangs | 60.0 | 1.00 | – | – | – | 120 | 120 | 0 | 0 | 120 | 2.00 | 0.00 | 300 | – |"; !strings.Contains(tables[1], want) {
+	if want := "| 10Nodes_10Gangs_80Pods | LockstepWaitingGangs | 60.0 | 1.00 | – | – | – | 120 | 120 | 0 | 0 | 120 | 2.00 | 0.00 | – | 300 | – |"; !strings.Contains(tables[1], want) {
 		t.Errorf("waiting table lacks %q:\n%s", want, tables[1])
 	}
 }

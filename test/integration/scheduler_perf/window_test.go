@@ -32,6 +32,7 @@ var windowCounters = map[string]string{
 	"scheduler_schedule_attempts_total":          "result",
 	"scheduler_podgroup_schedule_attempts_total": "result",
 	"scheduler_queue_incoming_pods_total":        "event",
+	"lockstep_reservations_total":                "event",
 }
 
 // window is what <mode>_<shape>-window.json holds.
