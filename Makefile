@@ -188,7 +188,8 @@ bench-perf-huge: etcd
 
 ## bench-waiting: what waiting costs (issue 34): 100, 1000 and (lockstep only) 10,000 gangs that
 ## cannot fit at 5000 nodes, 100 at 1000 and 15,000 nodes, and (lockstep only) 1000 gangs of 8-64
-## pods at 15,000 nodes, lockstep, native and plain, each measured over 60 s of churn with CPU and
+## pods at 15,000 nodes, lockstep, native and plain, and (lockstep only) 100 rack-required gangs
+## holding a reservation at 5000 and 15,000 nodes, each measured over 60 s of churn with CPU and
 ## heap profiles; per-minute table in $(BENCH_DIR)/waiting. Plain and native at 10,000 gangs and
 ## at 8-64 pods a gang carry the label waiting-10k (their barrier outlasts scheduler_perf's 10 min).
 bench-waiting: etcd
