@@ -1,6 +1,10 @@
 package topology
 
 import (
+	"fmt"
+	"math/rand"
+	"os"
+	"strconv"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -110,4 +114,85 @@ func TestFirstMemberOfABasicGroupTakesTheBestFitDomain(t *testing.T) {
 
 func req(key string) []v1alpha1.TopologyConstraint {
 	return []v1alpha1.TopologyConstraint{lt.Required(key)}
+}
+
+// Seeded random racks, running pods and basic groups with a Required rack: the first member
+// is narrowed to one whole rack, and, counted from the nodes and pods themselves (free cores
+// over the members' cores), that rack holds every pending member with the fewest slots to
+// spare when some rack holds them all, else as many as any rack; where no rack takes even
+// one, it is not narrowed. FIRSTPLACEMENT_SEED=n replays one seed.
+func TestFirstMemberPlacementInvariants(t *testing.T) {
+	seeds := 150
+	first := int64(1)
+	if s, err := strconv.ParseInt(os.Getenv("FIRSTPLACEMENT_SEED"), 10, 64); err == nil {
+		seeds, first = 1, s
+	}
+	for seed := first; seed < first+int64(seeds); seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		used := map[string]int64{}
+		rackOf := map[string]string{}
+		var nodes []*v1.Node
+		var pods []*v1.Pod
+		for r := range 2 + rng.Intn(5) {
+			rack := fmt.Sprintf("rack-%d", r)
+			for h := range 1 + rng.Intn(5) {
+				name := fmt.Sprintf("%s-h%d", rack, h)
+				nodes = append(nodes, lt.InTopology(lt.MakeNode(name, "4"), "z0", "z0-b0", rack).Obj())
+				rackOf[name] = rack
+				if cores := rng.Int63n(5); cores > 0 {
+					used[name] = cores
+					pods = append(pods, lt.GroupPod("ns", "run-"+name, "").Req(lt.CPU(strconv.FormatInt(cores, 10))).Node(name).Obj())
+				}
+			}
+		}
+		cpu := 1 + rng.Int63n(2)
+		pending := 1 + rng.Intn(6)
+		members := lt.Members("ns", "web", pending, lt.CPU(strconv.FormatInt(cpu, 10)))
+		group := lt.MakePodGroup().Namespace("ns").Name("web").Topology(lt.Required(rackKey)).Obj()
+		env := newTestEnv(t, []runtime.Object{group}, append(pods, members...), nodes)
+		res, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), members[0], env.NodeInfos(t))
+		if !s.IsSuccess() {
+			t.Fatalf("seed %d: PreFilter: %v", seed, s)
+		}
+		// The oracle: each rack's slots for a member, from the objects.
+		slots := map[string]int64{}
+		for _, n := range nodes {
+			slots[rackOf[n.Name]] += (4 - used[n.Name]) / cpu
+		}
+		var most, tightest int64 = 0, -1
+		for _, n := range slots {
+			most = max(most, n)
+			if spare := n - int64(pending); spare >= 0 && (tightest < 0 || spare < tightest) {
+				tightest = spare
+			}
+		}
+		if most == 0 {
+			if res != nil {
+				t.Errorf("seed %d: no rack takes a member, yet narrowed to %v", seed, sets.List(res.NodeNames))
+			}
+			continue
+		}
+		if res == nil {
+			t.Errorf("seed %d: not narrowed; racks' slots %v for %d members", seed, slots, pending)
+			continue
+		}
+		var rack string
+		for n := range res.NodeNames {
+			rack = rackOf[n]
+		}
+		whole := sets.New[string]()
+		for n, r := range rackOf {
+			if r == rack {
+				whole.Insert(n)
+			}
+		}
+		switch {
+		case !res.NodeNames.Equal(whole):
+			t.Errorf("seed %d: narrowed to %v, not one whole rack", seed, sets.List(res.NodeNames))
+		case tightest >= 0 && slots[rack]-int64(pending) != tightest:
+			t.Errorf("seed %d: %s has %d slots for %d members; the tightest rack that holds them all spares %d (slots %v)", seed, rack, slots[rack], pending, tightest, slots)
+		case tightest < 0 && slots[rack] != most:
+			t.Errorf("seed %d: %s has %d slots; no rack holds all %d members, and one holds %d (slots %v)", seed, rack, slots[rack], pending, most, slots)
+		}
+	}
 }
