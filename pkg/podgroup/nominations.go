@@ -18,16 +18,23 @@ import (
 // own PodGroup test (anti-affinity across the cycle) then never schedules: the gang's other
 // member is refused the node for the nomination of a member that is nowhere.
 //
-// waitsLeft is the model's record of those waits: a member's node when its reservation ended
-// without a bind (Unreserve). A nomination of that node that reaches the model before the
-// member's next scheduling cycle is the ended wait's, and the model clears it (Teller). The
-// record is dropped at the member's next cycle (that cycle's failure handler clears what its
-// informer shows, and a nomination it writes, by preemption, is the cycle's own), when the
-// pod is bound, when the nomination is seen cleared, and when the pod is deleted.
+// The same happens, gate or not, to a nomination preemption wrote: a member nominated by one
+// cycle whose next cycle fails, and clears its nomination, before the informer shows the
+// first cycle's write leaves that write to land afterwards (NominationDropped).
+//
+// waitsLeft is the model's record of those nominations no cycle wants: a member's node when
+// its reservation ended without a bind (Unreserve), or when a failed cycle cleared a
+// nomination its informer's copy did not show yet (NominationDropped). A nomination of that
+// node that reaches the model before the member's next scheduling cycle is the stray one, and
+// the model clears it (Teller). The record is dropped at the member's next cycle (that cycle's
+// failure handler clears what its informer shows, and a nomination it writes, by preemption,
+// is the cycle's own), when the pod is bound, when the nomination is seen cleared, and when
+// the pod is deleted.
 type waitsLeft map[types.UID]string
 
-// waitEndedLocked records that pod's reservation on node ended without a bind.
-func (m *Model) waitEndedLocked(uid types.UID, node string) {
+// strayLocked records node as a nomination of member uid that no cycle wants (its wait
+// there ended, or a failed cycle cleared it unseen).
+func (m *Model) strayLocked(uid types.UID, node string) {
 	if node != "" && m.members.Of(uid) != nil {
 		m.waitsLeft[uid] = node
 	}

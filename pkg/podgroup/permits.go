@@ -461,6 +461,19 @@ func (p *Permits) Unnominate(logger klog.Logger, pods []*v1.Pod) {
 	p.m.update(logger, func(eff *effects) { eff.unnominate = append(eff.unnominate, pods...) })
 }
 
+// NominationDropped records that a member's failed scheduling cycle cleared its nomination
+// of node (one an earlier cycle wrote, by preemption) while the scheduler's copy of the pod
+// did not show it yet: the failure handler sent no clearing write, and the earlier write may
+// still land. If it reaches the model before the member's next cycle, the model clears it
+// (nominations.go).
+func (p *Permits) NominationDropped(logger klog.Logger, pod *v1.Pod, node string) {
+	m := p.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.strayLocked(pod.UID, node)
+	logger.V(4).Info("Nomination dropped before it was seen; cleared if it arrives before the member's next cycle", "pod", klog.KObj(pod), "node", node)
+}
+
 // NoteReserving records that a domain is held for a tree (msg says which, since when and how
 // much of it is free), for its condition, or clears it (msg "").
 func (p *Permits) NoteReserving(root Key, msg string) {
@@ -513,7 +526,7 @@ func (p *Permits) unreserveLocked(eff *effects, logger klog.Logger, pod *v1.Pod)
 	if a != nil {
 		node = a.Node
 	}
-	m.waitEndedLocked(pod.UID, node)
+	m.strayLocked(pod.UID, node)
 	if a == nil {
 		return
 	}

@@ -240,7 +240,8 @@ func WorkloadKinds(ctx context.Context, cfg *rest.Config, kube kubernetes.Interf
 }
 
 // Run runs a kube-scheduler set up with this Scheduler's plugins (app.Setup) as
-// kube-scheduler's app.Run does, and lockstep's leader-only parts while it leads: with
+// kube-scheduler's app.Run does, its failure handler guarded against stray nominations
+// (guardNominations), and lockstep's leader-only parts while it leads: with
 // leader election, from the moment it holds the lease (it exits when it loses it); without,
 // at once.
 func (s *Scheduler) Run(ctx context.Context, cc *schedulerserverconfig.CompletedConfig, sched *kubescheduler.Scheduler) error {
@@ -269,6 +270,12 @@ func (s *Scheduler) Run(ctx context.Context, cc *schedulerserverconfig.Completed
 				}
 			})
 		}
+	}
+	s.mu.Lock()
+	c := s.shared[cc.InformerFactory]
+	s.mu.Unlock()
+	if c != nil {
+		sched.FailureHandler = guardNominations(sched.FailureHandler, c.nominations, c.groups.Model.Permits())
 	}
 	return app.Run(ctx, cc, sched)
 }
