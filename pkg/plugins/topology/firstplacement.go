@@ -52,17 +52,14 @@ func (pl *Topology) firstPlacement(ctx context.Context, tree *podgroup.GroupView
 // domain of a Required key on its path: a group there has one (slices aside) and no placed
 // member in its subtree.
 func firstOfItsDomain(tree *podgroup.GroupView, key podgroup.Key) bool {
-	for g := groupIn(tree, key); g != nil; g = g.Parent {
-		required := false
-		for _, t := range g.Topology {
-			required = required || (t.Mode != v1alpha1.TopologyPreferred && t.SliceSize == nil)
-		}
-		if !required {
-			continue
-		}
-		placed := false
-		g.Walk(func(v *podgroup.GroupView) { placed = placed || len(v.PlacedNodes) > 0 })
-		if !placed {
+	return unanchoredBy(tree, key, requiresDomain) != nil
+}
+
+// requiresDomain reports whether g has a Required key that puts its pods in one domain (a
+// slice constraint puts each slice in one).
+func requiresDomain(g *podgroup.GroupView) bool {
+	for _, t := range g.Topology {
+		if t.Mode != v1alpha1.TopologyPreferred && t.SliceSize == nil {
 			return true
 		}
 	}

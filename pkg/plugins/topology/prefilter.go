@@ -455,8 +455,15 @@ func chosenNames(chosen map[podgroup.Key]string) map[string]string {
 // (pendingWhole; a controller recreates its pods one by one), and bind one by one where the
 // plan puts them.
 func unanchored(tree *podgroup.GroupView, key podgroup.Key) *podgroup.GroupView {
+	return unanchoredBy(tree, key, func(g *podgroup.GroupView) bool { return len(g.Topology) > 0 })
+}
+
+// unanchoredBy returns the first group on the path from key to the tree's root that
+// constrained says has a constraint to anchor and that has no placed member in its subtree,
+// or nil.
+func unanchoredBy(tree *podgroup.GroupView, key podgroup.Key, constrained func(*podgroup.GroupView) bool) *podgroup.GroupView {
 	for g := groupIn(tree, key); g != nil; g = g.Parent {
-		if len(g.Topology) == 0 {
+		if !constrained(g) {
 			continue
 		}
 		placed := false
