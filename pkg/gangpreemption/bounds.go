@@ -71,6 +71,8 @@ type boundCache struct {
 	// regrouping is the number of the model's last change the bounds were brought up to
 	// (regrouped).
 	regrouping uint64
+	// maxRoomHosts is the constant's, or a test's.
+	maxRoomHosts int
 }
 
 // regrouped forgets the bounds and inventories, of every shape and threshold, of the domains
@@ -104,6 +106,13 @@ func (c *boundCache) regrouped(trees Trees, run *decision) {
 		}
 	}
 }
+
+// maxRoomHosts is how many hosts the rooms kept with inventories (rooms) cover, in all
+// thresholds together. A host's rooms are a few Resources (its free room and each victim's
+// there): at 15,000 nodes of 2 pods, rooms for every rack take 2.4 MB, 21.6 MB where every pod
+// asks for a GPU (a map per Resources). Beyond it, a domain is bounded from its nodes, as
+// without rooms.
+const maxRoomHosts = 20000
 
 // keptBound is one domain's bound, with what it was read from.
 type keptBound struct {
@@ -147,6 +156,8 @@ type kept struct {
 	// second shape of the threshold comes: where every tree has one shape, no decision pays
 	// for sorting what no other shape will read.
 	inventory bool
+	// roomHosts is how many more hosts' rooms may be kept (maxRoomHosts less those kept).
+	roomHosts *int
 }
 
 // forDecision returns the bounds kept for a shape and the inventories kept for a threshold,
@@ -163,6 +174,15 @@ func (c *boundCache) forDecision(shape, threshold string, domains []Domain) kept
 	if k.inventory {
 		k.inventories = keptFor(c.inventories, threshold, now, domains)
 	}
+	left := c.maxRoomHosts
+	for _, inv := range c.inventories {
+		for i, has := range inv.has {
+			if has && inv.vals[i].rooms != nil {
+				left -= len(inv.vals[i].rooms.hosts)
+			}
+		}
+	}
+	k.roomHosts = &left
 	return k
 }
 
@@ -219,9 +239,17 @@ func (k kept) lowerBound(run *decision, i int, d Domain) (floor Cost, ok bool, s
 	return floor, ok, nodesSource
 }
 
-// refine returns the bound of domain d, at place i, which lowerBound gave a floor of.
+// refine returns the bound of domain d, at place i, which lowerBound gave a floor of: from
+// the rooms its inventory kept, where it kept them (its reading stood in lowerBound), else
+// from its nodes; and keeps the bound for the shape.
 func (k kept) refine(run *decision, i int, d Domain) (Cost, bool) {
-	return k.read(run, i, d, false)
+	inv, found := k.inventories.get(d.id(), i)
+	if !found || inv.rooms == nil {
+		return k.read(run, i, d, false)
+	}
+	cost, ok := inv.rooms.bounder(run).bound()
+	k.bounds.set(i, keptBound{cost: cost, ok: ok, reading: inv.reading})
+	return cost, ok
 }
 
 // read bounds domain d, at place i, from its nodes, and keeps its bound for the shape and its
@@ -231,6 +259,9 @@ func (k kept) read(run *decision, i int, d Domain, mine bool) (Cost, bool) {
 	bounder := run.bounderOf(d)
 	floor, ok := bounder.bound()
 	k.bounds.forget(id, i)
+	if inv, found := k.inventories.get(id, i); found && inv.rooms != nil {
+		*k.roomHosts += len(inv.rooms.hosts)
+	}
 	k.inventories.forget(id, i)
 	if mine {
 		return floor, ok
@@ -239,7 +270,12 @@ func (k kept) read(run *decision, i int, d Domain, mine bool) (Cost, bool) {
 		r.at = k.bounds.used
 		k.bounds.set(i, keptBound{cost: floor, ok: ok, reading: r})
 		if k.inventory {
-			k.inventories.set(i, inventoryOf(bounder, r))
+			inv := inventoryOf(bounder, r)
+			if short, _ := inv.floor(run.need); ok && run.mode.better(short, floor) && len(bounder.hosts) <= *k.roomHosts {
+				inv.rooms = roomsOf(bounder)
+				*k.roomHosts -= len(bounder.hosts)
+			}
+			k.inventories.set(i, inv)
 		}
 	}
 	return floor, ok

@@ -67,7 +67,7 @@ func (c *cluster) remove(t *testing.T, p *v1.Pod) {
 // trees of two shapes, preempting and reserving; with domains that have versions (read
 // instead of their nodes) and domains that have none.
 func TestKeptBoundsAreFreshBounds(t *testing.T) {
-	same, lower := 0, 0
+	same, lower, rooms := 0, 0, 0
 	for seed := int64(0); seed < 200; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var nodes []*v1.Node
@@ -119,7 +119,7 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 			place("", prios[rng.Intn(len(prios))])
 		}
 
-		shapes := [][]string{{"2", "2", "1"}, {"3", "1"}}
+		shapes := [][]string{{"2", "2", "1"}, {"3", "1"}, {"3", "3", "3"}}
 		kept := New(noPlugins{}, c.trees, nil, nil)
 		for step := range 12 {
 			what := fmt.Sprintf("seed %d, step %d", seed, step)
@@ -195,6 +195,13 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 						}
 					}
 				}
+				for _, k := range kept.bounds.inventories {
+					for i := range k.vals {
+						if k.has[i] && k.vals[i].rooms != nil {
+							rooms++
+						}
+					}
+				}
 				want := fresh.Cheapest(context.Background(), dry, tree, p, c.infos, mode)
 				switch {
 				case (got == nil) != (want == nil):
@@ -205,9 +212,9 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("kept bounds: %d as bounded afresh, %d lower", same, lower)
-	if same == 0 {
-		t.Error("no bound was kept: the test does not test keeping")
+	t.Logf("kept bounds: %d as bounded afresh, %d lower; rooms kept %d times", same, lower, rooms)
+	if same == 0 || rooms == 0 {
+		t.Error("no bound or no rooms were kept: the test does not test keeping")
 	}
 }
 

@@ -148,7 +148,7 @@ type preFilterRunner interface {
 
 // New returns an evaluator running the profile's plugins through handle.
 func New(handle fwk.PluginsRunner, trees Trees, pods corelisters.PodLister, pdbs policylisters.PodDisruptionBudgetLister) *Evaluator {
-	e := &Evaluator{handle: handle, trees: trees, pods: pods, pdbs: pdbs, bounds: boundCache{now: time.Now}}
+	e := &Evaluator{handle: handle, trees: trees, pods: pods, pdbs: pdbs, bounds: boundCache{now: time.Now, maxRoomHosts: maxRoomHosts}}
 	e.pre, _ = handle.(preFilterRunner)
 	return e
 }

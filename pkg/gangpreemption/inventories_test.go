@@ -189,3 +189,99 @@ func TestShortenedListsCountNoMore(t *testing.T) {
 		}
 	}
 }
+
+// TestAStraddledDomainIsBoundedFromItsKeptRooms: where every running gang has a member in
+// every rack, freeing a rack's nodes breaks more gangs than the rack's rooms in all say, so
+// each rack's floor is below its bound, and the search bounds every rack before it can stop.
+// The second shape of a threshold reads every rack and keeps their rooms with their
+// inventories; a decision of a shape not decided before then reads no pod of a rack that did
+// not change (it bounds every rack from its kept rooms), only those of the rack it dry runs
+// and of a rack that changed; and each chooses what a new evaluator chooses. Rooms are kept
+// for no more hosts than maxRoomHosts: the other racks are read.
+func TestAStraddledDomainIsBoundedFromItsKeptRooms(t *testing.T) {
+	var nodes []*v1.Node
+	var running []*v1.Pod
+	var racks []Domain
+	gangPriority := map[string]int32{"g0": 10, "g1": 10, "g2": 10, "g3": 10}
+	for r := range 3 {
+		rack := Domain{Name: fmt.Sprintf("rack %d", r)}
+		for h := range 4 {
+			name := fmt.Sprintf("r%d-n%d", r, h)
+			nodes = append(nodes, lt.MakeNode(name, "4").Obj())
+			rack.Nodes = append(rack.Nodes, name)
+			// Gang g<h> has its member of rack r on node h: a 3-cpu slot on a node takes
+			// that gang, so three slots take three gangs, where the rack's rooms in all
+			// say two gangs and the fillers.
+			running = append(running,
+				lt.Member("ns", fmt.Sprintf("g%d", h), r).Req(lt.CPU("3")).Priority(10).Node(name).Obj(),
+				lt.GroupPod("ns", "filler-"+name, "").Req(lt.CPU("1")).Priority(0).Node(name).Obj())
+		}
+		racks = append(racks, rack)
+	}
+	c := newCluster(nodes, running, gangPriority)
+	e := New(noPlugins{}, c.trees, nil, nil)
+	for _, step := range []struct {
+		what   string
+		memory string
+		change *v1.Pod
+		// read are the pods the decision reads: those of the racks it bounds from their
+		// nodes, and of rack 0, which it dry runs.
+		read int
+		// rooms are the racks whose rooms are kept for the threshold then; roomHosts, where
+		// set, the hosts they may cover (a new evaluator from the first such step).
+		rooms, roomHosts int
+	}{
+		{what: "the first decision", memory: "1Mi", read: 24, rooms: 0},
+		{what: "the second shape of its threshold", memory: "2Mi", read: 24, rooms: 3},
+		{what: "a new shape of its threshold", memory: "3Mi", read: 8, rooms: 3},
+		// Every node of rack 2 holds a member of a gang of racks 0 and 1: all three are
+		// read again.
+		{what: "a new shape after a filler of rack 2 left and came back", memory: "4Mi", change: running[17], read: 24, rooms: 3},
+		{what: "a new shape after that", memory: "5Mi", read: 8, rooms: 3},
+		// A new evaluator that keeps rooms for 8 hosts at most: racks 0 and 1 keep theirs,
+		// rack 2 is bounded from its nodes.
+		{what: "the first decision, rooms for two racks", memory: "1Mi", roomHosts: 8, read: 24, rooms: 0},
+		{what: "the second shape, rooms for two racks", memory: "2Mi", roomHosts: 8, read: 24, rooms: 2},
+		{what: "a new shape, rooms for two racks", memory: "3Mi", roomHosts: 8, read: 16, rooms: 2},
+	} {
+		if step.change != nil {
+			node := c.byPod[step.change.UID]
+			c.remove(t, step.change)
+			c.add(step.change, node)
+		}
+		index := indexOf(c.infos)
+		for i, d := range racks {
+			for _, n := range d.Nodes {
+				racks[i].Version = max(racks[i].Version, uint64(c.infos[index[n]].GetGeneration())+1)
+			}
+		}
+		if step.roomHosts != 0 && e.bounds.maxRoomHosts != step.roomHosts {
+			e = New(noPlugins{}, c.trees, nil, nil)
+			e.bounds.maxRoomHosts = step.roomHosts
+		}
+		req := map[v1.ResourceName]string{v1.ResourceCPU: "3", v1.ResourceMemory: step.memory}
+		tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 3, Pending: lt.Members("ns", "hi", 3, req)}
+		dry := &firstFit{tree: tree, domains: racks}
+		p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
+		c.trees.asked = 0
+		got := e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
+		if c.trees.asked != step.read {
+			t.Errorf("%s read %d pods, want %d", step.what, c.trees.asked, step.read)
+		}
+		rooms := 0
+		if k := e.bounds.inventories["100"]; k != nil {
+			for i := range k.vals {
+				if k.has[i] && k.vals[i].rooms != nil {
+					rooms++
+				}
+			}
+		}
+		if rooms != step.rooms {
+			t.Errorf("%s: %d racks' rooms kept, want %d", step.what, rooms, step.rooms)
+		}
+		want := New(noPlugins{}, c.trees, nil, nil).Cheapest(context.Background(), dry, tree, p, c.infos, Preempt)
+		if got == nil || want == nil || got.Domain.Name != want.Domain.Name || got.Cost != want.Cost || got.Cost.Gangs != 3 {
+			t.Errorf("%s chose %v, a new evaluator %v; want the same, breaking three gangs", step.what, got, want)
+		}
+	}
+}
