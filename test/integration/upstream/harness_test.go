@@ -377,8 +377,30 @@ func (h *h) wait(what string, names []string, ok func(p *v1.Pod, exists bool) (b
 				bad = append(bad, n+": "+why)
 			}
 		}
+		if len(bad) > 0 {
+			// Whoever holds the nodes, for a failure's message.
+			bad = append(bad, "bound in the namespace: "+h.boundPods())
+		}
 		return len(bad) == 0, strings.Join(bad, "; ")
 	})
+}
+
+// boundPods lists the namespace's bound pods and their nodes.
+func (h *h) boundPods() string {
+	list, err := h.Client.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.Spec.NodeName != "" {
+			out = append(out, p.Name+" on "+p.Spec.NodeName)
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 func scheduled(names ...string) step {
@@ -387,7 +409,11 @@ func scheduled(names ...string) step {
 			if !exists {
 				return false, "gone"
 			}
-			return p.Spec.NodeName != "", "unbound"
+			if p.Spec.NodeName != "" {
+				return true, ""
+			}
+			_, why := unschedulable(p)
+			return false, "unbound (" + why + ")"
 		})
 	}
 }
