@@ -111,10 +111,11 @@ func (b *newsBatch) rank(root Key, key SortKey) {
 }
 
 // ahead returns a tree of the batch, other than own's, that the queue tries before it; false
-// if there is none.
-func (b *newsBatch) ahead(own SortKey) (Key, bool) {
+// if there is none. A tree with no member left to try (tries false: its pods were deleted
+// since it joined) is not ahead of any: nothing of it reaches the queue.
+func (b *newsBatch) ahead(own SortKey, tries func(Key) bool) (Key, bool) {
 	for _, l := range b.lead {
-		if l.key.Root != own.Root {
+		if l.key.Root != own.Root && tries(l.root) {
 			return l.root, l.key.Before(own)
 		}
 	}
@@ -250,8 +251,10 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 						continue // no floor: see below
 					}
 					if ends := r.lastFailure.Add(p.retryFloor); now.Before(ends) {
+						// A tree with no member left (known false) holds no other back:
+						// nothing of it will be tried.
 						key, known := p.treeKeyLocked(root, r)
-						floors[root] = floor{key: key, known: known, holds: !p.preemptingLocked(root), ends: ends}
+						floors[root] = floor{key: key, known: known, holds: known && !p.preemptingLocked(root), ends: ends}
 					}
 				}
 			}
@@ -275,7 +278,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 				if !held {
 					key, known := p.treeKeyLocked(root, r)
 					for _, f := range floors {
-						if f.holds && (!known || !f.known || f.key.Before(key)) && f.ends.After(wait.ends) {
+						if f.holds && (!known || f.key.Before(key)) && f.ends.After(wait.ends) {
 							held, wait.ends = true, f.ends
 						}
 					}
@@ -347,6 +350,17 @@ func (p *Permits) treeKeyLocked(root Key, r *Round) (SortKey, bool) {
 	return p.ageKeyLocked(pod, root), true
 }
 
+// triesLocked reports whether root's tree has a member to try: its scout, or a pending
+// member.
+func (p *Permits) triesLocked(root Key) bool {
+	r := p.attempts.Round(root)
+	if r == nil {
+		return false
+	}
+	_, ok := p.treeKeyLocked(root, r)
+	return ok
+}
+
 // ageKeyLocked is the queue-sort key of a member of root's tree queued by the tree's age.
 func (p *Permits) ageKeyLocked(pod *v1.Pod, root Key) SortKey {
 	return p.m.sortKeyLocked(pod, root, p.m.index.Get(root).CreationTime())
@@ -385,7 +399,7 @@ func (p *Permits) yieldLocked(logger klog.Logger, pod *v1.Pod, root Key, nodes i
 	own := p.ageKeyLocked(pod, root)
 	for _, b := range p.batches {
 		p.leadLocked(b)
-		ahead, ok := b.ahead(own)
+		ahead, ok := b.ahead(own, p.triesLocked)
 		if !ok {
 			continue
 		}

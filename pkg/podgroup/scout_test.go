@@ -221,7 +221,9 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 		// preempting: the gang news retries waits for its victims to leave, since before the
 		// news (before) or since after it (after: it preempted once the retry was armed).
 		preempting string
-		want       VerdictCode
+		// gone: the gang news retries lost its pods once the retry was armed.
+		gone bool
+		want VerdictCode
 	}{{
 		name:      "a lower-priority scout yields and joins the retry",
 		scoutPrio: 0, newsPrio: 100, scoutAge: time.Hour, newsAge: time.Minute,
@@ -250,6 +252,10 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 		name:      "a younger scout goes on when the gang ahead preempted after the news",
 		scoutPrio: 100, newsPrio: 100, scoutAge: time.Minute, newsAge: time.Hour, preempting: "after",
 		want: Proceed,
+	}, {
+		name:      "a younger scout goes on when the gang ahead lost its pods after the news",
+		scoutPrio: 100, newsPrio: 100, scoutAge: time.Minute, newsAge: time.Hour, gone: true,
+		want: Proceed,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,7 +277,7 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 			}
 			low := gang("low", tc.scoutPrio, tc.scoutAge)
 			clk.Step(5 * time.Second)
-			gang("urgent", tc.newsPrio, tc.newsAge)
+			urgent := gang("urgent", tc.newsPrio, tc.newsAge)
 			preempts := func() {
 				m.Permits().NotePreempting(PodGroupKey("ns", "urgent"), "taking node n2: evicting 1 pod of priority 0 (0 gangs whole)")
 			}
@@ -290,8 +296,16 @@ func TestScoutYieldsToNewsForATreeAheadOfIt(t *testing.T) {
 			if tc.preempting == "after" {
 				preempts()
 			}
+			if tc.gone {
+				for _, p := range urgent {
+					m.OnPodDelete(p)
+				}
+			}
 			if v := m.Gate().Check(bg, low[0], 0); v.Code != tc.want {
 				t.Errorf("Check low-0 = %v %q, want %v", v.Code, v.Message, tc.want)
+			}
+			if tc.gone {
+				return // low's scout is in its cycle; nothing of urgent is left to retry
 			}
 			clk.Step(newsDelay) // both trees retried together, the queue orders them
 			if activated, _, _ := rec.take(); !cmp.Equal(activated, []string{"low-0", "urgent-0"}) {
