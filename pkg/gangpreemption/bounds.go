@@ -176,11 +176,8 @@ func (c *boundCache) forDecision(shape, threshold string, domains []Domain) kept
 	}
 	left := c.maxRoomHosts
 	for _, inv := range c.inventories {
-		for i, has := range inv.has {
-			if has && inv.vals[i].rooms != nil {
-				left -= len(inv.vals[i].rooms.hosts)
-			}
-		}
+		_, hosts := roomsKept(inv)
+		left -= hosts
 	}
 	k.roomHosts = &left
 	return k

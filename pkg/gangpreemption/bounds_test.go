@@ -58,6 +58,25 @@ func (c *cluster) remove(t *testing.T, p *v1.Pod) {
 	c.trees.bound = nil
 }
 
+// returns takes p off its node and puts it back: its node's NodeInfo has a new generation.
+func (c *cluster) returns(t *testing.T, p *v1.Pod) {
+	node := c.byPod[p.UID]
+	c.remove(t, p)
+	c.add(p, node)
+}
+
+// version gives each domain a Version as the topology plugin does: one that changes with any
+// of its nodes and never comes back (their highest generation, plus one).
+func (c *cluster) version(domains []Domain) {
+	index := indexOf(c.infos)
+	for i, d := range domains {
+		domains[i].Version = 0
+		for _, n := range d.Nodes {
+			domains[i].Version = max(domains[i].Version, uint64(c.infos[index[n]].GetGeneration())+1)
+		}
+	}
+}
+
 // TestKeptBoundsAreFreshBounds, over seeded random clusters of racks holding gangs that reach
 // across racks and pods of several priorities, and a sequence of decisions between which pods
 // leave and come, other trees' preemptions evict, and the tree's own members are placed: no
@@ -158,15 +177,7 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 				}
 			}
 			if seed%2 == 1 {
-				// The domains have versions, as the topology plugin gives them: one that
-				// changes with any of their nodes and never comes back.
-				index := indexOf(c.infos)
-				for i, d := range domains {
-					domains[i].Version = 0
-					for _, n := range d.Nodes {
-						domains[i].Version = max(domains[i].Version, uint64(c.infos[index[n]].GetGeneration())+1)
-					}
-				}
+				c.version(domains)
 			}
 			for _, mode := range []Mode{Preempt, Reserve} {
 				p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
@@ -196,11 +207,8 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 					}
 				}
 				for _, k := range kept.bounds.inventories {
-					for i := range k.vals {
-						if k.has[i] && k.vals[i].rooms != nil {
-							rooms++
-						}
-					}
+					n, _ := roomsKept(k)
+					rooms += n
 				}
 				want := fresh.Cheapest(context.Background(), dry, tree, p, c.infos, mode)
 				switch {

@@ -78,6 +78,17 @@ func roomsOf(b *bounder) *rooms {
 	return r
 }
 
+// roomsKept returns how many domains of k keep rooms, and how many hosts those cover.
+func roomsKept(k *keptBy[inventory]) (domains, hosts int) {
+	for i, has := range k.has {
+		if has && k.vals[i].rooms != nil {
+			domains++
+			hosts += len(k.vals[i].rooms.hosts)
+		}
+	}
+	return domains, hosts
+}
+
 // bounder returns a bounder of the tree run decides over the kept rooms. bound only reads
 // them.
 func (r *rooms) bounder(run *decision) *bounder {

@@ -56,9 +56,7 @@ func TestANewShapeReadsOnlyWhatChanged(t *testing.T) {
 		{what: "another threshold", cpu: "4", priority: 50, read: 12, inventories: 0},
 	} {
 		if step.change != nil {
-			node := c.byPod[step.change.UID]
-			c.remove(t, step.change)
-			c.add(step.change, node)
+			c.returns(t, step.change)
 		}
 		tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 1, Pending: lt.Members("ns", "hi", 1, lt.CPU(step.cpu))}
 		dry := &firstFit{tree: tree, domains: racks}
@@ -245,16 +243,9 @@ func TestAStraddledDomainIsBoundedFromItsKeptRooms(t *testing.T) {
 		{what: "a new shape, rooms for two racks", memory: "3Mi", roomHosts: 8, read: 16, rooms: 2},
 	} {
 		if step.change != nil {
-			node := c.byPod[step.change.UID]
-			c.remove(t, step.change)
-			c.add(step.change, node)
+			c.returns(t, step.change)
 		}
-		index := indexOf(c.infos)
-		for i, d := range racks {
-			for _, n := range d.Nodes {
-				racks[i].Version = max(racks[i].Version, uint64(c.infos[index[n]].GetGeneration())+1)
-			}
-		}
+		c.version(racks)
 		if step.roomHosts != 0 && e.bounds.maxRoomHosts != step.roomHosts {
 			e = New(noPlugins{}, c.trees, nil, nil)
 			e.bounds.maxRoomHosts = step.roomHosts
@@ -270,11 +261,7 @@ func TestAStraddledDomainIsBoundedFromItsKeptRooms(t *testing.T) {
 		}
 		rooms := 0
 		if k := e.bounds.inventories["100"]; k != nil {
-			for i := range k.vals {
-				if k.has[i] && k.vals[i].rooms != nil {
-					rooms++
-				}
-			}
+			rooms, _ = roomsKept(k)
 		}
 		if rooms != step.rooms {
 			t.Errorf("%s: %d racks' rooms kept, want %d", step.what, rooms, step.rooms)
