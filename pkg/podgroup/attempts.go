@@ -36,12 +36,12 @@ type Attempts struct {
 type AttemptState int
 
 const (
-	// Reserved: the member passed Reserve on a node.
-	Reserved AttemptState = iota
-	// Waiting: the member waits at Permit for the rest of its tree.
-	Waiting
-	// Allowed: the member was allowed to bind; its bind is in flight.
-	Allowed
+	// AttemptReserved: the member passed Reserve on a node.
+	AttemptReserved AttemptState = iota
+	// AttemptWaiting: the member waits at Permit for the rest of its tree.
+	AttemptWaiting
+	// AttemptAllowed: the member was allowed to bind; its bind is in flight.
+	AttemptAllowed
 )
 
 func (s AttemptState) String() string {
@@ -253,14 +253,14 @@ func (as *Attempts) Remove(uid types.UID) *Attempt {
 	if as.byGroup[a.Group]--; as.byGroup[a.Group] <= 0 {
 		delete(as.byGroup, a.Group)
 	}
-	if a.State == Allowed {
+	if a.State == AttemptAllowed {
 		if as.inFlight[a.Group]--; as.inFlight[a.Group] <= 0 {
 			delete(as.inFlight, a.Group)
 		}
 	}
 	if r := as.rounds[a.Root]; r != nil {
 		as.unwait(r, uid)
-		if a.State != Allowed {
+		if a.State != AttemptAllowed {
 			as.deactivate(r)
 		}
 	}
@@ -274,7 +274,7 @@ func (as *Attempts) Wait(a *Attempt, now, deadline time.Time) {
 		as.waitingRoots++
 		metrics.waitingGangs.Set(float64(as.waitingRoots))
 	}
-	a.State, a.WaitStart, a.Deadline, a.Recheck = Waiting, now, deadline, time.Time{}
+	a.State, a.WaitStart, a.Deadline, a.Recheck = AttemptWaiting, now, deadline, time.Time{}
 	r.waiting[a.Pod.UID] = a
 }
 
@@ -291,14 +291,14 @@ func (r *Round) firstDeadline() time.Time {
 
 // Allow records that an attempt may bind.
 func (as *Attempts) Allow(a *Attempt) {
-	if a.State == Allowed {
+	if a.State == AttemptAllowed {
 		return
 	}
 	if r := as.rounds[a.Root]; r != nil {
 		as.unwait(r, a.Pod.UID)
 		as.deactivate(r)
 	}
-	a.State, a.WaitStart, a.Deadline, a.Recheck = Allowed, time.Time{}, time.Time{}, time.Time{}
+	a.State, a.WaitStart, a.Deadline, a.Recheck = AttemptAllowed, time.Time{}, time.Time{}, time.Time{}
 	as.inFlight[a.Group]++
 }
 

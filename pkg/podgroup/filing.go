@@ -122,7 +122,7 @@ func (m *Model) OnJobUpdate(oldObj, obj any) {
 		why := fmt.Sprintf("Job %s was suspended", job.Name)
 		for _, pod := range m.book.PodsOf(unit) {
 			a := m.permits.attempts.Of(pod.UID)
-			if a == nil || a.State != Waiting {
+			if a == nil || a.State != AttemptWaiting {
 				continue
 			}
 			m.permits.attempts.Remove(pod.UID)

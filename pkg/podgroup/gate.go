@@ -304,12 +304,15 @@ func (m *Model) awaitingScoutLocked(k, root Key, scout types.UID) Verdict {
 // the tree was never scheduled whole: a leader that died between a gang's binds left it so,
 // running pods whose peers are not bound. Its members go first.
 func (m *Model) halfBoundLocked(root Key) bool {
-	if m.index.Get(root).Scheduled() {
+	if m.index.Get(root).Life().Placed() {
 		return false
 	}
 	for _, pk := range m.index.PodGroupsOf(root) {
-		if m.members.BoundOrRan(pk) > 0 && !m.index.Get(pk).Scheduled() {
-			return true
+		switch m.index.Get(pk).Life().State() {
+		case Held, Pending, Waiting: // not placed; not evicted by a release or a preemption
+			if m.members.BoundOrRan(pk) > 0 {
+				return true
+			}
 		}
 	}
 	return false

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,27 +40,8 @@ type Group struct {
 	// specProblem is why the object could not be read as a group (a native group's extension
 	// annotation that does not parse); it makes problem.
 	specProblem string
-	// scheduled: the group's requirement was met once and its pods were allowed to bind
-	// (PodGroupInitiallyScheduled True, restored from the object after a restart);
-	// scheduledMin is the minimum it met then.
-	scheduled    bool
-	scheduledMin int
-	// disrupted: gang preemption evicted the group's pods since it was scheduled; it is a
-	// gang again until it is placed whole, whatever its (terminal) condition says.
-	disrupted bool
-	// initially: the group was scheduled once since its object was created, disrupted since
-	// or not. Its PodGroupInitiallyScheduled condition is True from then on (terminal): a
-	// group preempted before the status writer wrote the True still gets it, and a new leader
-	// that reads it back decides alike.
-	initially bool
-	// partialSince is when the group, allowed whole, became partially bound (a member's bind
-	// failed); zero while it is not. Written on the object (the PartiallyBound condition's
-	// lastTransitionTime) and restored from it, so that any leader ends it at the same time.
-	partialSince time.Time
-	// boundWhole: every member the group was scheduled with was bound once (its condition
-	// turned True, which a restart reads back): a later member's failed bind is a replacement
-	// not binding, not a partial bind.
-	boundWhole bool
+	// life is where the group is in its life (life.go): changed only by Model.fireLocked.
+	life Life
 }
 
 // NewIndex returns an empty index.
@@ -116,30 +96,13 @@ func (g *Group) Exists() bool { return g != nil && (g.pg != nil || g.cpg != nil)
 // Problem is why the group cannot be scheduled as written, or "".
 func (g *Group) Problem() string { return g.problem }
 
-// Scheduled reports whether the group was initially scheduled and still covers its current
-// minimum: its members then schedule one by one. A minimum raised since asks for the gang
-// again.
-func (g *Group) Scheduled() bool { return g.scheduled && g.Minimum() <= g.scheduledMin }
+// Scheduled reports whether the group's members are placed one by one: it was allowed as a
+// gang, not disrupted since, and its minimum was not raised since (a raised minimum asks for
+// the gang again).
+func (g *Group) Scheduled() bool { return g != nil && g.life.Scheduled(g.Minimum()) }
 
-// EverScheduled reports whether the group was initially scheduled, whatever its minimum is
-// now.
-func (g *Group) EverScheduled() bool { return g.scheduled }
-
-// InitiallyScheduled reports whether the group was scheduled once since its object was
-// created, even if gang preemption evicted it since.
-func (g *Group) InitiallyScheduled() bool { return g != nil && g.initially }
-
-// Disrupted reports whether gang preemption evicted the group's pods since it was last
-// scheduled.
-func (g *Group) Disrupted() bool { return g != nil && g.disrupted }
-
-// PartialSince is when the group became partially bound, zero while it is not (partial.go).
-func (g *Group) PartialSince() time.Time {
-	if g == nil {
-		return time.Time{}
-	}
-	return g.partialSince
-}
+// Life is the group's life (life.go).
+func (g *Group) Life() *Life { return &g.life }
 
 // ParentKey returns the key of the CompositePodGroup the group names as its parent.
 func (g *Group) ParentKey() (Key, bool) {
@@ -175,7 +138,7 @@ func (g *Group) Minimum() int {
 // the group is first scheduled, then 0.
 func (g *Group) Followers() int {
 	l := g.Leaders()
-	if l == 0 || g.scheduled {
+	if l == 0 || g.life.Placed() {
 		return 0
 	}
 	return int(g.pg.Spec.SchedulingPolicy.Gang.MinCount) - l
@@ -320,6 +283,17 @@ func (g *Group) Generation() int64 {
 	return 0
 }
 
+// conditions are the conditions its object carries.
+func (g *Group) conditions() []metav1.Condition {
+	switch {
+	case g.pg != nil:
+		return g.pg.Status.Conditions
+	case g.cpg != nil:
+		return g.cpg.Status.Conditions
+	}
+	return nil
+}
+
 // Object returns the group's object, nil while it does not exist.
 func (g *Group) Object() runtime.Object {
 	switch {
@@ -330,56 +304,6 @@ func (g *Group) Object() runtime.Object {
 	}
 	return nil
 }
-
-// scheduledAsWritten reports whether an object says it was initially scheduled with the spec
-// it has now (the condition is True and observed the current generation) and was not
-// preempted since (DisruptionTarget True). A group scheduled under an older spec (its minimum
-// changed since) is judged by its pods instead; a preempted one is a gang again.
-func scheduledAsWritten(conditions []metav1.Condition, generation int64) bool {
-	c := meta.FindStatusCondition(conditions, v1alpha1.PodGroupInitiallyScheduled)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation &&
-		!meta.IsStatusConditionTrue(conditions, v1alpha1.DisruptionTarget)
-}
-
-// partiallyBoundAsWritten returns since when an object says it is partially bound (its
-// PodGroupInitiallyScheduled condition False with reason PartiallyBound, observed at the
-// current generation, not preempted since): it was allowed whole, then a bind failed.
-func partiallyBoundAsWritten(conditions []metav1.Condition, generation int64) (time.Time, bool) {
-	c := meta.FindStatusCondition(conditions, v1alpha1.PodGroupInitiallyScheduled)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonPartiallyBound ||
-		c.ObservedGeneration != generation || meta.IsStatusConditionTrue(conditions, v1alpha1.DisruptionTarget) {
-		return time.Time{}, false
-	}
-	return c.LastTransitionTime.Time, true
-}
-
-// MarkPartial records that the group became partially bound at t, unless it already was; it
-// reports whether this is news.
-func (ix *Index) MarkPartial(k Key, t time.Time) bool {
-	g := ix.entries[k]
-	if g == nil || !g.Exists() || !g.partialSince.IsZero() {
-		return false
-	}
-	g.partialSince = t
-	return true
-}
-
-// ClearPartial records that the group is no longer partially bound.
-func (ix *Index) ClearPartial(k Key) {
-	if g := ix.entries[k]; g != nil {
-		g.partialSince = time.Time{}
-	}
-}
-
-// MarkBoundWhole records that every member a scheduled group was scheduled with is bound.
-func (ix *Index) MarkBoundWhole(k Key) {
-	if g := ix.entries[k]; g != nil && g.scheduled {
-		g.boundWhole = true
-	}
-}
-
-// BoundWhole reports whether the group was bound whole since it was last scheduled.
-func (g *Group) BoundWhole() bool { return g != nil && g.boundWhole }
 
 // KeyOfObject returns the key of a PodGroup or CompositePodGroup object: lockstep's, or a
 // native one converted to lockstep's types (its apiVersion says so, see APIOf).
@@ -425,8 +349,8 @@ func (ix *Index) getOrCreate(k Key) *Group {
 }
 
 // Upsert records a group object; it returns the tops whose subtrees the change can affect
-// (see TopOf), for the caller to refresh. A group whose object says it was initially
-// scheduled is scheduled here too: a restarted scheduler does not gate its replacements.
+// (see TopOf), for the caller to refresh. What the object says of the group's life is read
+// back by the model (the Restored event), not here.
 func (ix *Index) Upsert(obj any) []Key { return ix.UpsertRead(obj, "") }
 
 // UpsertRead is Upsert of an object converted from another API, with why it could not be
@@ -437,17 +361,17 @@ func (ix *Index) UpsertRead(obj any, specProblem string) []Key {
 		return nil
 	}
 	g := ix.getOrCreate(k)
+	if !g.Exists() {
+		g.life = Life{} // a new object, a new life (Held)
+	}
 	g.specProblem = specProblem
 	affected := []Key{ix.TopOf(k)}
 	ix.unlinkParent(g)
-	var conditions []metav1.Condition
 	switch o := obj.(type) {
 	case *v1alpha1.PodGroup:
 		g.pg = o
-		conditions = o.Status.Conditions
 	case *v1alpha1.CompositePodGroup:
 		g.cpg = o
-		conditions = o.Status.Conditions
 	}
 	ix.entries[k] = g // unlinkParent may have dropped a self-parented entry
 	ix.linkParent(g)
@@ -456,32 +380,12 @@ func (ix *Index) UpsertRead(obj any, specProblem string) []Key {
 	} else {
 		ix.exclusive.Delete(k)
 	}
-	if meta.IsStatusConditionTrue(conditions, v1alpha1.PodGroupInitiallyScheduled) {
-		g.initially = true
-	}
-	if !g.scheduled && !g.disrupted && scheduledAsWritten(conditions, g.Generation()) {
-		// Written True once all its minimum was placed, a group whose leaders bind first too
-		// (their round alone never reads as scheduled): scheduled is set before Minimum is
-		// read, so that such a group's is all of minCount, not its leaders.
-		g.scheduled = true
-		g.scheduledMin = g.Minimum()
-		g.boundWhole = true // written True only once its binds were done
-	}
-	if since, ok := partiallyBoundAsWritten(conditions, g.Generation()); ok && !g.disrupted && g.partialSince.IsZero() {
-		// Allowed whole, then a bind failed: scheduled, and partially bound since then, as
-		// the leader that wrote it decided (partial.go).
-		if !g.scheduled {
-			g.scheduled = true
-			g.scheduledMin = g.Minimum()
-		}
-		g.partialSince = since
-	}
 	return append(affected, ix.TopOf(k))
 }
 
 // Delete forgets a group object; it returns the tops to refresh. The group's children keep
-// their entry (they now name a missing parent) and the group forgets that it was scheduled:
-// a group created again under the same name starts over.
+// their entry (they now name a missing parent); a group created again under the same name
+// starts a new life.
 func (ix *Index) Delete(obj any) []Key {
 	k, ok := KeyOfObject(obj)
 	if !ok {
@@ -494,8 +398,7 @@ func (ix *Index) Delete(obj any) []Key {
 	affected := []Key{ix.TopOf(k)}
 	ix.unlinkParent(g)
 	g.pg, g.cpg = nil, nil
-	g.scheduled, g.scheduledMin, g.problem, g.specProblem, g.disrupted = false, 0, "", "", false
-	g.partialSince, g.boundWhole, g.initially = time.Time{}, false, false
+	g.problem, g.specProblem = "", ""
 	ix.exclusive.Delete(k)
 	affected = append(affected, k)
 	ix.dropIfUnused(k)
@@ -521,25 +424,6 @@ func (ix *Index) unlinkParent(g *Group) {
 func (ix *Index) dropIfUnused(k Key) {
 	if g := ix.entries[k]; g != nil && !g.Exists() && len(g.children) == 0 {
 		delete(ix.entries, k)
-	}
-}
-
-// MarkScheduled records that the group's requirement was met with the pods it has now.
-func (ix *Index) MarkScheduled(k Key) bool {
-	g := ix.entries[k]
-	if g == nil || !g.Exists() || g.Scheduled() {
-		return false
-	}
-	g.scheduled, g.scheduledMin, g.disrupted, g.initially = true, g.Minimum(), false, true
-	return true
-}
-
-// MarkDisrupted records that gang preemption evicts the group's pods: it is no longer
-// scheduled, so that the pods its controller recreates wait for each other again.
-func (ix *Index) MarkDisrupted(k Key) {
-	if g := ix.entries[k]; g != nil && g.Exists() {
-		g.scheduled, g.scheduledMin, g.disrupted = false, 0, true
-		g.partialSince, g.boundWhole = time.Time{}, false
 	}
 }
 

@@ -218,22 +218,20 @@ func TestReadiness(t *testing.T) {
 // A group deleted and created again starts over: it is not scheduled any more, and its
 // children and members are linked to the new object.
 func TestIndexDeleteAndRecreate(t *testing.T) {
-	ix := NewIndex()
+	m, _, _ := testModel(t)
+	ix := m.index
 	job := lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj()
 	job.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue}}
-	ix.Upsert(job)
-	ix.Upsert(lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Parent("job").Obj())
-	ix.Revalidate(CompositePodGroupKey("ns", "job"), nil)
+	m.OnGroup(nil, job)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(1).Parent("job").Obj())
 	if !ix.Get(CompositePodGroupKey("ns", "job")).Scheduled() {
 		t.Fatal("a group whose object says it was scheduled (with its current spec) is scheduled")
 	}
-	ix.Delete(job)
-	ix.Revalidate(PodGroupKey("ns", "a"), nil)
+	m.OnGroupDelete(job)
 	if got := ix.Get(PodGroupKey("ns", "a")).Problem(); got != `parent CompositePodGroup "job" not found` {
 		t.Errorf("child of a deleted parent: problem %q", got)
 	}
-	ix.Upsert(lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj())
-	ix.Revalidate(CompositePodGroupKey("ns", "job"), nil)
+	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj())
 	if ix.Get(CompositePodGroupKey("ns", "job")).Scheduled() {
 		t.Error("a group created again is scheduled")
 	}
@@ -244,7 +242,7 @@ func TestIndexDeleteAndRecreate(t *testing.T) {
 	stale := lt.MakePodGroup().Namespace("ns").Name("b").Gang(3).Obj()
 	stale.Generation = 2
 	stale.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, ObservedGeneration: 1}}
-	ix.Upsert(stale)
+	m.OnGroup(nil, stale)
 	if ix.Get(PodGroupKey("ns", "b")).Scheduled() {
 		t.Error("a condition True for generation 1 taken for generation 2")
 	}

@@ -475,8 +475,8 @@ func TestPartialBindSurvivesARestart(t *testing.T) {
 	nm.OnPod(nil, assumed(pods[1], "n1"))
 	nm.OnPod(nil, pods[2])
 	g := nm.index.Get(k)
-	if !g.Scheduled() || !g.PartialSince().Equal(since) {
-		t.Fatalf("restored scheduled=%v partialSince=%v, want scheduled, partially bound since %v", g.Scheduled(), g.PartialSince(), since)
+	if !g.Scheduled() || g.Life().State() != PartiallyBound || !g.Life().Since().Equal(since) {
+		t.Fatalf("restored scheduled=%v %s since %v, want scheduled, PartiallyBound since %v", g.Scheduled(), g.Life().State(), g.Life().Since(), since)
 	}
 	if v := nm.Gate().Admit(bg, pods[2]); v.Code != Proceed {
 		t.Fatalf("the missing member: %+v, want Proceed (retried alone)", v)
@@ -520,10 +520,11 @@ func TestPartialBindDeadlineIsTheOldLeaders(t *testing.T) {
 	}
 }
 
-// A replacement of a gang that ran whole, whose bind is refused, is retried like any
-// replacement: the gang is not partially bound and is never released for it (after a restart
-// it would read as scheduled, its condition True).
-func TestReplacementFailingToBindIsNoPartialBind(t *testing.T) {
+// A running gang that loses a member is short from that moment (one rule with partial
+// binds): its replacement is placed alone, and a refused bind of it changes nothing; still
+// short partialBindTimeoutSeconds after the loss, the gang is released whole. Its
+// PodGroupInitiallyScheduled stays True (terminal): Short says it runs short, and since when.
+func TestRunningGangThatLosesAMemberIsShort(t *testing.T) {
 	k := PodGroupKey("ns", "a")
 	m, clk, rec := testModel(t)
 	m.Lead()
@@ -535,19 +536,56 @@ func TestReplacementFailingToBindIsNoPartialBind(t *testing.T) {
 	for _, p := range pods {
 		m.OnPod(p, assumed(p, "n1"))
 	}
-	// A member is lost; its replacement is allowed alone and its bind refused.
-	m.OnPodDelete(assumed(pods[1], "n1"))
+	lost := clk.Now()
+	m.OnPodDelete(assumed(pods[1], "n1")) // its node was lost
+	if s, _ := m.Gate().Short(k); s.Status != metav1.ConditionTrue || s.Reason != v1alpha1.ReasonMemberLost || !s.Since.Equal(lost) {
+		t.Fatalf("Short %+v, want True, MemberLost, since the loss", s)
+	}
+	clk.Step(time.Minute)
 	repl := lt.Member("ns", "a", 2).Obj()
 	m.OnPod(nil, repl)
 	if d := reservePermit(m, repl); !d.Allow {
 		t.Fatalf("replacement: %+v, want allowed alone", d)
 	}
-	m.Permits().Unreserve(bg, assumed(repl, "n1"))
-	if c, _ := m.Gate().Condition(k); c.Reason == v1alpha1.ReasonPartiallyBound {
-		t.Errorf("condition %+v: a replacement's failed bind is no partial bind", c)
+	m.Permits().Unreserve(bg, assumed(repl, "n1")) // refused; retried alone
+	if s, _ := m.Gate().Short(k); !s.Since.Equal(lost) {
+		t.Errorf("Short %+v after the replacement's refused bind, want still since the loss", s)
 	}
-	clk.Step(DefaultPartialBindTimeout + time.Minute)
+	clk.Step(DefaultPartialBindTimeout - time.Minute - time.Second)
 	if ev := rec.takeEvicted(); len(ev) != 0 {
-		t.Errorf("evicted %v for a replacement that did not bind", ev)
+		t.Fatalf("evicted %v before the timeout", ev)
+	}
+	clk.Step(2 * time.Second)
+	if ev := rec.takeEvicted(); fmt.Sprint(ev) != "[a-0]" {
+		t.Fatalf("evicted %v at the timeout, want the member left", ev)
+	}
+	if d, _ := m.Gate().Disruption(k); d.Reason != ReasonGangReleased || !strings.Contains(d.Message, "a member was lost") {
+		t.Errorf("DisruptionTarget %+v, want GangReleased, saying a member was lost", d)
+	}
+}
+
+// A running gang whose lost member is replaced in time is whole again: nothing is released.
+func TestRunningGangWholeAgainInTime(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	m, clk, rec := testModel(t)
+	m.Lead()
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	pods := addPods(m, "a", 2)
+	for _, p := range pods {
+		reservePermit(m, p)
+		m.OnPod(p, assumed(p, "n1"))
+	}
+	m.OnPodDelete(assumed(pods[1], "n1"))
+	clk.Step(time.Minute)
+	repl := lt.Member("ns", "a", 2).Obj()
+	m.OnPod(nil, repl)
+	reservePermit(m, repl)
+	m.OnPod(repl, assumed(repl, "n1"))
+	if s, _ := m.Gate().Short(k); s.Status != metav1.ConditionFalse || s.Reason != v1alpha1.ReasonWhole {
+		t.Errorf("Short %+v, want False, Whole", s)
+	}
+	clk.Step(time.Hour)
+	if ev := rec.takeEvicted(); len(ev) != 0 {
+		t.Errorf("evicted %v from a gang whole again", ev)
 	}
 }

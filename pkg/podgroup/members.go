@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/lockstep-sched/lockstep/pkg/filing"
 )
@@ -19,8 +20,11 @@ type Members struct {
 	byGroup map[Key]map[types.UID]*Member
 	bound   map[Key]int
 	// ran counts members that completed (a Job's succeeded pods): they are gone from the
-	// scheduler's pod informer, but they ran.
-	ran map[Key]int
+	// scheduler's pod informer, but they ran. succeeded are the members seen succeeding
+	// (pods of any controller, or none): a PodGroup's members that ran are the more of the
+	// two.
+	ran       map[Key]int
+	succeeded map[Key]sets.Set[types.UID]
 	// gated counts members whose scheduling gates hold their tree (holdsTree), kueueGated
 	// those of them Kueue has not placed yet (filing.KueueGated).
 	gated, kueueGated map[Key]int
@@ -42,6 +46,7 @@ func NewMembers() *Members {
 		byGroup:    map[Key]map[types.UID]*Member{},
 		bound:      map[Key]int{},
 		ran:        map[Key]int{},
+		succeeded:  map[Key]sets.Set[types.UID]{},
 		gated:      map[Key]int{},
 		kueueGated: map[Key]int{},
 	}
@@ -124,10 +129,27 @@ func (ms *Members) InGroup(k Key) []*Member {
 }
 
 // Known counts a PodGroup's pods that exist or ran.
-func (ms *Members) Known(k Key) int { return len(ms.byGroup[k]) + ms.ran[k] }
+func (ms *Members) Known(k Key) int { return len(ms.byGroup[k]) + ms.Ran(k) }
 
 // BoundOrRan counts a PodGroup's pods that have a node or completed.
-func (ms *Members) BoundOrRan(k Key) int { return ms.bound[k] + ms.ran[k] }
+func (ms *Members) BoundOrRan(k Key) int { return ms.bound[k] + ms.Ran(k) }
+
+// Ran counts a PodGroup's pods that completed: its Job's succeeded pods, or those seen
+// succeeding, whichever are more.
+func (ms *Members) Ran(k Key) int { return max(ms.ran[k], ms.succeeded[k].Len()) }
+
+// Succeeded records that a pod of PodGroup k, bound, succeeded: it ran.
+func (ms *Members) Succeeded(k Key, uid types.UID) {
+	s := ms.succeeded[k]
+	if s == nil {
+		s = sets.New[types.UID]()
+		ms.succeeded[k] = s
+	}
+	s.Insert(uid)
+}
+
+// ForgetGroup drops what was recorded of the pods of a PodGroup that is gone.
+func (ms *Members) ForgetGroup(k Key) { delete(ms.succeeded, k) }
 
 // Pending counts a PodGroup's members without a node.
 func (ms *Members) Pending(k Key) int { return len(ms.byGroup[k]) - ms.bound[k] }

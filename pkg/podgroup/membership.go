@@ -18,6 +18,11 @@ import (
 func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 	k, member := m.fileLocked(pod)
 	if terminated(pod) {
+		if member && pod.Status.Phase == v1.PodSucceeded && pod.Spec.NodeName != "" {
+			// It ran: it counts for its gang, as a Job's succeeded pods do, and its gang is
+			// not short for it.
+			m.members.Succeeded(k, pod.UID)
+		}
 		member = false
 	}
 	prev := m.members.Of(pod.UID)

@@ -310,9 +310,21 @@ func (m *Model) Watch(ctx context.Context, kube informers.SharedInformerFactory,
 			held := m.takeHeldLocked()
 			m.mu.Unlock()
 			m.activate(m.logger, held)
+			m.Synced()
 		}
 	}()
 	return nil
+}
+
+// Synced is told when the model has seen every group and pod that existed when it started:
+// every group's life is looked at again with all of them (what a restarted scheduler missed
+// before was not lost).
+func (m *Model) Synced() {
+	m.update(m.logger, func(eff *effects) {
+		for _, k := range m.index.Keys() {
+			eff.touch(m.index.TopOf(k))
+		}
+	})
 }
 
 // HasSynced reports whether the model has seen every group and pod that existed when it
@@ -513,14 +525,9 @@ func (m *Model) onGroup(old, obj any, specProblem string) {
 		}
 		m.noteTreesLocked(tops...)
 		m.refileGroupUnitsLocked(eff, k)
-		if root, ok := m.index.RootOf(k); ok {
-			for _, pk := range m.index.PodGroupsOf(root) {
-				if !m.index.Get(pk).PartialSince().IsZero() {
-					m.permits.armPartialLocked(root) // partially bound, as the object says
-					break
-				}
-			}
-		}
+		// What the object says of the group's life is read back: a restart, a new leader, its
+		// own write coming back, or a late event (never older than what the model decided).
+		m.fireLocked(eff, k, Restored, "its object read back")
 		if old != nil && specChanged(old, obj) {
 			if root, ok := m.index.RootOf(k); ok {
 				m.permits.pokeLocked(root, fmt.Sprintf("%s changed", k))
@@ -561,6 +568,7 @@ func (m *Model) OnGroupDelete(obj any) {
 			}
 		}
 		tops := []Key{k, m.index.TopOf(k)} // k, out of the index once deleted, counts its own members
+		m.fireLocked(eff, k, Deleted, "its object was deleted")
 		for _, top := range m.index.Delete(obj) {
 			eff.reshape(top)
 			tops = append(tops, top)
@@ -586,6 +594,7 @@ func (m *Model) goneLocked(k Key) {
 		return
 	}
 	m.permits.forgetGroupLocked(k)
+	m.members.ForgetGroup(k)
 	delete(m.knownReady, k)
 	m.status.Enqueue(k)
 }
@@ -742,7 +751,7 @@ func (m *Model) Lead() {
 	m.noticed = map[types.UID]string{}
 	roots := sets.New[Key]()
 	for _, k := range m.index.Keys() {
-		if !m.index.Get(k).PartialSince().IsZero() {
+		if m.index.Get(k).Life().State() == PartiallyBound {
 			if root, ok := m.index.RootOf(k); ok {
 				roots.Insert(root)
 			}
@@ -772,7 +781,7 @@ func (m *Model) Sizes() map[string]int {
 	as, ms := m.permits.attempts, m.members
 	out := map[string]int{
 		"groups": len(m.index.entries), "exclusive": m.index.exclusive.Len(),
-		"members": len(ms.byUID), "memberGroups": len(ms.byGroup), "bound": len(ms.bound), "ran": len(ms.ran), "kueueGated": len(ms.kueueGated),
+		"members": len(ms.byUID), "memberGroups": len(ms.byGroup), "bound": len(ms.bound), "ran": len(ms.ran), "succeeded": len(ms.succeeded), "kueueGated": len(ms.kueueGated),
 		"attempts": len(as.byPod), "attemptGroups": len(as.byGroup), "inFlight": len(as.inFlight), "rounds": len(as.rounds), "heldRounds": len(as.held), "outcomes": len(as.outcomes),
 		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": len(m.noticed), "groupWarnings": len(m.groupWarnings), "gone": m.permits.gone.Len(),
 	}

@@ -90,7 +90,7 @@ func (p *Permits) Reserve(logger klog.Logger, pod *v1.Pod, node string) {
 		if !ok {
 			return
 		}
-		p.addLocked(eff, &Attempt{Pod: pod, Group: mem.Group, Root: root, Node: node, State: Reserved})
+		p.addLocked(eff, &Attempt{Pod: pod, Group: mem.Group, Root: root, Node: node, State: AttemptReserved})
 		logger.V(5).Info("Member reserved", "pod", klog.KObj(pod), "group", mem.Group, "root", root, "node", node)
 	})
 }
@@ -131,18 +131,39 @@ func (p *Permits) Permit(logger klog.Logger, pod *v1.Pod, pol Policy) PermitDeci
 }
 
 func (p *Permits) permitLocked(eff *effects, logger klog.Logger, pod *v1.Pod, pol Policy) PermitDecision {
+	a, refused := p.permitAttemptLocked(eff, logger, pod)
+	if a == nil {
+		return refused
+	}
+	r := p.attempts.RoundOf(a.Root)
+	if r.backoff == 0 {
+		r.backoff = pol.Backoff
+	}
+	// The one question: may the tree bind now, and with whom?
+	if p.allowReadyLocked(eff, logger, a.Root, a) {
+		return PermitDecision{Allow: true}
+	}
+	if p.m.members.Of(pod.UID) == nil {
+		return PermitDecision{Reject: fmt.Sprintf("pod %s was deleted while being scheduled", pod.Name)}
+	}
+	return p.waitLocked(logger, a, pol)
+}
+
+// permitAttemptLocked returns the attempt of a member at Permit, or, for a pod that is not
+// a live member of a valid tree, the answer it gets (allowed if it is no member at all).
+func (p *Permits) permitAttemptLocked(eff *effects, logger klog.Logger, pod *v1.Pod) (*Attempt, PermitDecision) {
 	m := p.m
 	mem := m.members.Of(pod.UID)
 	if mem == nil || !m.sched.Live(pod) {
 		p.attempts.Remove(pod.UID)
 		if _, member := m.fileLocked(pod); !member {
-			return PermitDecision{Allow: true}
+			return nil, PermitDecision{Allow: true}
 		}
 		if mem != nil {
 			m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
 		}
 		logger.V(4).Info("Permit refused: not a live member", "pod", klog.KObj(pod))
-		return PermitDecision{Reject: fmt.Sprintf("pod %s was deleted or left its group while being scheduled", pod.Name)}
+		return nil, PermitDecision{Reject: fmt.Sprintf("pod %s was deleted or left its group while being scheduled", pod.Name)}
 	}
 	k := mem.Group
 	root, ok := m.index.RootOf(k)
@@ -150,7 +171,7 @@ func (p *Permits) permitLocked(eff *effects, logger klog.Logger, pod *v1.Pod, po
 		p.attempts.Remove(pod.UID)
 		msg := fmt.Sprintf("the tree of PodGroup %q became invalid or incomplete: %s", k.Name, m.index.readiness(m.members.Known, true).shortfall(k, "exist"))
 		logger.V(4).Info("Permit refused", "pod", klog.KObj(pod), "group", k, "why", msg)
-		return PermitDecision{Reject: msg}
+		return nil, PermitDecision{Reject: msg}
 	}
 	a := p.attempts.Of(pod.UID)
 	if a == nil || a.Root != root || a.Group != k {
@@ -158,7 +179,7 @@ func (p *Permits) permitLocked(eff *effects, logger klog.Logger, pod *v1.Pod, po
 		if a != nil {
 			node = a.Node
 		}
-		a = &Attempt{Pod: pod, Group: k, Root: root, Node: node, State: Reserved}
+		a = &Attempt{Pod: pod, Group: k, Root: root, Node: node, State: AttemptReserved}
 		p.addLocked(eff, a)
 	}
 	if p.gone.Has(a.Node) {
@@ -166,32 +187,27 @@ func (p *Permits) permitLocked(eff *effects, logger klog.Logger, pod *v1.Pod, po
 		p.attempts.Remove(pod.UID)
 		why := fmt.Sprintf("node %s was deleted", a.Node)
 		logger.V(4).Info("Permit refused", "pod", klog.KObj(pod), "group", k, "root", root, "why", why)
-		return PermitDecision{Reject: why}
+		return nil, PermitDecision{Reject: why}
 	}
-	if p.allowReadyLocked(eff, logger, root, a) {
-		return PermitDecision{Allow: true}
-	}
-	if m.members.Of(pod.UID) == nil {
-		return PermitDecision{Reject: fmt.Sprintf("pod %s was deleted while being scheduled", pod.Name)}
-	}
-	// Wait for the rest of the tree, until this member's deadline at the latest.
+	return a, PermitDecision{}
+}
+
+// waitLocked makes a member wait at Permit for the rest of its tree, until its deadline at
+// the latest.
+func (p *Permits) waitLocked(logger klog.Logger, a *Attempt, pol Policy) PermitDecision {
+	m := p.m
 	now := m.clock.Now()
 	timeout := pol.PermitTimeout
-	if t, ok := m.index.Get(k).ScheduleTimeout(); ok {
+	if t, ok := m.index.Get(a.Group).ScheduleTimeout(); ok {
 		timeout = t
 	}
 	timeout = min(timeout, maxPermitWait)
 	p.attempts.Wait(a, now, now.Add(timeout))
-	r := p.attempts.RoundOf(root)
-	if r.backoff == 0 {
-		r.backoff = pol.Backoff
-	}
-	p.armDeadlineLocked(root, r)
-	placed := m.index.readiness(p.placedCounter(), true)
-	msg := fmt.Sprintf("waiting for the rest of the gang %s: %s", root.Name, placed.shortfall(k, "placed"))
-	logger.V(4).Info("Member waits for its gang", "pod", klog.KObj(pod), "group", k, "root", root, "node", a.Node,
-		"deadline", a.Deadline, "why", placed.shortfall(k, "placed"))
-	return PermitDecision{Timeout: a.Deadline.Sub(now) + permitGrace, Message: msg}
+	p.armDeadlineLocked(a.Root, p.attempts.RoundOf(a.Root))
+	why := m.index.readiness(p.placedCounter(), true).shortfall(a.Group, "placed")
+	logger.V(4).Info("Member waits for its gang", "pod", klog.KObj(a.Pod), "group", a.Group, "root", a.Root, "node", a.Node,
+		"deadline", a.Deadline, "why", why)
+	return PermitDecision{Timeout: a.Deadline.Sub(now) + permitGrace, Message: fmt.Sprintf("waiting for the rest of the gang %s: %s", a.Root.Name, why)}
 }
 
 // armDeadlineLocked sets the round's timer to the earliest deadline of its waiters.
@@ -265,7 +281,7 @@ func (p *Permits) allowReadyLocked(eff *effects, logger klog.Logger, root Key, s
 		now := m.clock.Now()
 		allowedSelf := false
 		for _, a := range ready {
-			if a.State == Waiting {
+			if a.State == AttemptWaiting {
 				metrics.permitWait.WithLabelValues("allowed").Observe(now.Sub(a.WaitStart).Seconds())
 				if m.sched != nil {
 					m.sched.Allow(a.Pod)
@@ -276,7 +292,7 @@ func (p *Permits) allowReadyLocked(eff *effects, logger klog.Logger, root Key, s
 			p.attempts.Allow(a)
 			logger.V(4).Info("Member allowed to bind", "pod", klog.KObj(a.Pod), "group", a.Group, "root", root, "node", a.Node)
 		}
-		p.markScheduledLocked(logger, root, placed)
+		p.markScheduledLocked(eff, logger, root, placed)
 		if r := p.attempts.Round(root); r != nil {
 			p.armDeadlineLocked(root, r)
 			if len(r.waiting) == 0 && placed.subtree(root) {
@@ -322,15 +338,14 @@ func (p *Permits) dropDeletedLocked(eff *effects, root Key, ready []*Attempt) bo
 	return len(gone) > 0
 }
 
-// markScheduledLocked records the groups of the tree whose requirement is now met.
-func (p *Permits) markScheduledLocked(logger klog.Logger, root Key, placed *readiness) {
+// markScheduledLocked tells the groups of the tree whose path is now ready counting placed
+// members that they were allowed (TreeAllowed).
+func (p *Permits) markScheduledLocked(eff *effects, logger klog.Logger, root Key, placed *readiness) {
 	m := p.m
 	for _, k := range m.index.Subtree(root) {
-		if !placed.path(k) || !m.index.MarkScheduled(k) {
+		if !placed.path(k) || m.index.Get(k).Scheduled() || m.fireLocked(eff, k, TreeAllowed, "") == nil {
 			continue
 		}
-		p.scheduledLocked(k)
-		m.status.Enqueue(k)
 		if k == root {
 			metrics.attempts.WithLabelValues("scheduled").Inc()
 			if r := p.attempts.Round(root); r != nil {
@@ -425,7 +440,9 @@ func (p *Permits) memberRejectionLocked(root Key, result string) string {
 		what = "timed out waiting for its members"
 	}
 	cond := "Scheduled"
-	if p.m.index.Get(root).Disrupted() {
+	if p.m.index.Get(root).Life().Ran() {
+		// Its PodGroupInitiallyScheduled is True (terminal): what it waits for now is told on
+		// its DisruptionTarget.
 		cond = v1alpha1.DisruptionTarget
 	}
 	return fmt.Sprintf("gang %s %s; the %s condition of %s %s says why (retried when the cluster changes)", root.Name, what, cond, root.Kind, root.Name)
@@ -489,13 +506,15 @@ func (p *Permits) NotePreempted(root Key, msg string) bool {
 	m := p.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	news := p.attempts.OutcomeOf(root).Preempted != msg || !m.index.Get(root).Disrupted()
+	news := p.attempts.OutcomeOf(root).Preempted != msg || m.index.Get(root).Life().State() != Disrupted
 	for _, k := range m.index.Subtree(root) {
-		m.index.MarkDisrupted(k)
 		o := p.attempts.Outcome(k)
 		o.Preempted, o.DisruptedBy = msg, ""
 		m.status.Enqueue(k)
 	}
+	// Entering Disrupted asks nothing of the scheduler (no effects to apply): its preemptor
+	// may call this with its own locks held.
+	m.fireUnitLocked(m.newEffects(m.logger), root, Preempted, msg)
 	return news
 }
 
@@ -534,14 +553,14 @@ func (p *Permits) unreserveLocked(eff *effects, logger klog.Logger, pod *v1.Pod)
 		eff.ended = append(eff.ended, a.Root)
 	}
 	switch a.State {
-	case Reserved:
+	case AttemptReserved:
 		logger.V(5).Info("Reservation released", "pod", klog.KObj(pod), "group", a.Group, "root", a.Root)
-	case Waiting:
+	case AttemptWaiting:
 		metrics.permitWait.WithLabelValues("rejected").Observe(m.clock.Now().Sub(a.WaitStart).Seconds())
 		logger.V(4).Info("Waiting member rejected by the scheduler", "pod", klog.KObj(pod), "group", a.Group, "root", a.Root)
 		p.releaseHopelessLocked(eff, logger, a.Root, fmt.Sprintf("pod %s stopped waiting", pod.Name))
-	case Allowed:
-		p.partialLocked(logger, pod, a.Group, a.Root)
+	case AttemptAllowed:
+		p.bindFailedLocked(eff, pod, a.Group, a.Root)
 	}
 }
 
@@ -558,14 +577,14 @@ func (p *Permits) Rejecting(logger klog.Logger, pod *v1.Pod, why string) bool {
 		a := p.attempts.Of(pod.UID)
 		switch {
 		case a == nil:
-		case a.State == Allowed:
+		case a.State == AttemptAllowed:
 			ok = false
 		default:
 			p.attempts.Remove(pod.UID)
 			if p.attempts.Ended(a.Root) {
 				eff.ended = append(eff.ended, a.Root)
 			}
-			if a.State == Waiting {
+			if a.State == AttemptWaiting {
 				metrics.permitWait.WithLabelValues("rejected").Observe(p.m.clock.Now().Sub(a.WaitStart).Seconds())
 			}
 			logger.V(4).Info("Waiting member rejected by the framework", "pod", klog.KObj(pod), "group", a.Group, "root", a.Root, "why", why)
@@ -585,7 +604,7 @@ func (p *Permits) Cancelling(uid types.UID) bool {
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
 	a := p.attempts.Of(uid)
-	return a == nil || a.State != Allowed
+	return a == nil || a.State != AttemptAllowed
 }
 
 // releaseHopelessLocked releases the waiters of root whose path can no longer be ready with
@@ -758,7 +777,7 @@ const expiryRecheck = time.Second
 func (p *Permits) memberGoneLocked(eff *effects, uid types.UID, root Key, hasRoot bool, why string) {
 	if a := p.attempts.Remove(uid); a != nil {
 		root, hasRoot = a.Root, true
-		if a.State == Waiting {
+		if a.State == AttemptWaiting {
 			eff.rejectPod(a.Pod, why)
 		}
 		if p.attempts.Ended(a.Root) {
@@ -780,10 +799,8 @@ func (p *Permits) boundLocked(pod *v1.Pod, k Key) {
 	if a := p.attempts.Remove(pod.UID); a != nil {
 		m.logger.V(5).Info("Member bound", "pod", klog.KObj(pod), "group", k, "node", pod.Spec.NodeName)
 	}
-	p.wholeAgainLocked(k)
 	if root, ok := m.index.RootOf(k); ok {
 		p.observeBoundLocked(root)
-		p.armPartialLocked(root)
 	}
 }
 
@@ -828,13 +845,13 @@ func (p *Permits) reconcileLocked(eff *effects, keys []Key) {
 			if a == nil || (valid && a.Root == root) {
 				continue
 			}
-			if a.State == Allowed && valid {
+			if a.State == AttemptAllowed && valid {
 				a.Root = root // done with its attempt: counted as placed until its bind is seen
 				continue
 			}
 			p.attempts.Remove(mem.Pod.UID)
 			oldRoots.Insert(a.Root)
-			if a.State == Waiting {
+			if a.State == AttemptWaiting {
 				why := fmt.Sprintf("the tree of PodGroup %s changed: %s", k.Name,
 					m.index.readiness(m.members.Known, true).shortfall(k, "exist"))
 				eff.rejectPod(a.Pod, why)

@@ -32,8 +32,8 @@ func MarkPlanning(state fwk.CycleState) { state.Write(planningKey, mark{}) }
 // Planning reports whether a cycle state is one the planner runs the profile's plugins with.
 func Planning(state fwk.CycleState) bool { return marked(state, planningKey) }
 
-// MarkHeld marks a cycle state as one whose member the gang refused before Filter.
-func MarkHeld(state fwk.CycleState) { state.Write(heldKey, mark{}) }
+// MarkRefused marks a cycle state as one whose member the gang refused before Filter.
+func MarkRefused(state fwk.CycleState) { state.Write(heldKey, mark{}) }
 
-// Held reports whether the gang refused the cycle's member before Filter.
-func Held(state fwk.CycleState) bool { return marked(state, heldKey) }
+// Refused reports whether the gang refused the cycle's member before Filter.
+func Refused(state fwk.CycleState) bool { return marked(state, heldKey) }

@@ -15,9 +15,10 @@ import (
 // that a new leader finishes it while the room its plan found is still free. If its remaining
 // members do not fit, it is released one backoff after that failure: its bound members are
 // evicted, so that no pod runs without its peers holding room, and the gang is scheduled
-// whole once it fits. Not while it preempts for room (its victims are leaving), not while an
-// attempt of it is under way (it may yet finish), and not if it was scheduled whole once (a
-// minimum raised since leaves a running gang running).
+// whole once it fits (HalfBoundTimeout: every group of its tree is Released). Not while it
+// preempts for room (its victims are leaving), not while an attempt of it is under way (it
+// may yet finish), and not if it was placed whole once (a minimum raised since leaves a
+// running gang running).
 
 // armReleaseLocked is called when an attempt of root failed: if the tree is half bound, its
 // release is due after wait.
@@ -47,11 +48,10 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 		p.armReleaseLocked(root, r, max(p.retryFloor, wait/2))
 		return
 	}
-	subtree := m.index.Subtree(root)
-	for _, k := range subtree {
-		if m.index.Get(k).EverScheduled() {
-			// Scheduled whole once, its minimum raised since: a running gang is not evicted
-			// for an edit; it waits for the pods its new minimum asks for.
+	for _, k := range m.index.Subtree(root) {
+		if m.index.Get(k).Life().Placed() {
+			// Placed whole once, its minimum raised since: a running gang is not evicted for
+			// an edit; it waits for the pods its new minimum asks for.
 			return
 		}
 	}
@@ -73,9 +73,15 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 		root.Name, placed, total)
 	released := fmt.Sprintf("released: evicted its bound pods %s (%d of %d pods were bound but the rest did not fit)",
 		someNames(names), placed, total)
-	for _, k := range subtree {
+	if t := m.fireLocked(eff, root, HalfBoundTimeout, why); t == nil || t.To != Released {
+		return
+	}
+	for _, k := range m.index.Subtree(root) {
 		o := p.attempts.Outcome(k)
-		o.Failure, o.Released = released, released
+		o.Failure, o.Released, o.Preempted, o.DisruptedBy = released, released, released, ReasonGangReleased
+		if k != root {
+			m.fireLocked(eff, k, UnitReleased, why)
+		}
 		m.status.Enqueue(k)
 	}
 	eff.evict = append(eff.evict, eviction{group: m.index.Get(root).Object(), pods: pods, why: why})

@@ -46,12 +46,11 @@ func (m *Model) refreshTreeLocked(eff *effects, top Key, shape bool) {
 		m.permits.reconcileLocked(eff, keys)
 	}
 
-	known := m.index.readiness(m.members.Known, true)
-	bound := m.index.readiness(m.members.BoundOrRan, false)
+	snap := m.newSnapshot()
 	for _, k := range keys {
 		g := m.index.Get(k)
 		if k.Kind == KindPodGroup {
-			if ready := known.path(k); ready != m.knownReady[k] {
+			if ready := snap.knownReady().path(k); ready != m.knownReady[k] {
 				if ready {
 					m.knownReady[k] = true
 					eff.activate = append(eff.activate, m.pendingOfLocked(k)...)
@@ -63,19 +62,8 @@ func (m *Model) refreshTreeLocked(eff *effects, top Key, shape bool) {
 		if !g.Exists() {
 			continue
 		}
-		if !g.Scheduled() && !g.disrupted && bound.path(k) {
-			// Bound pods the scheduler's cache shows deleted do not count, nor those of a
-			// group gang preemption is evicting: it is placed whole again by its new pods.
-			if root, ok := m.index.RootOf(k); ok && m.permits.dropDeletedLocked(eff, root, nil) {
-				bound = m.index.readiness(m.members.BoundOrRan, false)
-			}
-			if bound.path(k) && m.index.MarkScheduled(k) {
-				m.index.MarkBoundWhole(k)
-				m.permits.scheduledLocked(k)
-				m.status.Enqueue(k)
-				continue
-			}
-		}
+		// Counts moved: the group's life takes the transitions they allow (life.go).
+		m.observeLocked(eff, k, snap)
 		if !g.Scheduled() {
 			m.status.EnqueueAfter(k, waitingGrace)
 		}

@@ -2,7 +2,6 @@ package podgroup
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -86,153 +85,6 @@ func (c Condition) sameAs(o Condition) bool {
 	return c.Status == o.Status && c.Reason == o.Reason && c.Message == o.Message
 }
 
-// Condition computes the condition a group should carry from the model, or false when there
-// is nothing to say (the group does not exist, or is being scheduled right now). Messages
-// describe the state without counts that change pod by pod, so that a condition is written
-// once per transition; the event note adds the counts at the time of the write.
-func (g *Gate) Condition(k Key) (Condition, bool) { return g.judge(k, g.m.conditionLocked) }
-
-// judge computes a condition of an existing group under the model's lock, stamped with the
-// object it judged.
-func (g *Gate) judge(k Key, condition func(Key, *Group) (Condition, bool)) (Condition, bool) {
-	m := g.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	grp := m.index.Get(k)
-	if !grp.Exists() {
-		return Condition{}, false
-	}
-	c, ok := condition(k, grp)
-	c.UID, c.Generation = grp.UID(), grp.Generation()
-	return c, ok
-}
-
-func (m *Model) conditionLocked(k Key, g *Group) (Condition, bool) {
-	if g.disrupted && g.InitiallyScheduled() {
-		// Scheduled, then preempted before its True was written: the condition is terminal,
-		// so it says what happened first; DisruptionTarget says what it waits for now.
-		msg := fmt.Sprintf("pods placed together (minCount %d), then preempted", g.Minimum())
-		if k.Kind == KindCompositePodGroup {
-			msg = fmt.Sprintf("child groups placed together (minGroupCount %d), then preempted", g.Minimum())
-		}
-		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg}, true
-	}
-	return m.stateLocked(k, g)
-}
-
-// stateLocked is the condition of a group's state now: scheduled (or partially bound), or
-// what it waits for.
-func (m *Model) stateLocked(k Key, g *Group) (Condition, bool) {
-	out := m.permits.attempts.OutcomeOf(k)
-	switch {
-	case g.Scheduled():
-		inFlight := 0
-		for _, pk := range m.index.PodGroupsOf(k) {
-			inFlight += m.permits.attempts.InFlight(pk)
-		}
-		if inFlight > 0 {
-			return Condition{}, false // True once the binds are done: a failed bind is reported instead
-		}
-		for _, pk := range m.index.PodGroupsOf(k) {
-			if p := m.permits.partialMessageLocked(pk); p != "" {
-				// Since: the condition's lastTransitionTime is when the gang became partially
-				// bound, the fact a new leader restores (partial.go).
-				return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPartiallyBound, Message: p, Note: p,
-					Since: m.index.Get(pk).PartialSince()}, true
-			}
-		}
-		var msg string
-		if k.Kind == KindPodGroup {
-			msg = fmt.Sprintf("%d pods placed together (minCount %d)", m.members.BoundOrRan(k)+m.permits.attempts.Placed(k), g.Minimum())
-		} else {
-			r := m.index.readiness(m.permits.placedCounter(), true)
-			msg = fmt.Sprintf("%d child groups placed together (minGroupCount %d)", r.readyChildren(k), g.Minimum())
-		}
-		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg}, true
-	case g.problem != "":
-		msg := "invalid: " + g.problem
-		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid, Message: msg, Note: msg}, true
-	}
-	known := m.index.readiness(m.members.Known, true)
-	if !known.path(k) {
-		c := Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable}
-		switch {
-		case k.Kind == KindPodGroup && !known.subtree(k):
-			c.Message = fmt.Sprintf("waiting for pods: minCount is %d", g.Minimum())
-			c.Note = fmt.Sprintf("waiting for pods: %d of %d pods exist", m.members.Known(k), g.Minimum())
-			if g.EverScheduled() && g.Leaders() > 0 {
-				// Its leaders bound; their workload makes the rest now, into room held for them.
-				c.Message = fmt.Sprintf("leaders placed, room held for the others; waiting for pods: minCount is %d", g.Minimum())
-				c.Note = fmt.Sprintf("leaders placed, room held for the others; waiting for pods: %d of %d pods exist", m.members.Known(k), g.Minimum())
-			}
-			if out.Released != "" {
-				// Its evicted members are missing: say why.
-				c.Message += "; " + out.Released
-				c.Note += "; " + out.Released
-			}
-		case k.Kind == KindCompositePodGroup && !known.subtree(k):
-			c.Message = fmt.Sprintf("waiting for child groups: %s", known.shortfall(k, "exist"))
-			c.Note = c.Message
-		default:
-			pk, _ := g.ParentKey()
-			c.Message = fmt.Sprintf("waiting for the rest of the tree: %s: %s", pk.Name, known.shortfall(pk, "exist"))
-			c.Note = c.Message
-		}
-		return c, true
-	}
-	if root, ok := m.index.RootOf(k); ok {
-		if msg := m.gatedMessageLocked(root); msg != "" {
-			return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: msg, Note: msg}, true
-		}
-	}
-	if out.Preempting != "" {
-		// No Note: the preemption's own event (with the victims' count) is recorded when it
-		// happens, even if the condition turns Scheduled before it is written.
-		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPreempting, Message: out.Preempting}, true
-	}
-	if out.Reserving != "" {
-		// No Note: the reservation's own event is recorded when it starts; its message counts
-		// what is free, which changes as pods end.
-		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReserving, Message: out.Reserving, Details: true}, true
-	}
-	if out.Failure != "" {
-		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: out.Failure, Note: out.Failure, Details: true}, true
-	}
-	return Condition{}, false
-}
-
-// Disruption computes the DisruptionTarget condition a group should carry, or false when
-// there is nothing to say: True while the gang preemption evicted it and its pods are not
-// placed again (the message names the preemptor, then what the group waits for now, since its
-// PodGroupInitiallyScheduled condition stays True), False once it was placed whole again
-// (written only over a True one).
-func (g *Gate) Disruption(k Key) (Condition, bool) { return g.judge(k, g.m.disruptionLocked) }
-
-func (m *Model) disruptionLocked(k Key, g *Group) (Condition, bool) {
-	var c Condition
-	switch preempted := m.permits.attempts.OutcomeOf(k).Preempted; {
-	case preempted != "":
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, reasonOfDisruption(m.permits.attempts.OutcomeOf(k)), preempted
-		if now, ok := m.stateLocked(k, g); ok && now.Status == metav1.ConditionFalse {
-			c.Message += "; now " + now.Message
-			c.Details = now.Details
-		}
-	case g.Scheduled():
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.ReasonRescheduled, "placed whole again after its preemption"
-	default:
-		return Condition{}, false
-	}
-	return c, true
-}
-
-// Conditions is where a StatusWriter learns what a group's conditions should be.
-type Conditions interface {
-	// Condition is the PodGroupInitiallyScheduled condition.
-	Condition(k Key) (Condition, bool)
-	// Disruption is the DisruptionTarget condition.
-	Disruption(k Key) (Condition, bool)
-}
-
 // StatusWriter turns desired conditions into status writes and events. Keys are queued
 // whenever a group's state may have changed; the worker computes the condition when it
 // processes the key and writes only when it differs from what the object carries. Only the
@@ -246,11 +98,10 @@ type StatusWriter struct {
 	// told too; nil for none.
 	admissions Admissions
 	queue      workqueue.TypedRateLimitingInterface[Key]
-	// written and writtenDisruption remember the last PodGroupInitiallyScheduled and
-	// DisruptionTarget conditions written per group (and the object's UID), so that a stale
-	// informer cache does not cause the same write twice.
-	written, writtenDisruption map[Key]writtenCondition
-	now                        func() time.Time
+	// written remembers, by condition type, the last condition written per group (and the
+	// object's UID), so that a stale informer cache does not cause the same write twice.
+	written map[string]map[Key]writtenCondition
+	now     func() time.Time
 	// budget limits the rewrites of details (detailsBudget).
 	budget *rate.Limiter
 	// native writes the status of native groups; nil when none is watched.
@@ -285,10 +136,10 @@ func NewStatusWriter(client versioned.Interface, pgLister listers.PodGroupLister
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "lockstep_podgroup_status"}),
-		written:           map[Key]writtenCondition{},
-		writtenDisruption: map[Key]writtenCondition{},
-		now:               time.Now,
-		budget:            rate.NewLimiter(detailsBudget, detailsBudgetBurst),
+		written: map[string]map[Key]writtenCondition{v1alpha1.PodGroupInitiallyScheduled: {}, v1alpha1.DisruptionTarget: {},
+			v1alpha1.Short: {}},
+		now:    time.Now,
+		budget: rate.NewLimiter(detailsBudget, detailsBudgetBurst),
 	}
 }
 
@@ -331,9 +182,8 @@ func (w *StatusWriter) next(ctx context.Context, conds Conditions) bool {
 }
 
 func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error {
-	want, ok := conds.Condition(k)
-	disruption, disrupted := conds.Disruption(k)
-	if !ok && !disrupted {
+	desired, ok := conds.Conditions(k)
+	if !ok || (desired.Initial == nil && desired.Disruption == nil && desired.Short == nil) {
 		w.forgetIfGone(k)
 		return nil
 	}
@@ -375,55 +225,69 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 			return err
 		}
 	}
-	initial := ok && want.UID == uid && w.initialDue(k, uid, *conditions, want)
-	disruptionDue := disrupted && disruption.UID == uid && w.disruptionDue(k, uid, *conditions, disruption)
-	if !initial && !disruptionDue {
+	if desired.UID != uid {
+		return nil // not the object the model judged
+	}
+	// The conditions due now; a rewrite of details alone (the state is the same) is one of
+	// many: it spends the writer's budget, and tells no event (the state's own event was told).
+	type due struct {
+		condType string
+		want     Condition
+		details  bool
+	}
+	var dues []due
+	onlyDetails := true
+	for _, c := range []struct {
+		condType string
+		want     *Condition
+	}{{v1alpha1.PodGroupInitiallyScheduled, desired.Initial}, {v1alpha1.DisruptionTarget, desired.Disruption}, {v1alpha1.Short, desired.Short}} {
+		if c.want == nil || !w.dueNow(c.condType, k, uid, *conditions, *c.want) {
+			continue
+		}
+		d := due{condType: c.condType, want: *c.want, details: w.detailsOnly(w.written[c.condType], k, uid, *c.want)}
+		onlyDetails = onlyDetails && d.details
+		dues = append(dues, d)
+	}
+	if len(dues) == 0 {
 		return nil
 	}
-	// A rewrite of details alone (the state is the same) is one of many: it spends the
-	// writer's budget, and tells no event (the state's own event was told).
-	initialDetails := initial && w.detailsOnly(w.written, k, uid, want)
-	disruptionDetails := disruptionDue && w.detailsOnly(w.writtenDisruption, k, uid, disruption)
-	if (!initial || initialDetails) && (!disruptionDue || disruptionDetails) && !w.budget.AllowN(w.now(), 1) {
+	if onlyDetails && !w.budget.AllowN(w.now(), 1) {
 		w.queue.AddAfter(k, time.Second)
 		return nil
 	}
-	if initial {
-		setCondition(conditions, v1alpha1.PodGroupInitiallyScheduled, want)
-	}
-	if disruptionDue {
-		setCondition(conditions, v1alpha1.DisruptionTarget, disruption)
+	for _, d := range dues {
+		setCondition(conditions, d.condType, d.want)
 	}
 	if err := update(); err != nil {
 		return w.ignoreNotFound(k, err)
 	}
 	logger := klog.FromContext(ctx)
-	if disruptionDue {
-		w.writtenDisruption[k] = w.record(w.writtenDisruption, k, uid, disruption, disruptionDetails)
-		metrics.statusWrites.WithLabelValues(disruption.Reason).Inc()
-		logger.V(4).Info("Group condition written", "group", k, "type", v1alpha1.DisruptionTarget, "status", disruption.Status, "reason", disruption.Reason, "message", disruption.Message)
-	}
-	if !initial {
-		return nil
-	}
-	w.written[k] = w.record(w.written, k, uid, want, initialDetails)
-	metrics.statusWrites.WithLabelValues(want.Reason).Inc()
-	logger.V(4).Info("Group condition written", "group", k, "type", v1alpha1.PodGroupInitiallyScheduled, "status", want.Status, "reason", want.Reason, "message", want.Message)
-	if w.recorder != nil && want.Note != "" && !initialDetails {
-		eventType := v1.EventTypeWarning
-		if want.Status == metav1.ConditionTrue {
-			eventType = v1.EventTypeNormal
-		}
-		w.recorder.Eventf(obj, nil, eventType, want.Reason, "Scheduling", "%s", want.Note)
-		if owner := workloadOf(obj); owner != nil {
-			w.recorder.Eventf(owner, obj, eventType, want.Reason, "Scheduling", "%s %s: %s", k.Kind, k.Name, want.Note)
-			if admission := w.admissions.Of(k.Namespace, owner.GetUID()); admission != nil {
-				w.recorder.Eventf(admission, obj, eventType, want.Reason, "Scheduling", "%s %s of %s %s: %s", k.Kind, k.Name,
-					owner.GetKind(), owner.GetName(), want.Note)
-			}
+	for _, d := range dues {
+		w.written[d.condType][k] = w.record(w.written[d.condType], k, uid, d.want, d.details)
+		metrics.statusWrites.WithLabelValues(d.want.Reason).Inc()
+		logger.V(4).Info("Group condition written", "group", k, "type", d.condType, "status", d.want.Status, "reason", d.want.Reason, "message", d.want.Message)
+		if w.recorder != nil && d.want.Note != "" && !d.details {
+			w.tell(k, obj, d.condType, d.want)
 		}
 	}
 	return nil
+}
+
+// tell records the event of a condition written: on the group, and on the workload of a
+// root group and its Kueue Workload.
+func (w *StatusWriter) tell(k Key, obj runtime.Object, condType string, want Condition) {
+	eventType := v1.EventTypeNormal
+	if (want.Status == metav1.ConditionTrue) == (condType == v1alpha1.Short) {
+		eventType = v1.EventTypeWarning // not scheduled, or short
+	}
+	w.recorder.Eventf(obj, nil, eventType, want.Reason, "Scheduling", "%s", want.Note)
+	if owner := workloadOf(obj); owner != nil {
+		w.recorder.Eventf(owner, obj, eventType, want.Reason, "Scheduling", "%s %s: %s", k.Kind, k.Name, want.Note)
+		if admission := w.admissions.Of(k.Namespace, owner.GetUID()); admission != nil {
+			w.recorder.Eventf(admission, obj, eventType, want.Reason, "Scheduling", "%s %s of %s %s: %s", k.Kind, k.Name,
+				owner.GetKind(), owner.GetName(), want.Note)
+		}
+	}
 }
 
 // Admissions finds the object that admits a workload to run, where the events of the
@@ -473,24 +337,18 @@ func workloadOf(obj runtime.Object) *unstructured.Unstructured {
 	return u
 }
 
-// initialDue reports whether the PodGroupInitiallyScheduled condition of a group should be
-// written as want now: never once it is True (terminal, as upstream).
-func (w *StatusWriter) initialDue(k Key, uid types.UID, conditions []metav1.Condition, want Condition) bool {
-	cur := meta.FindStatusCondition(conditions, v1alpha1.PodGroupInitiallyScheduled)
-	if cur != nil && cur.Status == metav1.ConditionTrue {
+// dueNow reports whether a condition of type condType should be written as want now:
+// PodGroupInitiallyScheduled never once it is True (terminal, as upstream); DisruptionTarget
+// and Short False only over a True (a group never preempted or short carries none).
+func (w *StatusWriter) dueNow(condType string, k Key, uid types.UID, conditions []metav1.Condition, want Condition) bool {
+	cur := meta.FindStatusCondition(conditions, condType)
+	switch {
+	case condType == v1alpha1.PodGroupInitiallyScheduled && cur != nil && cur.Status == metav1.ConditionTrue:
+		return false
+	case condType != v1alpha1.PodGroupInitiallyScheduled && want.Status == metav1.ConditionFalse && (cur == nil || cur.Status != metav1.ConditionTrue):
 		return false
 	}
-	return w.due(w.written, k, uid, cur, want)
-}
-
-// disruptionDue reports whether the DisruptionTarget condition of a group should be written
-// as want now: False only over a True one (a group never preempted carries none).
-func (w *StatusWriter) disruptionDue(k Key, uid types.UID, conditions []metav1.Condition, want Condition) bool {
-	cur := meta.FindStatusCondition(conditions, v1alpha1.DisruptionTarget)
-	if want.Status == metav1.ConditionFalse && (cur == nil || cur.Status != metav1.ConditionTrue) {
-		return false
-	}
-	return w.due(w.writtenDisruption, k, uid, cur, want)
+	return w.due(w.written[condType], k, uid, cur, want)
 }
 
 // due reports whether want, a condition the object carries as cur, should be written now:
@@ -554,20 +412,31 @@ func (w *StatusWriter) forgetIfGone(k Key) {
 		_, err = w.cpgLister.CompositePodGroups(k.Namespace).Get(k.Name)
 	}
 	if apierrors.IsNotFound(err) {
-		delete(w.written, k)
-		delete(w.writtenDisruption, k)
+		w.forget(k)
+	}
+}
+
+// forget drops what was written on group k.
+func (w *StatusWriter) forget(k Key) {
+	for _, written := range w.written {
+		delete(written, k)
 	}
 }
 
 // Remembered counts the groups the writer remembers a write for (diagnostics: flat while
 // groups come and go).
-func (w *StatusWriter) Remembered() int { return len(w.written) + len(w.writtenDisruption) }
+func (w *StatusWriter) Remembered() int {
+	n := 0
+	for _, written := range w.written {
+		n += len(written)
+	}
+	return n
+}
 
 // ignoreNotFound drops a deleted group: there is nothing left to write.
 func (w *StatusWriter) ignoreNotFound(k Key, err error) error {
 	if apierrors.IsNotFound(err) {
-		delete(w.written, k)
-		delete(w.writtenDisruption, k)
+		w.forget(k)
 		return nil
 	}
 	return err

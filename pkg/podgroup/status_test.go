@@ -96,7 +96,7 @@ func TestCondition(t *testing.T) {
 			},
 			key: PodGroupKey("ns", "a"),
 			want: Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled,
-				Message: "2 pods placed together (minCount 2)", Note: "2 pods placed together (minCount 2)"},
+				Message: "2 pods placed together (minCount 2)", Note: "2 pods placed together (minCount 2)", Since: epoch},
 		},
 	}
 	for _, tc := range tests {
@@ -177,11 +177,26 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	if err := indexer.Update(updated); err != nil {
 		t.Fatal(err)
 	}
-	m.index.Get(key).scheduled = false
-	m.permits.attempts.Outcome(key).Failure = "cannot fit"
+	// A member lost, the gang is short: PodGroupInitiallyScheduled says PartiallyBound, which
+	// is not written over the True (Short says it).
+	m.OnPodDelete(assumed(pods[0], "n1"))
+	if c, _ := m.Gate().Condition(key); c.Status != metav1.ConditionFalse {
+		t.Fatalf("short, the group's condition is %+v, want False", c)
+	}
 	sync()
-	if got := writes(); got != 2 {
-		t.Errorf("%d writes, want a True condition never rewritten", got)
+	if got := writes(); got != 3 {
+		t.Errorf("%d writes, want one more: Short", got)
+	}
+	updated, err = client.Tracker().Get(v1alpha1.Resource("podgroups").WithVersion("v1alpha1"), "ns", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := updated.(*v1alpha1.PodGroup).Status.Conditions
+	if c := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("PodGroupInitiallyScheduled is %+v, want a True condition never rewritten", c)
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.Short); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonMemberLost {
+		t.Errorf("Short is %+v, want True, MemberLost", c)
 	}
 	// A group deleted and created again under the same name, not seen by the model yet, is
 	// not written with what the model knows of its predecessor.
@@ -190,9 +205,8 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	if err := indexer.Update(recreated); err != nil {
 		t.Fatal(err)
 	}
-	m.index.Get(key).scheduled = true
 	sync()
-	if got := writes(); got != 2 {
+	if got := writes(); got != 3 {
 		t.Errorf("%d writes, want none on an object the model has not judged", got)
 	}
 }
@@ -428,9 +442,9 @@ func TestRestoredPreemptedGroupIsAGang(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
 			obj.Status.Conditions = tc.conditions
-			ix := NewIndex()
-			ix.Upsert(obj)
-			if got := ix.Get(PodGroupKey("ns", "a")).Scheduled(); got != tc.want {
+			m, _, _ := testModel(t)
+			m.OnGroup(nil, obj)
+			if got := m.index.Get(PodGroupKey("ns", "a")).Scheduled(); got != tc.want {
 				t.Errorf("restored as scheduled: %v, want %v", got, tc.want)
 			}
 		})
@@ -512,17 +526,15 @@ type syncingConditions struct {
 	uid       types.UID
 }
 
-func (c *syncingConditions) Condition(Key) (Condition, bool) {
+func (c *syncingConditions) Conditions(Key) (Desired, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.synced {
 		c.readEarly = true
-		return Condition{UID: c.uid, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid, Message: "invalid: parent not found"}, true
+		return Desired{UID: c.uid, Initial: &Condition{UID: c.uid, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid, Message: "invalid: parent not found"}}, true
 	}
-	return Condition{UID: c.uid, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: "cannot fit"}, true
+	return Desired{UID: c.uid, Initial: &Condition{UID: c.uid, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnschedulable, Message: "cannot fit"}}, true
 }
-
-func (c *syncingConditions) Disruption(Key) (Condition, bool) { return Condition{}, false }
 
 func (c *syncingConditions) state() (synced, readEarly bool) {
 	c.mu.Lock()

@@ -275,7 +275,7 @@ func TestPostFilterAfterMinResourcesRefusal(t *testing.T) {
 	if s.Code() != fwk.UnschedulableAndUnresolvable {
 		t.Fatalf("PreFilter = %v %q, want UnschedulableAndUnresolvable", s.Code(), s.Message())
 	}
-	if podgroup.Held(state) {
+	if podgroup.Refused(state) {
 		t.Errorf("the minResources refusal held the pod; want PostFilter to fail the gang")
 	}
 	statuses := framework.NewDefaultNodeToStatus()

@@ -19,7 +19,7 @@ import (
 // can no longer be ready releases its own. The pod stays unschedulable, so other PostFilter
 // plugins (preemption) still run.
 func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if podgroup.Held(state) {
+	if podgroup.Refused(state) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	msg := pl.permits.Fail(klog.FromContext(ctx), pod, pl.describe(statuses), pl.policy)

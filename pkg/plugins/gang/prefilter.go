@@ -36,10 +36,10 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		logger.V(4).Info("Member refused", "pod", klog.KObj(pod), "group", v.Group, "root", v.Root, "reason", "MinResources", "why", short)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, short)
 	case podgroup.BackingOff:
-		podgroup.MarkHeld(state)
+		podgroup.MarkRefused(state)
 		return nil, fwk.NewStatus(fwk.Unschedulable, v.Message)
 	}
-	podgroup.MarkHeld(state)
+	podgroup.MarkRefused(state)
 	logger.V(4).Info("Member refused", "pod", klog.KObj(pod), "group", v.Group, "root", v.Root, "reason", v.Code, "why", v.Message)
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)
 }

@@ -94,7 +94,7 @@ func TestFailedMemberKeepsNoNominationUnlessItsTreePreempts(t *testing.T) {
 	root := podgroup.PodGroupKey("ns", "g")
 	held := func() fwk.CycleState {
 		s := framework.NewCycleState()
-		podgroup.MarkHeld(s)
+		podgroup.MarkRefused(s)
 		return s
 	}
 	statuses := framework.NewDefaultNodeToStatus()

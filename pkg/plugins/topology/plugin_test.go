@@ -251,7 +251,7 @@ func TestHeldMemberRefusesNoNode(t *testing.T) {
 	root := podgroup.PodGroupKey("ns", "g")
 
 	held := framework.NewCycleState()
-	podgroup.MarkHeld(held)
+	podgroup.MarkRefused(held)
 	if _, s := env.plugin.PreFilter(env.Ctx, held, pods[0], env.NodeInfos(t)); !s.IsSkip() {
 		t.Fatalf("PreFilter of a held member: %v, want Skip", s)
 	}
@@ -265,7 +265,7 @@ func TestHeldMemberRefusesNoNode(t *testing.T) {
 	}
 	node := sets.List(res.NodeNames)[0]
 	held = framework.NewCycleState()
-	podgroup.MarkHeld(held)
+	podgroup.MarkRefused(held)
 	statuses := framework.NewDefaultNodeToStatus()
 	statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "gang g backs off").WithPlugin("LockstepGang"))
 	env.plugin.PostFilter(env.Ctx, held, pods[0], statuses)

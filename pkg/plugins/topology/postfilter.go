@@ -27,7 +27,7 @@ func (pl *Topology) PostFilter(ctx context.Context, state fwk.CycleState, pod *v
 
 func (pl *Topology) postFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	sum, ok := pl.trees.Summary(pod)
-	if podgroup.Held(state) {
+	if podgroup.Refused(state) {
 		// The gang refused the member before Filter ran (its tree backs off): no node
 		// refused anything, and its preemption, if any, was decided when the attempt failed.
 		if ok && sum.Gang {

@@ -69,7 +69,7 @@ func (pl *Topology) narrowedByPlan(pod *v1.Pod, res *fwk.PreFilterResult) bool {
 }
 
 func (pl *Topology) preFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if podgroup.Planning(state) || podgroup.Held(state) {
+	if podgroup.Planning(state) || podgroup.Refused(state) {
 		// The planner's own dry runs, or a member the gang holds back (its tree is backing
 		// off): no plan is made or used in this cycle.
 		return nil, fwk.NewStatus(fwk.Skip)

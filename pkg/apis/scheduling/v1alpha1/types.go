@@ -50,6 +50,24 @@ const (
 	// ReasonRescheduled: a preempted group was placed whole again.
 	ReasonRescheduled = "Rescheduled"
 
+	// Short is the condition type that says a gang runs short of its minimum after it was
+	// allowed to bind: True from the moment it became short (its lastTransitionTime, which a
+	// restarted or new leader reads back), with reason PartiallyBound (a bind was refused
+	// after the gang was allowed) or MemberLost (a member of the running gang was lost and its
+	// replacement is not bound). Still short partialBindTimeoutSeconds later, the gang is
+	// released whole (DisruptionTarget True, GangReleased) unless it says disruptionMode
+	// single. False once it is whole again (reason Whole) or no longer runs (NotRunning):
+	// written only over a True, so that a gang never short carries none.
+	Short = "Short"
+	// ReasonMemberLost: a member of the running gang was lost (deleted, its node gone) and
+	// fewer than its minimum are bound.
+	ReasonMemberLost = "MemberLost"
+	// ReasonWhole: the gang's minimum is bound again.
+	ReasonWhole = "Whole"
+	// ReasonNotRunning: the gang no longer runs short: it was released or preempted whole, or
+	// none of its pods is left.
+	ReasonNotRunning = "NotRunning"
+
 	// MadeForKindLabel and MadeForNameLabel on a Workload, PodGroup or CompositePodGroup that
 	// lockstep's workload controller made name the kind and name of the object it was made
 	// for (a Job, a JobSet, a TrainJob...): kubectl get lockstep -l
