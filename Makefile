@@ -42,7 +42,7 @@ PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_BUILDFLAGS ?= -trimpath
 IMAGE_TAR ?= $(CURDIR)/_output/lockstep-scheduler-$(VERSION).oci.tar
 
-.PHONY: all build image print-platforms test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
+.PHONY: soak all build image print-platforms test-image helm test-chart etcd generate verify vet fmt test test-unit test-integration controllers run clean \
 	demo demo-down demo-test demo-core demo-controllers demo-binaries bench bench-perf bench-perf-huge bench-waiting
 
 all: build
@@ -154,6 +154,14 @@ test-image:
 
 test-unit:
 	$(GO) test $(GOTESTFLAGS) ./cmd/... ./pkg/... ./hack/...
+
+SOAK_SEEDS ?= 30000
+## soak: the group model's seeded randomized tests, longer: SOAK_SEEDS sequences of gangs' lives
+## (restarts, late writes, binds refused, nodes lost, preemptions) and of members' admissions
+## (make test runs 300 and 3000), and the 100,000-gang soak
+soak:
+	LIFE_SEEDS=$(SOAK_SEEDS) INVARIANT_SEEDS=$(SOAK_SEEDS) $(GO) test -count=1 -timeout 2h \
+		-run '^(TestLifeInvariants|TestGroupModelInvariants|TestSoakKeepsNothingPerGangThatRan)$$' ./pkg/podgroup/
 
 test-integration: etcd controllers
 	$(GO) test $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) $$($(GO) list ./test/integration/... | grep -v scheduler_perf)

@@ -156,6 +156,9 @@ type Outcome struct {
 	// DisruptedBy is the reason of that condition: "" for a preemption
 	// (PreemptionByScheduler), ReasonGangReleased for a partial bind released (partial.go).
 	Preempted, DisruptedBy string
+	// PreemptedSince is when it was preempted or released (DisruptionTarget's
+	// lastTransitionTime, however late it is written).
+	PreemptedSince time.Time
 }
 
 // NewAttempts returns an empty record.

@@ -193,10 +193,7 @@ func (m *Model) disruptionLocked(k Key, g *Group) (Condition, bool) {
 		if reason == "" {
 			reason = v1alpha1.ReasonPreemptionByScheduler
 		}
-		c := Condition{Status: metav1.ConditionTrue, Reason: reason, Message: out.Preempted}
-		if l.state == Released || l.state == Disrupted {
-			c.Since = l.since
-		}
+		c := Condition{Status: metav1.ConditionTrue, Reason: reason, Message: out.Preempted, Since: out.PreemptedSince}
 		if now, ok := m.waitingLocked(k, g); ok && now.Status == metav1.ConditionFalse {
 			c.Message += "; now " + now.Message
 			c.Details = now.Details
@@ -204,6 +201,10 @@ func (m *Model) disruptionLocked(k Key, g *Group) (Condition, bool) {
 		return c, true
 	case l.state == Running:
 		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRescheduled, Message: "placed whole again after its preemption", Since: l.since}, true
+	case l.state == PartiallyBound:
+		// Placed again, short: no longer a gang waiting to be placed (a restarted leader reads
+		// its Short).
+		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRescheduled, Message: "placed again after its preemption, short", Since: l.since}, true
 	}
 	return Condition{}, false
 }

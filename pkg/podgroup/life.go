@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -236,6 +237,12 @@ func (l *Life) whole(f Facts) bool { return f.Bound >= l.runMin(f.Minimum) }
 // due is when it is released if it stays short (PartiallyBound).
 func (l *Life) due(timeout time.Duration) time.Time { return l.since.Add(timeout) }
 
+// shortDecided reports whether its short timeout was decided already (a gang that says
+// disruptionMode single keeps running short).
+func (l *Life) shortDecided(timeout time.Duration) bool {
+	return l.state == PartiallyBound && !l.decided.Before(l.due(timeout))
+}
+
 // Transition is an edge of the life table.
 type Transition struct {
 	From  State
@@ -252,93 +259,91 @@ type Transition struct {
 
 func always(*Life, Facts) bool { return true }
 
-// notOlder reports whether an object's fact of moment t is not older than what the machine
-// last decided.
-func notOlder(l *Life, t time.Time) bool { return !t.Before(l.decided) }
+// newer reports whether an object's fact of moment t is newer than what the machine last
+// decided (anything is, before it decided anything): what it wrote itself before it decided
+// again, read back late, is not.
+func newer(l *Life, t time.Time) bool { return l.decided.IsZero() || t.After(l.decided) }
 
 // Lifecycle is the table of a group's life: from, event, guard, to, what is written, how
 // loud. Rows of one (from, event) are tried in order; the first whose guard holds is taken.
-var Lifecycle = []Transition{
-	{Held, PodsReady, "its path exists and is valid, enough pods exist, none gated", ready, Pending, "", 4},
-	{Pending, PodsMissing, "a group of its path missing or invalid, too few pods, or a member gated", notReady, Held, "PodGroupInitiallyScheduled False: what it waits for", 4},
-	{Pending, AttemptStarted, "a member of its tree holds a node", attempt, Waiting, "", 4},
-	{Released, AttemptStarted, "a member of its tree holds a node", attempt, Waiting, "", 4},
-	{Disrupted, AttemptStarted, "a member of its tree holds a node", attempt, Waiting, "", 4},
-	{Waiting, AttemptEnded, "its tree's attempt failed, timed out or was abandoned", noAttempt, Pending, "PodGroupInitiallyScheduled False: why (Unschedulable)", 4},
+// docs/semantics.md holds the same table (life_doc_test.go compares them).
+var Lifecycle = table(
+	row(of(Held), PodsReady, "its path exists and is valid, enough pods exist, none gated", ready, Pending, "", 4),
+	row(of(Pending), PodsMissing, "a group of its path missing or invalid, too few pods, or a member gated", notReady, Held,
+		"`PodGroupInitiallyScheduled` False: what it waits for", 4),
+	row(of(Pending, Released, Disrupted), AttemptStarted, "a member of its tree holds a node", attempt, Waiting, "", 4),
+	row(of(Waiting), AttemptEnded, "its tree's attempt failed, timed out or was abandoned", noAttempt, Pending,
+		"`PodGroupInitiallyScheduled` False: why it failed (Unschedulable, Preempting, Reserving)", 4),
 
-	{Pending, TreeAllowed, "its path is ready counting placed members", always, Allowed, "", 2},
-	{Waiting, TreeAllowed, "its path is ready counting placed members", always, Allowed, "", 2},
-	{Released, TreeAllowed, "its path is ready counting placed members", always, Allowed, "", 2},
-	{Disrupted, TreeAllowed, "its path is ready counting placed members", always, Allowed, "", 2},
-	{Running, TreeAllowed, "its raised minimum is met counting placed members", always, Allowed, "", 2},
+	row(of(Pending, Waiting, Released, Disrupted), TreeAllowed, "its path is ready counting placed members", always, Allowed, "nothing until its binds are done", 2),
+	row(of(Running), TreeAllowed, "its raised minimum is met counting placed members", always, Allowed, "", 2),
+	row(of(Allowed), BindsDone, "its minimum is bound", func(l *Life, f Facts) bool { return f.InFlight == 0 && l.whole(f) }, Running,
+		"`PodGroupInitiallyScheduled` True; `DisruptionTarget` False and `Short` False over a True", 2),
+	row(of(Allowed), BindsDone, "some of it bound, short of its minimum", func(l *Life, f Facts) bool { return f.InFlight == 0 && f.AnyBound }, PartiallyBound,
+		"`Short` True, since now; `PodGroupInitiallyScheduled` False `PartiallyBound`", 2),
+	row(of(Allowed), BindsDone, "none of it bound: a failed attempt, it backs off", emptied, Pending, "`PodGroupInitiallyScheduled` False: the binds failed", 2),
+	row(of(Allowed), BindFailed, "some of it bound or binding", func(l *Life, f Facts) bool { return f.AnyBound || f.InFlight > 0 }, PartiallyBound,
+		"`Short` True, since now (other binds still in flight); `PodGroupInitiallyScheduled` False `PartiallyBound`", 2),
+	row(of(Allowed), BindFailed, "none of it bound or binding: a failed attempt, it backs off", always, Pending,
+		"`PodGroupInitiallyScheduled` False: the binds failed", 2),
+	row(of(PartiallyBound), BindFailed, "it never ran, none of it bound or binding: a failed attempt, it backs off",
+		func(l *Life, f Facts) bool { return !l.ran && emptied(l, f) }, Pending, "`PodGroupInitiallyScheduled` False: the binds failed; `Short` False", 2),
 
-	{Allowed, BindsDone, "its minimum is bound", func(l *Life, f Facts) bool { return f.InFlight == 0 && l.whole(f) }, Running,
-		"PodGroupInitiallyScheduled True; DisruptionTarget False and Short False over a True", 2},
-	{Allowed, BindsDone, "some of it is bound, short of its minimum", func(l *Life, f Facts) bool { return f.InFlight == 0 && f.AnyBound }, PartiallyBound,
-		"Short True since now; PodGroupInitiallyScheduled False PartiallyBound", 2},
-	{Allowed, BindsDone, "none of it bound: a failed attempt, backs off", emptied, Pending, "PodGroupInitiallyScheduled False: the binds failed", 2},
-	{Allowed, BindFailed, "some of it bound or binding", func(l *Life, f Facts) bool { return f.AnyBound || f.InFlight > 0 }, PartiallyBound,
-		"Short True since now; PodGroupInitiallyScheduled False PartiallyBound", 2},
-	{Allowed, BindFailed, "none of it bound or binding: a failed attempt, backs off", always, Pending, "PodGroupInitiallyScheduled False: the binds failed", 2},
-	{PartiallyBound, BindFailed, "it never ran, and none of it is bound or binding: a failed attempt, backs off",
-		func(l *Life, f Facts) bool { return !l.ran && emptied(l, f) }, Pending, "PodGroupInitiallyScheduled False: the binds failed; Short False", 2},
+	row(of(PartiallyBound), Whole, "its minimum is bound again", func(l *Life, f Facts) bool { return l.whole(f) }, Running,
+		"`Short` False; `PodGroupInitiallyScheduled` True", 2),
+	row(of(Running), MemberLost, "a gang, short of its minimum (once the model has seen every pod)",
+		func(l *Life, f Facts) bool { return f.Gang && f.Synced && !l.whole(f) }, PartiallyBound, "`Short` True (`MemberLost`), since now", 2),
+	row(of(Released, Disrupted), Emptied, "none of it bound, ran or binding: its evicted pods are gone", emptied, Pending, "", 4),
+	row(of(Held, Pending, Waiting), FoundBound, "its path is ready by bound pods, no attempt of this scheduler placed it", foundBound, Running,
+		"`PodGroupInitiallyScheduled` True", 2),
+	row(of(Running), FoundBound, "its raised minimum is bound", func(l *Life, f Facts) bool { return f.Minimum > l.min && foundBound(l, f) }, Running, "", 4),
 
-	{PartiallyBound, Whole, "its minimum is bound again", func(l *Life, f Facts) bool { return l.whole(f) }, Running,
-		"Short False; PodGroupInitiallyScheduled True", 2},
-	{Running, MemberLost, "a gang, short of its minimum (once the model has seen every pod)",
-		func(l *Life, f Facts) bool { return f.Gang && f.Synced && !l.whole(f) }, PartiallyBound, "Short True since now (MemberLost)", 2},
-	{Released, Emptied, "none of it bound, ran or binding: its evicted pods are gone", emptied, Pending, "", 4},
-	{Disrupted, Emptied, "none of it bound, ran or binding: its evicted pods are gone", emptied, Pending, "", 4},
-	{Pending, FoundBound, "its path is ready by bound pods without an attempt of this scheduler", foundBound, Running, "PodGroupInitiallyScheduled True", 2},
-	{Waiting, FoundBound, "its path is ready by bound pods without an attempt of this scheduler", foundBound, Running, "PodGroupInitiallyScheduled True", 2},
-	{Running, FoundBound, "its raised minimum is bound",
-		func(l *Life, f Facts) bool { return f.Minimum > l.min && foundBound(l, f) }, Running, "", 4},
-
-	{PartiallyBound, ShortTimeout, "still short; its unit may be disrupted whole (disruptionMode all)",
+	row(of(PartiallyBound), ShortTimeout, "still short; its unit may be disrupted whole (`disruptionMode` all)",
 		func(l *Life, f Facts) bool { return f.Unit && !f.Now.Before(l.due(f.Timeout)) }, Released,
-		"DisruptionTarget True GangReleased; its unit's bound pods evicted", 2},
-	{PartiallyBound, ShortTimeout, "still short; disruptionMode single: keeps running short",
-		func(l *Life, f Facts) bool { return !f.Unit && !f.Now.Before(l.due(f.Timeout)) }, PartiallyBound, "Short True: running short", 2},
-	{Held, UnitReleased, "", always, Released, "DisruptionTarget True GangReleased", 4},
-	{Pending, UnitReleased, "", always, Released, "DisruptionTarget True GangReleased", 4},
-	{Waiting, UnitReleased, "", always, Released, "DisruptionTarget True GangReleased", 4},
-	{Allowed, UnitReleased, "", always, Released, "DisruptionTarget True GangReleased", 4},
-	{Running, UnitReleased, "", always, Released, "DisruptionTarget True GangReleased", 4},
-	{PartiallyBound, UnitReleased, "", always, Released, "DisruptionTarget True GangReleased", 4},
-	{Disrupted, UnitReleased, "", always, Released, "DisruptionTarget True GangReleased", 4},
-	{Pending, HalfBoundTimeout, "members bound though it never ran, its last attempt failed, no attempt or preemption under way",
-		func(l *Life, f Facts) bool { return f.HalfBound }, Released, "DisruptionTarget True GangReleased; its tree's bound pods evicted", 2},
+		"`DisruptionTarget` True `GangReleased`; its unit's bound pods evicted", 2),
+	row(of(PartiallyBound), ShortTimeout, "still short; `disruptionMode` single: it keeps running short",
+		func(l *Life, f Facts) bool { return !f.Unit && !f.Now.Before(l.due(f.Timeout)) }, PartiallyBound, "`Short` True: running short", 2),
+	row(anyBut(Released, Gone), UnitReleased, "another group of its disruption unit was released", always, Released, "`DisruptionTarget` True `GangReleased`", 4),
+	row(of(Pending), HalfBoundTimeout, "members bound though it never ran, its last attempt failed, no attempt or preemption under way",
+		func(l *Life, f Facts) bool { return f.HalfBound }, Released, "`DisruptionTarget` True `GangReleased`; its tree's bound pods evicted", 2),
+	row(anyBut(Gone), Preempted, "a preemptor takes its unit", always, Disrupted, "`DisruptionTarget` True `PreemptionByScheduler`", 2),
 
-	{Held, Preempted, "", always, Disrupted, "DisruptionTarget True PreemptionByScheduler", 2},
-	{Pending, Preempted, "", always, Disrupted, "DisruptionTarget True PreemptionByScheduler", 2},
-	{Waiting, Preempted, "", always, Disrupted, "DisruptionTarget True PreemptionByScheduler", 2},
-	{Allowed, Preempted, "", always, Disrupted, "DisruptionTarget True PreemptionByScheduler", 2},
-	{Running, Preempted, "", always, Disrupted, "DisruptionTarget True PreemptionByScheduler", 2},
-	{PartiallyBound, Preempted, "", always, Disrupted, "DisruptionTarget True PreemptionByScheduler", 2},
-	{Released, Preempted, "", always, Disrupted, "DisruptionTarget True PreemptionByScheduler", 2},
-	{Disrupted, Preempted, "", always, Disrupted, "DisruptionTarget True PreemptionByScheduler", 4},
+	row(of(Held, Pending, Waiting, Running), Restored, "it says it is short, since after the last decision", restoredShort, PartiallyBound, "", 2),
+	row(of(PartiallyBound), Restored, "it says it is short since another moment after the last decision",
+		func(l *Life, f Facts) bool { return restoredShort(l, f) && !f.Object.ShortSince.Equal(l.since) }, PartiallyBound, "", 4),
+	row(of(Held, Pending, Waiting), Restored, "it says it was placed whole after the last decision", restoredRunning, Running, "", 2),
+	row(of(Allowed, Running, PartiallyBound), Restored, "it says it is disrupted, since after the last decision", restoredDisrupted, Disrupted, "", 2),
+	row(anyBut(Gone), Deleted, "its object was deleted", always, Gone, "", 4),
+)
 
-	{Held, Restored, "it says it is short, since no earlier than the last decision", restoredShort, PartiallyBound, "", 2},
-	{Pending, Restored, "it says it is short, since no earlier than the last decision", restoredShort, PartiallyBound, "", 2},
-	{Waiting, Restored, "it says it is short, since no earlier than the last decision", restoredShort, PartiallyBound, "", 2},
-	{Running, Restored, "it says it is short, since no earlier than the last decision", restoredShort, PartiallyBound, "", 2},
-	{PartiallyBound, Restored, "it says it is short since another moment, no earlier than the last decision",
-		func(l *Life, f Facts) bool { return restoredShort(l, f) && !f.Object.ShortSince.Equal(l.since) }, PartiallyBound, "", 4},
-	{Held, Restored, "it says it was placed whole, no earlier than the last decision", restoredRunning, Running, "", 2},
-	{Pending, Restored, "it says it was placed whole, no earlier than the last decision", restoredRunning, Running, "", 2},
-	{Waiting, Restored, "it says it was placed whole, no earlier than the last decision", restoredRunning, Running, "", 2},
-	{Allowed, Restored, "it says it is disrupted, since no earlier than the last decision", restoredDisrupted, Disrupted, "", 2},
-	{Running, Restored, "it says it is disrupted, since no earlier than the last decision", restoredDisrupted, Disrupted, "", 2},
-	{PartiallyBound, Restored, "it says it is disrupted, since no earlier than the last decision", restoredDisrupted, Disrupted, "", 2},
+// row is the rows of the table from each of the states from.
+func row(from []State, ev Event, guard string, when func(*Life, Facts) bool, to State, writes string, v int) []Transition {
+	out := make([]Transition, 0, len(from))
+	for _, s := range from {
+		out = append(out, Transition{From: s, Event: ev, Guard: guard, When: when, To: to, Writes: writes, V: v})
+	}
+	return out
+}
 
-	{Held, Deleted, "", always, Gone, "", 4},
-	{Pending, Deleted, "", always, Gone, "", 4},
-	{Waiting, Deleted, "", always, Gone, "", 4},
-	{Allowed, Deleted, "", always, Gone, "", 4},
-	{Running, Deleted, "", always, Gone, "", 4},
-	{PartiallyBound, Deleted, "", always, Gone, "", 4},
-	{Released, Deleted, "", always, Gone, "", 4},
-	{Disrupted, Deleted, "", always, Gone, "", 4},
+func table(rows ...[]Transition) []Transition {
+	var out []Transition
+	for _, r := range rows {
+		out = append(out, r...)
+	}
+	return out
+}
+
+func of(states ...State) []State { return states }
+
+// anyBut is every state but those named.
+func anyBut(except ...State) []State {
+	var out []State
+	for s := State(0); s < numStates; s++ {
+		if !slices.Contains(except, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func ready(_ *Life, f Facts) bool     { return f.Ready }
@@ -350,15 +355,15 @@ func emptied(_ *Life, f Facts) bool   { return !f.AnyBound && f.InFlight == 0 }
 func foundBound(l *Life, f Facts) bool { return f.Bound >= f.Minimum && f.BoundPath }
 
 func restoredShort(l *Life, f Facts) bool {
-	return f.Object.Short && !f.Object.Disrupted && notOlder(l, f.Object.ShortSince)
+	return f.Object.Short && !f.Object.Disrupted && newer(l, f.Object.ShortSince)
 }
 
 func restoredRunning(l *Life, f Facts) bool {
-	return f.Object.Running && !f.Object.Short && notOlder(l, f.Object.RunningAt)
+	return f.Object.Running && !f.Object.Short && newer(l, f.Object.RunningAt)
 }
 
 func restoredDisrupted(l *Life, f Facts) bool {
-	return f.Object.Disrupted && notOlder(l, f.Object.DisruptedAt)
+	return f.Object.Disrupted && newer(l, f.Object.DisruptedAt)
 }
 
 // edges indexes Lifecycle by (from, event).
@@ -389,29 +394,35 @@ func (l *Life) fire(ev Event, f Facts) *Transition {
 	return nil
 }
 
-// enter applies transition t: the state, and the facts of the new state.
+// enter applies transition t: the state, and the facts of the new state. Moments are kept
+// to the second, as the objects they are written on keep them (metav1.Time): what a new
+// leader reads back is exactly what the old one decided by.
 func (l *Life) enter(t *Transition, f Facts) {
 	from := l.state
+	now := f.Now.Truncate(time.Second)
 	l.state, l.last = t.To, t
 	if t.To != from {
-		l.since = f.Now
+		l.since = now
 	}
 	switch t.To {
 	case Allowed:
-		l.min, l.decided = f.Minimum, f.Now
+		l.min, l.decided = f.Minimum, now
 	case Running:
 		switch {
 		case t.Event == Restored:
 			l.min, l.decided, l.since = f.FullMinimum, f.Object.RunningAt, f.Object.RunningAt
 		case t.Event == FoundBound:
-			l.min, l.decided = f.Minimum, f.Now
+			l.min, l.decided = f.Minimum, now
 		default:
-			l.decided = f.Now
+			l.decided = now
 		}
 		// Placed with all of its minimum (not only the leaders that bind first): its True is
 		// written, and is terminal.
 		l.ran = l.ran || f.Minimum <= l.min
 	case PartiallyBound:
+		if t.Event == ShortTimeout {
+			l.decided = now // it keeps running short: decided
+		}
 		if t.Event == Restored {
 			l.since, l.decided = f.Object.ShortSince, f.Object.ShortSince
 			if !from.placed() {
@@ -419,13 +430,13 @@ func (l *Life) enter(t *Transition, f Facts) {
 			}
 		}
 	case Released, Disrupted:
-		l.min, l.decided = 0, f.Now
+		l.min, l.decided = 0, now
 		if t.Event == Restored {
 			l.decided, l.since = f.Object.DisruptedAt, f.Object.DisruptedAt
 		}
 	case Pending:
 		if from != Held && from != Waiting {
-			l.min, l.decided = 0, f.Now
+			l.min, l.decided = 0, now
 		}
 	case Gone:
 		*l = Life{state: Gone, last: t}

@@ -461,7 +461,7 @@ func TestPartialBindSurvivesARestart(t *testing.T) {
 	c, _ := m.Gate().Condition(k)
 	// What the old leader wrote.
 	var conds []metav1.Condition
-	setCondition(&conds, v1alpha1.PodGroupInitiallyScheduled, c)
+	setCondition(&conds, v1alpha1.PodGroupInitiallyScheduled, c, clk.Now())
 	if got := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled).LastTransitionTime.Time; !got.Equal(since) {
 		t.Fatalf("written lastTransitionTime %v, want %v", got, since)
 	}
@@ -502,7 +502,7 @@ func TestPartialBindDeadlineIsTheOldLeaders(t *testing.T) {
 	pods := partiallyBound(t, m, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
 	c, _ := m.Gate().Condition(k)
 	var conds []metav1.Condition
-	setCondition(&conds, v1alpha1.PodGroupInitiallyScheduled, c)
+	setCondition(&conds, v1alpha1.PodGroupInitiallyScheduled, c, clk.Now())
 	clk.Step(4 * time.Minute)
 	nm, _, nrec := testModel(t)
 	nm.clock = clk

@@ -361,7 +361,7 @@ func (p *Permits) markScheduledLocked(eff *effects, logger klog.Logger, root Key
 // requirement is met. A root scheduled waits no more: the observer hears of it.
 func (p *Permits) scheduledLocked(k Key) {
 	o := p.attempts.Outcome(k)
-	o.Failure, o.Preempting, o.Reserving, o.Released, o.Preempted, o.DisruptedBy = "", "", "", "", "", ""
+	*o = Outcome{Partial: o.Partial}
 	if root, ok := p.m.index.RootOf(k); ok && root == k {
 		if r := p.attempts.Round(root); r != nil {
 			r.waitingSince = time.Time{}
@@ -509,7 +509,7 @@ func (p *Permits) NotePreempted(root Key, msg string) bool {
 	news := p.attempts.OutcomeOf(root).Preempted != msg || m.index.Get(root).Life().State() != Disrupted
 	for _, k := range m.index.Subtree(root) {
 		o := p.attempts.Outcome(k)
-		o.Preempted, o.DisruptedBy = msg, ""
+		o.Preempted, o.DisruptedBy, o.PreemptedSince = msg, "", m.clock.Now().Truncate(time.Second)
 		m.status.Enqueue(k)
 	}
 	// Entering Disrupted asks nothing of the scheduler (no effects to apply): its preemptor

@@ -55,16 +55,7 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 			return
 		}
 	}
-	var pods []*v1.Pod
-	var names []string
-	for _, k := range m.index.PodGroupsOf(root) {
-		for _, mem := range m.members.InGroup(k) {
-			if mem.Bound() {
-				pods = append(pods, mem.Pod)
-				names = append(names, mem.Pod.Name)
-			}
-		}
-	}
+	pods, names := p.runningLocked(root)
 	if len(pods) == 0 {
 		return
 	}
@@ -79,6 +70,7 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 	for _, k := range m.index.Subtree(root) {
 		o := p.attempts.Outcome(k)
 		o.Failure, o.Released, o.Preempted, o.DisruptedBy = released, released, released, ReasonGangReleased
+		o.PreemptedSince = m.clock.Now().Truncate(time.Second)
 		if k != root {
 			m.fireLocked(eff, k, UnitReleased, why)
 		}

@@ -100,11 +100,10 @@ func (p *Permits) shortDueLocked(k Key) (time.Time, bool) {
 	if l.State() != PartiallyBound {
 		return time.Time{}, false
 	}
-	due := l.due(m.partialBindTimeoutLocked())
-	if _, whole := m.index.UnitOf(k); !whole && !m.clock.Now().Before(due) {
+	if l.shortDecided(m.partialBindTimeoutLocked()) {
 		return time.Time{}, false
 	}
-	return due, true
+	return l.due(m.partialBindTimeoutLocked()), true
 }
 
 // armPartialLocked sets root's timer to the earliest short group of its tree still to be
@@ -167,25 +166,35 @@ func (p *Permits) decideShortLocked(eff *effects, root Key) {
 	p.armPartialLocked(root)
 }
 
-// releaseUnitLocked releases a running unit whole (one of its groups, by, was released
-// already): its bound members are evicted, and every group of it is Released, so that the
-// pods its controller recreates are placed together.
-func (p *Permits) releaseUnitLocked(eff *effects, top, by Key, why string) {
+// runningLocked returns the members of the subtree of top that run or are about to: bound,
+// or allowed to bind (their binds land after a release decided now: they go too, so that
+// nothing of the released run is left), and their names.
+func (p *Permits) runningLocked(top Key) ([]*v1.Pod, []string) {
 	m := p.m
 	var pods []*v1.Pod
 	var names []string
 	for _, k := range m.index.PodGroupsOf(top) {
 		for _, mem := range m.members.InGroup(k) {
-			if mem.Bound() && mem.Pod.DeletionTimestamp == nil {
+			a := p.attempts.Of(mem.Pod.UID)
+			if (mem.Bound() || (a != nil && a.State == AttemptAllowed)) && mem.Pod.DeletionTimestamp == nil {
 				pods = append(pods, mem.Pod)
 				names = append(names, mem.Pod.Name)
 			}
 		}
 	}
+	return pods, names
+}
+
+// releaseUnitLocked releases a running unit whole (one of its groups, by, was released
+// already): its bound members are evicted, and every group of it is Released, so that the
+// pods its controller recreates are placed together.
+func (p *Permits) releaseUnitLocked(eff *effects, top, by Key, why string) {
+	m := p.m
+	pods, names := p.runningLocked(top)
 	msg := fmt.Sprintf("released: %s; evicting its bound pods %s so that it is placed whole again", why, someNames(names))
 	for _, k := range m.index.Subtree(top) {
 		o := p.attempts.Outcome(k)
-		o.Partial, o.Preempted, o.DisruptedBy = "", msg, ReasonGangReleased
+		o.Partial, o.Preempted, o.DisruptedBy, o.PreemptedSince = "", msg, ReasonGangReleased, m.clock.Now().Truncate(time.Second)
 		if k != by {
 			m.fireLocked(eff, k, UnitReleased, why)
 		}

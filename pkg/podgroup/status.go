@@ -256,7 +256,7 @@ func (w *StatusWriter) sync(ctx context.Context, conds Conditions, k Key) error 
 		return nil
 	}
 	for _, d := range dues {
-		setCondition(conditions, d.condType, d.want)
+		setCondition(conditions, d.condType, d.want, w.now())
 	}
 	if err := update(); err != nil {
 		return w.ignoreNotFound(k, err)
@@ -388,14 +388,16 @@ func (w *StatusWriter) record(written map[Key]writtenCondition, k Key, uid types
 }
 
 // setCondition sets a condition of type condType to want; its lastTransitionTime is want's
-// Since when set.
-func setCondition(conditions *[]metav1.Condition, condType string, want Condition) {
+// Since when set (the moment its state began, which a new leader reads back), else now if its
+// status changes.
+func setCondition(conditions *[]metav1.Condition, condType string, want Condition, now time.Time) {
 	meta.SetStatusCondition(conditions, metav1.Condition{
 		Type:               condType,
 		Status:             want.Status,
 		Reason:             want.Reason,
 		Message:            want.Message,
 		ObservedGeneration: want.Generation,
+		LastTransitionTime: metav1.NewTime(now), // when its status changes, and want says no other
 	})
 	if !want.Since.IsZero() {
 		meta.FindStatusCondition(*conditions, condType).LastTransitionTime = metav1.NewTime(want.Since)
