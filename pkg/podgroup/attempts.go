@@ -140,8 +140,9 @@ type Round struct {
 type Outcome struct {
 	// Failure explains the last failed attempt; cleared when the group is scheduled.
 	Failure string
-	// Partial says which allowed members failed to bind; cleared when the group is whole.
-	Partial string
+	// FailedBind names the allowed member whose refused bind made the gang short (this
+	// leader saw it); kept while it is short.
+	FailedBind string
 	// Preempting says where the tree is preempting and whom (set on the root); cleared when
 	// its victims are gone or it is scheduled.
 	Preempting string

@@ -264,8 +264,19 @@ func (m *Model) shortMessageLocked(k Key, g *Group) string {
 		return fmt.Sprintf("running short: %d of %d %s bound since %s: a member was lost; its replacement is placed in the gang's domain if it fits there, and the gang is released whole at %s otherwise",
 			count, min, what, since, due)
 	}
-	if msg := m.permits.attempts.OutcomeOf(k).Partial; msg != "" {
-		return msg // the words of the failure this leader saw
+	inFlight := 0
+	for _, pk := range m.index.PodGroupsOf(k) {
+		inFlight += m.permits.attempts.InFlight(pk)
+	}
+	if failed := m.permits.attempts.OutcomeOf(k).FailedBind; failed != "" {
+		// The words of the failure this leader saw: the counts once the gang's other binds
+		// landed (one write while they are in flight, one when they are done).
+		if inFlight > 0 {
+			return fmt.Sprintf("partially bound: binding pod %s failed after the gang was allowed; its other binds are in flight (it is retried alone for up to %s, then %s)",
+				failed, timeout, m.permits.shortFateLocked(k))
+		}
+		return fmt.Sprintf("partially bound: %d of %d %s bound; binding pod %s failed after the gang was allowed (it is retried alone for up to %s, then %s)",
+			count, min, what, failed, timeout, m.permits.shortFateLocked(k))
 	}
 	return fmt.Sprintf("partially bound: %d of %d %s bound since %s, when a bind failed after the gang was allowed (its missing pods are retried alone until %s, then the gang is released whole)",
 		count, min, what, since, due)

@@ -20,13 +20,15 @@ type Frameworks struct {
 	// plugin is the Permit plugin whose waits the model ends.
 	plugin string
 	pods   corelisters.PodLister
+	// sleep waits between two looks for a waiting pod (onWaiting).
+	sleep func(time.Duration)
 }
 
 var _ Scheduler = &Frameworks{}
 
 // NewFrameworks returns a Scheduler that allows and rejects pods waiting on plugin.
 func NewFrameworks(plugin string, pods corelisters.PodLister) *Frameworks {
-	return &Frameworks{handles: map[string]fwk.Handle{}, plugin: plugin, pods: pods}
+	return &Frameworks{handles: map[string]fwk.Handle{}, plugin: plugin, pods: pods, sleep: time.Sleep}
 }
 
 // Add registers the framework of a profile.
@@ -77,9 +79,13 @@ func (f *Frameworks) Reject(pod *v1.Pod, msg string) {
 // onWaiting applies fn to the pod's entry in its profile's waiting pods. The framework
 // registers a pod as waiting just after Permit returns: a decision made in between (by
 // another event) finds no entry yet, so it is retried, every 10 ms for a second, then every
-// 100 ms up to onWaitingLimit (a scheduler starved of CPU may take that long). A decision
-// that never finds its pod (the framework let it go: another plugin rejected it, or the pod
-// was deleted) is logged, never dropped silently; the framework's Unreserve tells the model.
+// 100 ms up to onWaitingLimit (a scheduler starved of CPU may take that long). A retried
+// decision applies only to the wait it was made for — the entry holding the very copy of the
+// pod its scheduling cycle reserved with (pod) — never to a later cycle of the same pod (its
+// bind refused, its gang failed and retried whole, it waits for its gang again): an Allow
+// meant for a wait that ended would let it bind without its gang. A decision that never
+// finds its wait (the framework let it go: another plugin rejected it, or the pod was
+// deleted) is logged, never dropped silently; the framework's Unreserve tells the model.
 func (f *Frameworks) onWaiting(pod *v1.Pod, what string, fn func(fwk.WaitingPod)) {
 	h := f.handle(pod.Spec.SchedulerName)
 	if h == nil {
@@ -89,22 +95,36 @@ func (f *Frameworks) onWaiting(pod *v1.Pod, what string, fn func(fwk.WaitingPod)
 		fn(wp)
 		return
 	}
-	go func() {
-		start := time.Now()
-		for i := 0; time.Since(start) < onWaitingLimit; i++ {
-			if i < 100 {
-				time.Sleep(10 * time.Millisecond)
-			} else {
-				time.Sleep(100 * time.Millisecond)
+	go f.retryOnWaiting(h, pod, what, fn)
+}
+
+// retryOnWaiting looks for the wait a decision was made for until onWaitingLimit (onWaiting).
+func (f *Frameworks) retryOnWaiting(h fwk.Handle, pod *v1.Pod, what string, fn func(fwk.WaitingPod)) {
+	{
+		waited := time.Duration(0)
+		for i := 0; waited < onWaitingLimit; i++ {
+			d := 10 * time.Millisecond
+			if i >= 100 {
+				d = 100 * time.Millisecond
 			}
-			if wp := h.GetWaitingPod(pod.UID); wp != nil {
-				fn(wp)
+			f.sleep(d)
+			waited += d
+			wp := h.GetWaitingPod(pod.UID)
+			if wp == nil {
+				continue
+			}
+			if wp.GetPod() != pod {
+				// Another cycle's wait: the one this decision was for ended unseen.
+				klog.Background().V(4).Info("A gang decision found a later wait of its pod, not the one it was made for; dropped", "pod", klog.KObj(pod), "decision", what)
+				metrics.lostDecisions.WithLabelValues(what).Inc()
 				return
 			}
+			fn(wp)
+			return
 		}
 		metrics.lostDecisions.WithLabelValues(what).Inc()
 		klog.Background().Error(nil, "A gang decision found no waiting pod: the framework no longer holds it at Permit", "pod", klog.KObj(pod), "decision", what, "after", onWaitingLimit)
-	}()
+	}
 }
 
 // onWaitingLimit bounds how long a decision looks for its waiting pod: the framework's own

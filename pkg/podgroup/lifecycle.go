@@ -26,8 +26,16 @@ func (m *Model) fireLocked(eff *effects, k Key, ev Event, why string) *Transitio
 }
 
 func (m *Model) fireWithLocked(eff *effects, k Key, g *Group, ev Event, why string, snap *snapshot) *Transition {
+	if len(edges[g.life.state][ev]) == 0 {
+		return nil // no edge from its state: nothing to judge
+	}
+	return m.takeLocked(eff, k, g, ev, m.factsLocked(k, g, ev, snap), why, snap)
+}
+
+// takeLocked fires ev on group k's life with facts f, and does what the transition taken asks.
+func (m *Model) takeLocked(eff *effects, k Key, g *Group, ev Event, f Facts, why string, snap *snapshot) *Transition {
 	from := g.life.state
-	t := g.life.fire(ev, m.factsLocked(k, g, ev, snap))
+	t := g.life.fire(ev, f)
 	if t == nil {
 		return nil
 	}
@@ -37,27 +45,34 @@ func (m *Model) fireWithLocked(eff *effects, k Key, g *Group, ev Event, why stri
 }
 
 // observeLocked fires the events settling a change may have brought about for group k (the
-// counts its guards read moved), until its life rests.
+// counts its guards read moved), until its life rests. Its facts are computed once per step.
 func (m *Model) observeLocked(eff *effects, k Key, snap *snapshot) {
 	g := m.index.Get(k)
 	if !g.Exists() {
 		return
 	}
 	for range numStates { // each step moves the life; a handful at most
-		moved := false
+		var f *Facts
+		var t *Transition
 		for _, ev := range observed {
 			if len(edges[g.life.state][ev]) == 0 {
 				continue
 			}
-			if ev == FoundBound && !g.Scheduled() && m.foundBoundDroppedLocked(eff, k, g, snap) {
-				snap.stale() // bound members the scheduler's cache shows deleted were dropped
+			if f == nil {
+				facts := m.factsLocked(k, g, ev, snap)
+				f = &facts
 			}
-			if m.fireWithLocked(eff, k, g, ev, "", snap) != nil {
-				moved = true
+			if ev == FoundBound && !g.Scheduled() && foundBound(&g.life, *f) && m.foundBoundDroppedLocked(eff, k) {
+				// Bound members the scheduler's cache shows deleted were dropped.
+				snap.stale()
+				facts := m.factsLocked(k, g, ev, snap)
+				f = &facts
+			}
+			if t = m.takeLocked(eff, k, g, ev, *f, "", snap); t != nil {
 				break
 			}
 		}
-		if !moved {
+		if t == nil {
 			return
 		}
 	}
@@ -65,10 +80,7 @@ func (m *Model) observeLocked(eff *effects, k Key, snap *snapshot) {
 
 // foundBoundDroppedLocked checks, before a group is found bound, that the bound members it
 // counts still exist: the model hears of a deletion after the scheduler's cache does.
-func (m *Model) foundBoundDroppedLocked(eff *effects, k Key, g *Group, snap *snapshot) bool {
-	if f := m.factsLocked(k, g, FoundBound, snap); !foundBound(&g.life, f) {
-		return false
-	}
+func (m *Model) foundBoundDroppedLocked(eff *effects, k Key) bool {
 	root, ok := m.index.RootOf(k)
 	return ok && m.permits.dropDeletedLocked(eff, root, nil)
 }
@@ -146,12 +158,21 @@ func (s *snapshot) boundReady() *readiness {
 
 // factsLocked computes what the guards of group k's transitions for ev read.
 func (m *Model) factsLocked(k Key, g *Group, ev Event, snap *snapshot) Facts {
-	f := Facts{Now: m.clock.Now(), Timeout: m.partialBindTimeoutLocked()}
-	if ev == Deleted {
+	f := Facts{Now: m.clock.Now()}
+	switch ev {
+	case Deleted, Preempted, UnitReleased:
+		return f // their guards read nothing
+	}
+	f.Minimum = g.Minimum()
+	f.FullMinimum = f.Minimum + g.Followers()
+	switch ev {
+	case TreeAllowed:
+		return f
+	case Restored:
+		f.Object = writtenOf(g)
 		return f
 	}
-	f.Minimum, f.Gang, f.Synced = g.Minimum(), g.IsGang(), m.synced()
-	f.FullMinimum = f.Minimum + g.Followers()
+	f.Gang, f.Synced, f.Timeout = g.IsGang(), m.synced(), m.partialBindTimeoutLocked()
 	_, f.Unit = m.index.UnitOf(k)
 	root, valid := m.index.RootOf(k)
 	if k.Kind == KindPodGroup {
@@ -170,11 +191,8 @@ func (m *Model) factsLocked(k Key, g *Group, ev Event, snap *snapshot) Facts {
 		f.Attempt = !m.permits.attempts.Ended(root)
 		f.Ready = g.problem == "" && snap.knownReady().path(k) && m.gatedLocked(root) == 0
 	}
-	switch ev {
-	case HalfBoundTimeout:
+	if ev == HalfBoundTimeout {
 		f.HalfBound = valid && root == k && m.halfBoundLocked(root) && !f.Attempt && !m.permits.preemptingLocked(root)
-	case Restored:
-		f.Object = writtenOf(g)
 	}
 	return f
 }

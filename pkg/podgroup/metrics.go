@@ -54,19 +54,19 @@ var metrics = struct {
 	statusWrites: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 		Subsystem:      Subsystem,
 		Name:           "group_status_writes_total",
-		Help:           "Status writes to PodGroups and CompositePodGroups, by the reason of the condition written (PodGroupInitiallyScheduled or DisruptionTarget).",
+		Help:           "Status writes to PodGroups and CompositePodGroups, by the reason of the condition written (PodGroupInitiallyScheduled, Short or DisruptionTarget).",
 		StabilityLevel: k8smetrics.ALPHA,
 	}, []string{"reason"}),
 	partialBinds: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
 		Subsystem:      Subsystem,
 		Name:           "gang_partial_binds_total",
-		Help:           "Members that failed to bind after their gang was allowed to bind (the gang is partially bound; the member is retried alone).",
+		Help:           "Members that failed to bind after their gang was allowed to bind, some of it bound or binding (the gang is partially bound, short; the member is retried alone).",
 		StabilityLevel: k8smetrics.ALPHA,
 	}),
 	released: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
 		Subsystem:      Subsystem,
 		Name:           "gangs_released_total",
-		Help:           "Half-bound gangs (bound members, never scheduled whole) whose remaining members did not fit, released by evicting their bound members.",
+		Help:           "Gangs released whole by evicting their bound members: short of their minimum for partialBindTimeoutSeconds, or half bound (bound members, never placed whole) with the rest not fitting.",
 		StabilityLevel: k8smetrics.ALPHA,
 	}),
 	lostDecisions: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
@@ -97,7 +97,8 @@ func RegisterMetrics() {
 		}
 		for _, reason := range []string{v1alpha1.ReasonScheduled, v1alpha1.ReasonUnschedulable, v1alpha1.ReasonInvalid,
 			v1alpha1.ReasonPartiallyBound, v1alpha1.ReasonPreempting, v1alpha1.ReasonReserving,
-			v1alpha1.ReasonPreemptionByScheduler, v1alpha1.ReasonRescheduled} {
+			v1alpha1.ReasonPreemptionByScheduler, v1alpha1.ReasonRescheduled, ReasonGangReleased,
+			v1alpha1.ReasonMemberLost, v1alpha1.ReasonWhole, v1alpha1.ReasonNotRunning} {
 			metrics.statusWrites.WithLabelValues(reason)
 		}
 	})

@@ -54,7 +54,7 @@ func (p *Permits) bindFailedLocked(eff *effects, pod *v1.Pod, k, root Key) {
 	why := fmt.Sprintf("binding pod %s failed after the gang was allowed", pod.Name)
 	failed := false
 	for _, pk := range path {
-		min := m.index.Get(pk).Minimum()
+		m.status.Enqueue(pk) // its binds in flight are fewer: its condition may say so
 		t := m.fireLocked(eff, pk, BindFailed, why)
 		switch {
 		case t == nil:
@@ -64,10 +64,7 @@ func (p *Permits) bindFailedLocked(eff *effects, pod *v1.Pod, k, root Key) {
 				eff.logger.V(4).Info("Replacement failed to bind; it is retried alone", "pod", klog.KObj(pod), "group", k, "root", root)
 			}
 		case t.To == PartiallyBound:
-			if pk.Kind == KindPodGroup {
-				p.attempts.Outcome(pk).Partial = fmt.Sprintf("partially bound: %d of %d pods bound; binding pod %s failed after the gang was allowed (it is retried alone for up to %s, then %s)",
-					m.members.BoundOrRan(pk), min, pod.Name, m.partialBindTimeoutLocked(), p.shortFateLocked(pk))
-			}
+			p.attempts.Outcome(pk).FailedBind = pod.Name
 			if pk == k {
 				metrics.partialBinds.Inc()
 			}
@@ -194,7 +191,7 @@ func (p *Permits) releaseUnitLocked(eff *effects, top, by Key, why string) {
 	msg := fmt.Sprintf("released: %s; evicting its bound pods %s so that it is placed whole again", why, someNames(names))
 	for _, k := range m.index.Subtree(top) {
 		o := p.attempts.Outcome(k)
-		o.Partial, o.Preempted, o.DisruptedBy, o.PreemptedSince = "", msg, ReasonGangReleased, m.clock.Now().Truncate(time.Second)
+		o.FailedBind, o.Preempted, o.DisruptedBy, o.PreemptedSince = "", msg, ReasonGangReleased, m.clock.Now().Truncate(time.Second)
 		if k != by {
 			m.fireLocked(eff, k, UnitReleased, why)
 		}

@@ -139,7 +139,7 @@ func (x *explainer) explain(g, root *tree.Group, ancestors []*tree.Group) Explan
 	}
 	key := keyOf(g)
 	for _, c := range x.conditions[key] {
-		if c.Type == v1alpha1.PodGroupInitiallyScheduled || c.Type == v1alpha1.DisruptionTarget {
+		if c.Type == v1alpha1.PodGroupInitiallyScheduled || c.Type == v1alpha1.DisruptionTarget || c.Type == v1alpha1.Short {
 			e.Conditions = append(e.Conditions, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime})
 		}
 	}

@@ -36,7 +36,9 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 	case reason == v1alpha1.ReasonReserving:
 		return []string{"Wait: a domain is held for it (its condition says which and how much is free); it binds when enough of the pods there end, and no pod of its priority or lower lands there meanwhile."}
 	case reason == v1alpha1.ReasonPartiallyBound:
-		return []string{"The pods that failed to bind are retried alone; their events say why (an admission webhook, a node gone)."}
+		return []string{"The pods that failed to bind are retried alone; their events say why (an admission webhook, a node gone). Still short when its Short condition says, the gang is released whole and placed again."}
+	case reason == v1alpha1.ReasonMemberLost:
+		return []string{"Its lost members' replacements are placed in the gang's domain if they fit there (they may preempt lower-priority pods there); still short when its Short condition says, the gang is released whole and placed again elsewhere. Make room in its domain, or delete its pods to have it placed whole again now."}
 	case g.Kind == "CompositePodGroup":
 		return []string{"See its child groups below: it is placed when enough of them are."}
 	case len(pending) == 0:

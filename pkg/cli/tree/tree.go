@@ -85,8 +85,9 @@ type Counts struct {
 }
 
 // Condition is what a group's conditions say of it now: its PodGroupInitiallyScheduled
-// condition, or, while its DisruptionTarget condition is True (gang preemption evicted it and
-// its pods are not placed again), that one as a False status: the first stays True for good.
+// condition, or, while its DisruptionTarget condition is True (it was preempted or released
+// and its pods are not placed again) or its Short condition is True (it runs short of its
+// minimum), that one as a False status: the first stays True for good.
 type Condition struct {
 	Status  string `json:"status"`
 	Reason  string `json:"reason"`
@@ -386,6 +387,9 @@ func topology(c *v1alpha1.SchedulingConstraints) []string {
 func condition(conds []metav1.Condition) *Condition {
 	if d := meta.FindStatusCondition(conds, v1alpha1.DisruptionTarget); d != nil && d.Status == metav1.ConditionTrue {
 		return &Condition{Status: string(metav1.ConditionFalse), Reason: d.Reason, Message: d.Message}
+	}
+	if s := meta.FindStatusCondition(conds, v1alpha1.Short); s != nil && s.Status == metav1.ConditionTrue {
+		return &Condition{Status: string(metav1.ConditionFalse), Reason: s.Reason, Message: s.Message}
 	}
 	c := meta.FindStatusCondition(conds, v1alpha1.PodGroupInitiallyScheduled)
 	if c == nil {

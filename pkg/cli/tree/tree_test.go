@@ -28,6 +28,7 @@ func inputs() Inputs {
 	waiting := metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable", Message: "cannot fit: PodGroup big: no rack has room for 3 pods × 32 cpu; the roomiest rack could take 2"}
 	preempting := metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPreempting, Message: "taking rack z0-b0-r1: evicting 8 pods of priority up to 10 (1 gang whole)"}
 	reserving := metav1.Condition{Type: v1alpha1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReserving, Message: "rack z0-b0-r0 held since 12:04:05 UTC for 4 pods × 2 cpu: 1 of 4 nodes free; waiting for 3 pods of priority up to 0 to end"}
+	short := metav1.Condition{Type: v1alpha1.Short, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonMemberLost, Message: "running short: 1 of 2 pods bound since 2026-12-02T12:00:00Z: a member was lost; its replacement is placed in the gang's domain if it fits there, and the gang is released whole at 2026-12-02T12:05:00Z otherwise"}
 	preempted := metav1.Condition{Type: v1alpha1.DisruptionTarget, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPreemptionByScheduler, Message: "evicting its 2 running pods: preempted by gang PodGroup demo/urgent (priority 1000), which takes rack z0-b0-r1; now waiting for pods: minCount is 2"}
 	return Inputs{
 		Composites: []v1alpha1.CompositePodGroup{*lt.MakeCompositePodGroup().Namespace("demo").Name("llm").Gang(1).
@@ -40,6 +41,7 @@ func inputs() Inputs {
 			*lt.MakePodGroup().Namespace("demo").Name("urgent").Gang(1).Conditions(preempting).Obj(),
 			*lt.MakePodGroup().Namespace("demo").Name("whale").Gang(4).Conditions(reserving).Obj(),
 			*lt.MakePodGroup().Namespace("demo").Name("victim").Gang(2).Conditions(scheduled, preempted).Obj(),
+			*lt.MakePodGroup().Namespace("demo").Name("worker").Gang(2).Conditions(scheduled, short).Obj(),
 		},
 		Pods: []v1.Pod{
 			*lt.GroupPod("demo", "shard-0-0", "shard-0").Node("n1").Phase(v1.PodRunning).Obj(),
@@ -73,6 +75,7 @@ PodGroup demo/urgent  gang minCount=1  pods 0/1 bound  Preempting: taking rack z
 └─ urgent-0  pending
 PodGroup demo/victim  gang minCount=2  pods 0/0 bound  PreemptionByScheduler: evicting its 2 running pods: preempted by gang PodGroup demo/urgent (priority 1000), which takes rack z0-b0-r1; now waiting for pods: minCount is 2
 PodGroup demo/whale  gang minCount=4  pods 0/0 bound  Reserving: rack z0-b0-r0 held since 12:04:05 UTC for 4 pods × 2 cpu: 1 of 4 nodes free; waiting for 3 pods of priority up to 0 to end
+PodGroup demo/worker  gang minCount=2  pods 0/0 bound  MemberLost: running short: 1 of 2 pods bound since 2026-12-02T12:00:00Z: a member was lost; its replacement is placed in the gang's domain if it fits there, and the gang is released whole at 2026-12-02T12:05:00Z otherwise
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("render (-want +got):\n%s", diff)
@@ -149,7 +152,7 @@ func TestFilter(t *testing.T) {
 		args []string
 		want []string // root names
 	}{
-		{args: nil, want: []string{"llm", "big", "lost", job, "urgent", "victim", "whale"}},
+		{args: nil, want: []string{"llm", "big", "lost", job, "urgent", "victim", "whale", "worker"}},
 		{args: []string{"big"}, want: []string{"big"}},
 		{args: []string{"train"}, want: []string{job}},
 		{args: []string{"job/train"}, want: []string{job}},
