@@ -52,23 +52,22 @@ func (m *Model) observeLocked(eff *effects, k Key, snap *snapshot) {
 		return
 	}
 	for range numStates { // each step moves the life; a handful at most
-		var f *Facts
+		var f Facts
 		var t *Transition
+		known := false
 		for _, ev := range observed {
 			if len(edges[g.life.state][ev]) == 0 {
 				continue
 			}
-			if f == nil {
-				facts := m.factsLocked(k, g, ev, snap)
-				f = &facts
+			if !known {
+				f, known = m.factsLocked(k, g, ev, snap), true
 			}
-			if ev == FoundBound && !g.Scheduled() && foundBound(&g.life, *f) && m.foundBoundDroppedLocked(eff, k) {
+			if ev == FoundBound && !g.Scheduled() && foundBound(&g.life, f) && m.foundBoundDroppedLocked(eff, k) {
 				// Bound members the scheduler's cache shows deleted were dropped.
 				snap.stale()
-				facts := m.factsLocked(k, g, ev, snap)
-				f = &facts
+				f = m.factsLocked(k, g, ev, snap)
 			}
-			if t = m.takeLocked(eff, k, g, ev, *f, "", snap); t != nil {
+			if t = m.takeLocked(eff, k, g, ev, f, "", snap); t != nil {
 				break
 			}
 		}
@@ -102,7 +101,9 @@ func (m *Model) enteredLocked(eff *effects, k Key, g *Group, from State, t *Tran
 	if why == "" {
 		why = t.Guard
 	}
-	eff.logger.V(t.V).Info("Group state changed", "group", k, "root", root, "from", from, "event", t.Event, "to", t.To, "why", why)
+	if logger := eff.logger.V(t.V); logger.Enabled() {
+		logger.Info("Group state changed", "group", k, "root", root, "from", from, "event", t.Event, "to", t.To, "why", why)
+	}
 	if !from.placed() && (t.To == Allowed || (t.To == Running && t.Event != Whole)) {
 		// Placed as a gang: what its failed attempts said is over.
 		m.permits.scheduledLocked(k)
@@ -136,11 +137,27 @@ func (m *Model) enteredLocked(eff *effects, k Key, g *Group, from State, t *Tran
 type snapshot struct {
 	m            *Model
 	known, bound *readiness
+	// gated counts, per root, the members whose gates hold its tree.
+	gated map[Key]int
 }
 
 func (m *Model) newSnapshot() *snapshot { return &snapshot{m: m} }
 
 func (s *snapshot) stale() { s.known, s.bound = nil, nil }
+
+// gatedOf counts the members of root's tree whose gates hold it (a transition changes no
+// gate: kept while the snapshot lives).
+func (s *snapshot) gatedOf(root Key) int {
+	if n, ok := s.gated[root]; ok {
+		return n
+	}
+	if s.gated == nil {
+		s.gated = map[Key]int{}
+	}
+	n := s.m.gatedLocked(root)
+	s.gated[root] = n
+	return n
+}
 
 func (s *snapshot) knownReady() *readiness {
 	if s.known == nil {
@@ -186,10 +203,16 @@ func (m *Model) factsLocked(k Key, g *Group, ev Event, snap *snapshot) Facts {
 			f.InFlight += m.permits.attempts.InFlight(pk)
 		}
 	}
-	if valid {
+	switch {
+	case valid && root == k && k.Kind == KindPodGroup:
+		// A gang of one PodGroup (most are): its path is itself, counted without a walk.
+		f.BoundPath = f.Bound >= f.Minimum
+		f.Attempt = !m.permits.attempts.Ended(root)
+		f.Ready = g.problem == "" && (g.Scheduled() || m.members.Known(k) >= f.Minimum) && m.gatedLocked(root) == 0
+	case valid:
 		f.BoundPath = snap.boundReady().path(k)
 		f.Attempt = !m.permits.attempts.Ended(root)
-		f.Ready = g.problem == "" && snap.knownReady().path(k) && m.gatedLocked(root) == 0
+		f.Ready = g.problem == "" && snap.knownReady().path(k) && snap.gatedOf(root) == 0
 	}
 	if ev == HalfBoundTimeout {
 		f.HalfBound = valid && root == k && m.halfBoundLocked(root) && !f.Attempt && !m.permits.preemptingLocked(root)

@@ -89,9 +89,12 @@ func placementChanged(old, cur *v1.Pod) bool {
 // kueueGatedLocked those of them Kueue has not placed yet.
 func (m *Model) gatedLocked(root Key) int {
 	n := 0
-	for _, k := range m.index.PodGroupsOf(root) {
-		n += m.members.Gated(k)
-	}
+	m.index.visit(root, func(g *Group) bool {
+		if g.key.Kind == KindPodGroup {
+			n += m.members.Gated(g.key)
+		}
+		return true
+	})
 	return n
 }
 
@@ -109,9 +112,12 @@ func (m *Model) gatedMessageLocked(root Key) string {
 
 func (m *Model) kueueGatedLocked(root Key) int {
 	n := 0
-	for _, k := range m.index.PodGroupsOf(root) {
-		n += m.members.KueueGated(k)
-	}
+	m.index.visit(root, func(g *Group) bool {
+		if g.key.Kind == KindPodGroup {
+			n += m.members.KueueGated(g.key)
+		}
+		return true
+	})
 	return n
 }
 
