@@ -76,6 +76,8 @@ type shared struct {
 	nominations *topology.Nominations
 	// changes tells the topologies of every profile which nodes changed.
 	changes *topology.NodeChanges
+	// binds is the window of every profile's binds.
+	binds bind.Windows
 	// workloads are the workload kinds lockstep makes groups for, on informers that both
 	// the group model (filing) and the workload controller read.
 	workloads []jobframework.Adapter
@@ -103,7 +105,13 @@ func (s *Scheduler) Registry() frameworkruntime.Registry {
 			}
 			return gang.New(ctx, obj, h, c.groups.Model.Gate(), c.groups.Model.Permits())
 		},
-		bind.Name: bind.New,
+		bind.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			c, err := s.components(ctx, h)
+			if err != nil {
+				return nil, err
+			}
+			return bind.New(ctx, obj, h, &c.binds)
+		},
 		topology.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			c, err := s.components(ctx, h)
 			if err != nil {

@@ -15,6 +15,7 @@ package bind
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -43,10 +44,30 @@ type Bind struct {
 
 var _ fwk.BindPlugin = &Bind{}
 
+// Windows holds the one window of a scheduler's profiles (a scheduler binds through one
+// apiserver): the first LockstepBind builds it, and each profile's maxBindsInFlight caps it,
+// so that the bound holds for the scheduler's binds together, whatever profile they are of.
+type Windows struct {
+	mu     sync.Mutex
+	window *Window
+}
+
+// of returns the window, built at max binds, or capped at max.
+func (ws *Windows) of(max int64) *Window {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.window == nil {
+		ws.window = newObservedWindow(max)
+	} else {
+		ws.window.Cap(max)
+	}
+	return ws.window
+}
+
 // New builds the plugin from its (defaulted, internal) args: a client of its own from the
 // scheduler's kubeconfig, with the args' rate limit (or the kubeconfig's, which is the
-// scheduler's clientConnection), and its slots.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// scheduler's clientConnection), and the scheduler's window (windows).
+func New(_ context.Context, obj runtime.Object, h fwk.Handle, windows *Windows) (fwk.Plugin, error) {
 	args, err := getArgs(obj)
 	if err != nil {
 		return nil, err
@@ -62,7 +83,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		return nil, err
 	}
 	RegisterMetrics()
-	return &Bind{client: client, window: newObservedWindow(int64(args.MaxBindsInFlight))}, nil
+	return &Bind{client: client, window: windows.of(int64(args.MaxBindsInFlight))}, nil
 }
 
 // clientConfig is the bind client's configuration: the scheduler's, with a rate limiter of

@@ -185,3 +185,36 @@ func TestClientConfig(t *testing.T) {
 		})
 	}
 }
+
+// kubeconfigHandle is a framework handle with the scheduler's kubeconfig, as the plugin's
+// factory gets it.
+type kubeconfigHandle struct{ fwk.Handle }
+
+func (kubeconfigHandle) KubeConfig() *rest.Config { return &rest.Config{Host: "https://127.0.0.1:6443"} }
+
+// The LockstepBinds of a scheduler's profiles bind through one window: maxBindsInFlight
+// bounds the scheduler's binds together (the least any profile sets), not each profile's.
+func TestProfilesShareOneWindow(t *testing.T) {
+	var windows Windows
+	a, err := New(context.Background(), &config.LockstepBindArgs{MaxBindsInFlight: 64}, kubeconfigHandle{}, &windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(context.Background(), &config.LockstepBindArgs{MaxBindsInFlight: 16}, kubeconfigHandle{}, &windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wa, wb := a.(*Bind).window, b.(*Bind).window
+	if wa != wb {
+		t.Fatal("two profiles bind through two windows: together they may have twice maxBindsInFlight outstanding")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	taken := 0
+	for wa.Acquire(ctx) == nil {
+		taken++
+	}
+	if taken != 16 {
+		t.Errorf("%d binds outstanding at once, want the least maxBindsInFlight of the profiles, 16", taken)
+	}
+}

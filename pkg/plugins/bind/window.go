@@ -67,6 +67,19 @@ const (
 	baseBucket = 2 * time.Minute
 )
 
+// Cap lowers the window's ceiling to max binds, if it is higher: the window is the
+// process's, shared by its profiles, and each profile's maxBindsInFlight bounds it.
+func (w *Window) Cap(max int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if m := float64(max); m < w.max {
+		w.max = m
+		w.min = min(w.min, m)
+		w.size = min(w.size, m)
+		w.ssthresh = min(w.ssthresh, m)
+	}
+}
+
 // NewWindow returns a window of at most max binds, on the clock now.
 func NewWindow(max int64, now func() time.Time) *Window {
 	w := &Window{now: now, max: float64(max), min: float64(min(minWindow, max)), observedSize: func(float64) {}}
@@ -121,7 +134,10 @@ func (w *Window) Release(err error, latency time.Duration) {
 	limited := w.waiters.Len() > 0 || 2*w.inFlight >= int(w.size)
 	w.inFlight--
 	now := w.now()
-	w.observeLocked(now, latency)
+	// Only a bind that went through says how long the apiserver takes: one refused in a
+	// millisecond (an admission policy, a pod deleted meanwhile) must not become the base
+	// that every later bind looks congested against.
+	w.observeLocked(now, latency, err == nil)
 	switch {
 	case overloaded(err):
 		w.shrinkLocked(now, 0.5)
@@ -152,13 +168,13 @@ func (w *Window) shrinkLocked(now time.Time, factor float64) {
 	w.ssthresh = w.size
 }
 
-// observeLocked records a bind's latency: the base of the current bucket, the moving
-// average.
-func (w *Window) observeLocked(now time.Time, latency time.Duration) {
+// observeLocked records a request's latency: the moving average that paces decreases, and,
+// for a bind that went through (bound), the base of the current bucket.
+func (w *Window) observeLocked(now time.Time, latency time.Duration, bound bool) {
 	if now.Sub(w.baseStart) >= baseBucket {
 		w.base[1], w.base[0], w.baseStart = w.base[0], 0, now
 	}
-	if w.base[0] == 0 || latency < w.base[0] {
+	if bound && (w.base[0] == 0 || latency < w.base[0]) {
 		w.base[0] = latency
 	}
 	if w.rtt == 0 {

@@ -90,6 +90,12 @@ func TestWindowAdapts(t *testing.T) {
 			c.t = c.t.Add(time.Second)
 			w.Release(nil, 400*time.Millisecond)
 		}, want: 25},
+		{name: "a bind refused in a millisecond is not the apiserver's latency", max: 1024, run: func(t *testing.T, w *Window, c *clock) {
+			fill(t, w, 1)
+			w.Release(apierrors.NewForbidden(gr, "p", errors.New("denied by an admission policy")), time.Millisecond)
+			fill(t, w, 32)
+			backlog(t, w, c, 64, 250*time.Millisecond, 10*time.Millisecond)
+		}, want: 96}, // slow start: 32 + 64 prompt binds (against a 1 ms base it shrank to 4)
 		{name: "latencies under 100 ms are never congestion", max: 1024, run: func(t *testing.T, w *Window, c *clock) {
 			fill(t, w, 2)
 			w.Release(nil, time.Millisecond)
