@@ -713,7 +713,7 @@ func (m *Model) OnNodeAdd(obj any) {
 		return
 	}
 	m.mu.Lock()
-	m.permits.gone.Delete(node.Name)
+	delete(m.permits.gone, node.Name)
 	m.room.setNode(node)
 	m.permits.pokeRoomLocked(node.Name, fmt.Sprintf("node %s added", node.Name))
 	m.mu.Unlock()
@@ -783,7 +783,7 @@ func (m *Model) Sizes() map[string]int {
 		"groups": len(m.index.entries), "exclusive": m.index.exclusive.Len(),
 		"members": len(ms.byUID), "memberGroups": len(ms.byGroup), "bound": len(ms.bound), "ran": len(ms.ran), "succeeded": len(ms.succeeded), "kueueGated": len(ms.kueueGated),
 		"attempts": len(as.byPod), "attemptGroups": len(as.byGroup), "inFlight": len(as.inFlight), "rounds": len(as.rounds), "heldRounds": len(as.held), "outcomes": len(as.outcomes),
-		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": len(m.noticed), "groupWarnings": len(m.groupWarnings), "gone": m.permits.gone.Len(),
+		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": len(m.noticed), "groupWarnings": len(m.groupWarnings), "gone": len(m.permits.gone),
 	}
 	for k, v := range m.book.Sizes() {
 		out["book."+k] = v

@@ -37,9 +37,11 @@ type Permits struct {
 	retryFloor time.Duration
 	// scheduled are the roots scheduled since the observer last heard.
 	scheduled []Key
-	// gone are the nodes deleted (until a node of that name is added again): the model may
-	// hear of a deletion before the scheduler's cache, which may still place a member there.
-	gone sets.Set[string]
+	// gone are the nodes deleted lately, and when: the model may hear of a deletion before
+	// the scheduler's cache, which may still place a member there for a moment. Forgotten
+	// goneTTL later, or when a node of that name is added again (autoscalers never reuse a
+	// name: nothing is kept per node the cluster ever had).
+	gone map[string]time.Time
 	// batches are the retries news armed that have not run yet (newsLocked).
 	batches []*newsBatch
 	// cycles counts the scheduling cycles the model saw (Gate.Check), lastCycle is the sort
@@ -52,7 +54,7 @@ type Permits struct {
 }
 
 func newPermits(m *Model, observer RoundObserver) *Permits {
-	return &Permits{m: m, attempts: NewAttempts(), observer: observer, retryFloor: DefaultRetryFloor, gone: sets.New[string]()}
+	return &Permits{m: m, attempts: NewAttempts(), observer: observer, retryFloor: DefaultRetryFloor, gone: map[string]time.Time{}}
 }
 
 // Policy is the gang policy of the profile a member is scheduled by.
@@ -182,7 +184,7 @@ func (p *Permits) permitAttemptLocked(eff *effects, logger klog.Logger, pod *v1.
 		a = &Attempt{Pod: pod, Group: k, Root: root, Node: node, State: AttemptReserved}
 		p.addLocked(eff, a)
 	}
-	if p.gone.Has(a.Node) {
+	if _, gone := p.gone[a.Node]; gone {
 		// Placed from a cache that had not yet lost the node: allowed, it would bind there.
 		p.attempts.Remove(pod.UID)
 		why := fmt.Sprintf("node %s was deleted", a.Node)
@@ -804,11 +806,21 @@ func (p *Permits) boundLocked(pod *v1.Pod, k Key) {
 	}
 }
 
+// goneTTL is how long a deleted node is remembered: longer than the scheduler's cache takes
+// to learn of a deletion, by far.
+const goneTTL = 2 * time.Minute
+
 // nodeGoneLocked releases the members waiting at Permit on a node that is gone: allowed, they
 // would bind to it. They are scheduled again; their trees keep waiting for them if they can
 // still be ready.
 func (p *Permits) nodeGoneLocked(eff *effects, node string) {
-	p.gone.Insert(node)
+	now := p.m.clock.Now()
+	for name, at := range p.gone {
+		if now.Sub(at) > goneTTL {
+			delete(p.gone, name)
+		}
+	}
+	p.gone[node] = now
 	why := fmt.Sprintf("node %s was deleted", node)
 	roots := sets.New[Key]()
 	for _, uid := range p.attempts.WaitingUIDs() {

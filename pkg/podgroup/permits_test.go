@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -892,5 +893,23 @@ func TestSortKeyIsFixedWhileQueued(t *testing.T) {
 	m.OnPodDelete(pods[0])
 	if _, ok := m.Gate().SortKey(pods[0]); ok {
 		t.Error("a deleted pod's key is kept")
+	}
+}
+
+// Nodes deleted are remembered a while (a member placed there from a cache that had not lost
+// the node yet is refused), not for ever: autoscalers never reuse a name, and nothing is kept
+// per node the cluster ever had.
+func TestDeletedNodesAreForgotten(t *testing.T) {
+	m, clk, _ := testModel(t)
+	for i := range 100 {
+		m.OnNodeDelete(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("old-%d", i)}})
+	}
+	if n := m.Sizes()["gone"]; n != 100 {
+		t.Fatalf("%d deleted nodes remembered at once, want 100", n)
+	}
+	clk.Step(goneTTL + time.Second)
+	m.OnNodeDelete(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "new"}})
+	if n := m.Sizes()["gone"]; n != 1 {
+		t.Errorf("%d deleted nodes remembered after %s, want only the one deleted since", n, goneTTL)
 	}
 }

@@ -35,7 +35,7 @@ func guardNominations(base kubescheduler.FailureHandlerFn, noms *topology.Nomina
 		if ni.Mode() != fwk.ModeOverride {
 			return
 		}
-		noms.Note(uid, ni.NominatedNodeName)
+		noms.Note(podInfo.Pod, ni.NominatedNodeName)
 		// podInfo.Pod is now the copy the handler wrote the status from: where it shows the
 		// nomination, the handler cleared it. A nomination moved to another node is left
 		// alone: a late write of the old one is the queue's to correct at the next cycle.

@@ -45,7 +45,7 @@ func TestFailureHandlerTellsOfUnseenDroppedNominations(t *testing.T) {
 			}
 			pod := lt.Member("ns", "pg", 0).Obj()
 			if tc.memory != "" {
-				noms.Note(pod.UID, tc.memory)
+				noms.Note(pod, tc.memory)
 			}
 			model := dropped{}
 			// The handler reads the informer's copy of the pod, and writes the status from it.

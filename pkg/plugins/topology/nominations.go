@@ -26,7 +26,11 @@ import (
 //
 // One Nominations serves every profile of a scheduler, as its queue does.
 type Nominations struct {
-	mu sync.Mutex
+	// pods is the pod informer's store (nil when fed by this process only): a pod nominated
+	// in memory after its deletion was seen (its PostFilter ran while it was deleted) is
+	// nominated nowhere, and nothing is kept for it.
+	pods cache.Store
+	mu   sync.Mutex
 	// byPod is the nominated node of each pod, from its status and from this process.
 	byPod map[types.UID]nominated
 	// count is how many pods (and sources) name each node.
@@ -45,6 +49,7 @@ func NewNominations(pods cache.SharedIndexInformer) (*Nominations, error) {
 	if pods == nil {
 		return n, nil
 	}
+	n.pods = pods.GetStore()
 	_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { n.observe(obj) },
 		UpdateFunc: func(_, obj any) { n.observe(obj) },
@@ -76,16 +81,34 @@ func (n *Nominations) observe(obj any) {
 	n.setLocked(pod.UID, nominated{status: pod.Status.NominatedNodeName, memory: was.memory})
 }
 
-// Note records a nomination made in this process (a PostFilter result, or
-// AddNominatedPod); "" clears the pod's nomination in memory, as the queue does.
-func (n *Nominations) Note(uid types.UID, node string) {
+// Note records a nomination of pod made in this process (a PostFilter result, or
+// AddNominatedPod); "" clears its nomination in memory, as the queue does. A pod the informer
+// no longer has (deleted while its cycle ran) is nominated nowhere.
+func (n *Nominations) Note(pod *v1.Pod, node string) {
 	if n == nil {
+		return
+	}
+	if node != "" && !n.live(pod) {
+		n.forget(pod.UID)
 		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	was := n.byPod[uid]
-	n.setLocked(uid, nominated{status: was.status, memory: node})
+	was := n.byPod[pod.UID]
+	n.setLocked(pod.UID, nominated{status: was.status, memory: node})
+}
+
+// live reports whether the informer still has pod (always, fed by this process only).
+func (n *Nominations) live(pod *v1.Pod) bool {
+	if n.pods == nil {
+		return true
+	}
+	obj, ok, err := n.pods.GetByKey(pod.Namespace + "/" + pod.Name)
+	if err != nil || !ok {
+		return false
+	}
+	cur, isPod := obj.(*v1.Pod)
+	return isPod && cur.UID == pod.UID
 }
 
 // Of returns the nodes pod uid is nominated to: by its status, and in this process's memory
@@ -102,7 +125,7 @@ func (n *Nominations) NoteResult(pod *v1.Pod, res *fwk.PostFilterResult) {
 	if res == nil || res.NominatingInfo == nil || res.Mode() != fwk.ModeOverride {
 		return
 	}
-	n.Note(pod.UID, res.NominatedNodeName)
+	n.Note(pod, res.NominatedNodeName)
 }
 
 func (n *Nominations) forget(uid types.UID) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -33,7 +34,7 @@ func nominate(t *testing.T, env *testEnv, pod *v1.Pod, node string) {
 		t.Fatal(err)
 	}
 	env.Framework.AddNominatedPod(logger, pi, &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: node})
-	env.plugin.nominations.Note(pod.UID, node)
+	env.plugin.nominations.Note(pod, node)
 }
 
 // The scheduler's Filter counts pods nominated to a node (of at least the pod's priority) as
@@ -149,7 +150,7 @@ func TestNominationsListTheNodesThatMayHaveNominatedPods(t *testing.T) {
 		}, want: []string{"n2"}},
 		{name: "bound pods are nominated nowhere", steps: []func(*Nominations){
 			func(n *Nominations) { n.observe(unbound("a", "n1")) },
-			func(n *Nominations) { n.Note("a", "n3") },
+			func(n *Nominations) { n.Note(unbound("a", ""), "n3") },
 			func(n *Nominations) { n.observe(bound("a", "n1")) },
 		}, want: nil},
 		{name: "deleted pods are nominated nowhere", steps: []func(*Nominations){
@@ -161,14 +162,14 @@ func TestNominationsListTheNodesThatMayHaveNominatedPods(t *testing.T) {
 		}, want: []string{"n1"}},
 		{name: "in memory and status both count until cleared", steps: []func(*Nominations){
 			func(n *Nominations) { n.observe(unbound("a", "n1")) },
-			func(n *Nominations) { n.Note("a", "n2") },
+			func(n *Nominations) { n.Note(unbound("a", ""), "n2") },
 		}, want: []string{"n1", "n2"}},
 		{name: "an override to no node clears what this process nominated", steps: []func(*Nominations){
-			func(n *Nominations) { n.Note("a", "n2") },
+			func(n *Nominations) { n.Note(unbound("a", ""), "n2") },
 			func(n *Nominations) { n.NoteResult(unbound("a", ""), override("")) },
 		}, want: nil},
 		{name: "a result that keeps the nomination changes nothing", steps: []func(*Nominations){
-			func(n *Nominations) { n.Note("a", "n2") },
+			func(n *Nominations) { n.Note(unbound("a", ""), "n2") },
 			func(n *Nominations) {
 				n.NoteResult(unbound("a", ""), &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeNoop}})
 			},
@@ -176,7 +177,7 @@ func TestNominationsListTheNodesThatMayHaveNominatedPods(t *testing.T) {
 		}, want: []string{"n2"}},
 		{name: "two pods on a node", steps: []func(*Nominations){
 			func(n *Nominations) { n.observe(unbound("a", "n1")) },
-			func(n *Nominations) { n.Note("b", "n1") },
+			func(n *Nominations) { n.Note(unbound("b", ""), "n1") },
 			func(n *Nominations) { n.forget("a") },
 		}, want: []string{"n1"}},
 	} {
@@ -259,5 +260,37 @@ func TestFreshPlanClearsItsMembersStaleNominations(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("%s's status still names its nominated node: %v", pods[2].Name, err)
+	}
+}
+
+// A pod deleted while its PostFilter ran (its deletion seen first) is nominated nowhere when
+// the result comes: nothing is kept for it, and its node is no longer listed.
+func TestNominationOfAPodDeletedMeanwhileIsForgotten(t *testing.T) {
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	n := &Nominations{pods: store, byPod: map[types.UID]nominated{}, count: map[string]int{}}
+	pod := lt.MakePod().Namespace("ns").Name("a").UID("a").Obj()
+	if err := store.Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	n.Note(pod, "n1")
+	if got := n.Nodes(); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("nodes %v, want n1", got)
+	}
+	if err := store.Delete(pod); err != nil {
+		t.Fatal(err)
+	}
+	n.forget(pod.UID) // the informer's delete handler
+	n.NoteResult(pod, &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: "n2"}})
+	if got := n.Nodes(); len(got) != 0 || len(n.byPod) != 0 {
+		t.Errorf("after a deleted pod's late result: nodes %v, %d pods kept; want none", got, len(n.byPod))
+	}
+	// A pod of the same name made again is another pod.
+	again := lt.MakePod().Namespace("ns").Name("a").UID("a2").Obj()
+	if err := store.Add(again); err != nil {
+		t.Fatal(err)
+	}
+	n.Note(pod, "n3")
+	if got := n.Nodes(); len(got) != 0 {
+		t.Errorf("nodes %v for a pod whose name another pod now has, want none", got)
 	}
 }

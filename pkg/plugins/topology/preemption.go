@@ -132,7 +132,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 			}
 			if pi, err := framework.NewPodInfo(m); err == nil {
 				pl.handle.AddNominatedPod(logger, pi, info)
-				pl.nominations.Note(m.UID, pp.Node)
+				pl.nominations.Note(m, pp.Node)
 			}
 		}
 	})

@@ -33,7 +33,7 @@ func (pl *Topology) clearNominations(logger klog.Logger, tree *podgroup.GroupVie
 				if status == "" && memory == "" {
 					continue
 				}
-				pl.nominations.Note(m.UID, "")
+				pl.nominations.Note(m, "")
 			}
 			pl.handle.DeleteNominatedPodIfExists(m)
 			if status != "" && m.Status.NominatedNodeName != "" {
