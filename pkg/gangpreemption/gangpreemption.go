@@ -297,3 +297,15 @@ func (e *Evaluator) listPDBs() []*policy.PodDisruptionBudget {
 	}
 	return out
 }
+
+// StuckMargin is how long past its deletion grace period (its deletionTimestamp) a
+// terminating pod is still counted as leaving. One past it is stuck (its node gone, a
+// finalizer nobody removes): it holds its room for as long as anyone can tell, no eviction
+// frees it, and no preemptor waits for it.
+const StuckMargin = 30 * time.Second
+
+// Leaving reports whether a terminating pod is still leaving at now: its deletion grace period
+// plus StuckMargin has not passed.
+func Leaving(pod *v1.Pod, now time.Time) bool {
+	return pod.DeletionTimestamp != nil && now.Before(pod.DeletionTimestamp.Add(StuckMargin))
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -343,7 +344,8 @@ func TestCheapestTakesGangsWholeAndGivesBackTheRest(t *testing.T) {
 
 // TestUnitsLeaveOutTheTreeAndCountLeavingPods: the tree's own bound members are never
 // victims; pods being deleted, or being evicted by another tree's preemption, are leaving
-// (room at no cost); pods at or above the tree's priority are not victims. A node lists a
+// (room at no cost), but not one stuck terminating past its grace period (no victim either);
+// pods at or above the tree's priority are not victims. A node lists a
 // unit once, with what all its pods there request.
 func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 	now := metav1.Now()
@@ -358,8 +360,13 @@ func TestUnitsLeaveOutTheTreeAndCountLeavingPods(t *testing.T) {
 		lt.Member("ns", "train", 0).Req(lt.CPU("2")).Priority(1).Node("n0").Obj(),
 		lt.Member("ns", "train", 1).Req(lt.CPU("3")).Priority(1).Node("n0").Obj(),
 		lt.Member("ns", "train", 2).Req(lt.CPU("1")).Priority(1).Node("n1").Obj(),
+		lt.GroupPod("ns", "stuck", "").Req(lt.CPU("1")).Priority(1).Node("n0").Obj(),
 	}
 	running[1].DeletionTimestamp = &now
+	// Deleted with its grace period past long ago (a finalizer nobody removes, its node
+	// gone): it holds its room, it is not leaving, and no eviction frees it.
+	stuck := metav1.NewTime(now.Add(-StuckMargin - time.Minute))
+	running[len(running)-1].DeletionTimestamp = &stuck
 	e := New(noPlugins{}, &fakeTrees{pods: running, gangPriority: map[string]int32{"train": 1}}, nil, nil)
 	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi")}
 	dry := &firstFit{tree: tree, evicting: Evictions{Pods: sets.New[types.UID]("evicted"), Nodes: sets.New("n0")}}

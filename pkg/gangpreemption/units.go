@@ -122,6 +122,9 @@ func (c *classifier) on(i int) *nodeUnits {
 	}
 	for _, pi := range c.infos[i].GetPods() {
 		pod := pi.GetPod()
+		if pod.DeletionTimestamp != nil && !Leaving(pod, c.e.bounds.now()) {
+			continue // stuck terminating: it holds its room, and no eviction frees it
+		}
 		if pod.DeletionTimestamp != nil || (len(c.evicting) > 0 && c.evicting.Has(pod.UID)) {
 			nu.leaving = append(nu.leaving, pod)
 			continue

@@ -15,9 +15,10 @@ import (
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
-// A preempting plan, and with it its members' nominations, lives while any of its victims
-// still exists, however long their termination takes (a checkpointing job's ten minutes);
-// once they are gone it expires as any plan.
+// A preempting plan, and with it its members' nominations, lives while any of its victims is
+// still there to wait for, however long their graceful termination takes (a checkpointing
+// job's ten minutes; one stuck past its grace period is not waited for: victimThere, tested in
+// TestVictimsStuckTerminatingAreNotWaitedFor); once they are gone it expires as any plan.
 func TestPreemptingPlanLivesWhileVictimsRemain(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	plans := NewPlans()

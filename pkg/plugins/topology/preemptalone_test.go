@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,11 +15,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/lockstep-sched/lockstep/pkg/gangpreemption"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 )
@@ -196,6 +200,54 @@ func TestReplacementPreemptsForItself(t *testing.T) {
 			_, deleted := preemptFor(t, env, pod, tc.running, len(tc.want))
 			if fmt.Sprint(deleted) != fmt.Sprint(tc.want) {
 				t.Errorf("deleted %v, want %v", deleted, tc.want)
+			}
+		})
+	}
+}
+
+// A preemptor waits for its victims while they leave, however long their graceful
+// termination takes, but not for one stuck terminating past its grace period (its node gone,
+// a finalizer nobody removes): its tree then plans afresh, and its members are no longer
+// refused for it.
+func TestVictimsStuckTerminatingAreNotWaitedFor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// leavingStuck: the victim with a long grace period is stuck too.
+		leavingStuck bool
+	}{{name: "one victim still leaving"}, {name: "every victim stuck", leavingStuck: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := labeledNodes("4")
+			pods := lt.Members("ns", "g", 2, lt.CPU("2"))
+			group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(rackKey)).Obj()
+			now := time.Now()
+			stuckSince := metav1.NewTime(now.Add(-gangpreemption.StuckMargin - time.Minute))
+			leaving := lt.GroupPod("ns", "leaving", "").Req(lt.CPU("4")).Priority(1).Node(nodes[0].Name).Obj()
+			leaving.DeletionTimestamp = &metav1.Time{Time: now.Add(10 * time.Minute)} // a checkpoint's long grace period
+			if tc.leavingStuck {
+				leaving.DeletionTimestamp = &stuckSince
+			}
+			stuck := lt.GroupPod("ns", "stuck", "").Req(lt.CPU("4")).Priority(1).Node(nodes[1].Name).Obj()
+			stuck.DeletionTimestamp = &stuckSince
+			env := newTestEnv(t, []runtime.Object{group}, append(append([]*v1.Pod{}, pods...), leaving, stuck), nodes)
+			root := podgroup.PodGroupKey("ns", "g")
+			plan := &Plan{Root: root, Expires: now.Add(time.Hour), Freed: "rack " + rackOf(nodes[0].Name),
+				Victims:     map[types.UID]types.NamespacedName{leaving.UID: {Namespace: "ns", Name: "leaving"}, stuck.UID: {Namespace: "ns", Name: "stuck"}},
+				VictimNodes: sets.New(nodes[0].Name, nodes[1].Name),
+				Pods:        map[types.UID]PlannedPod{pods[0].UID: {Node: nodes[0].Name}, pods[1].UID: {Node: nodes[1].Name}}}
+			env.plans.Store(plan)
+			wantLeft := 1
+			if tc.leavingStuck {
+				wantLeft = 0
+			}
+			if left := env.plugin.victimsLeft(plan); left != wantLeft {
+				t.Errorf("victims left %d, want %d: those still leaving, not the stuck ones", left, wantLeft)
+			}
+			if _, waiting := env.plans.AwaitsVictims(root); waiting != (wantLeft > 0) {
+				t.Errorf("the tree waits for its victims: %v, want %v", waiting, wantLeft > 0)
+			}
+			_, s := env.plugin.PreFilter(env.Ctx, framework.NewCycleState(), pods[0], env.NodeInfos(t))
+			if waits := s != nil && strings.Contains(s.Message(), "preempted pods to leave"); waits != (wantLeft > 0) {
+				t.Errorf("PreFilter = %v: the member waits for victims: %v, want %v", s, waits, wantLeft > 0)
 			}
 		})
 	}

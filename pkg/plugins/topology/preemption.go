@@ -179,9 +179,10 @@ func (pl *Topology) victimsLeft(plan *Plan) int {
 			continue
 		}
 		for _, pi := range ni.GetPods() {
-			uid := pi.GetPod().UID
-			if ref, ok := plan.Victims[uid]; ok && !pl.victimThere(uid, ref) {
-				left++ // gone from the API, not yet from the cache
+			pod := pi.GetPod()
+			if ref, ok := plan.Victims[pod.UID]; ok && !pl.victimThere(pod.UID, ref) &&
+				(pod.DeletionTimestamp == nil || gangpreemption.Leaving(pod, pl.plans.now())) {
+				left++ // gone from the API, not yet from the cache (a stuck one is not waited for)
 			}
 		}
 	}
@@ -212,8 +213,9 @@ func (pl *Topology) awaitLeaving(plan *Plan) {
 		}
 		for _, pi := range ni.GetPods() {
 			pod := pi.GetPod()
-			if pod.DeletionTimestamp == nil && !evicting.Pods.Has(pod.UID) {
-				continue
+			if (pod.DeletionTimestamp == nil && !evicting.Pods.Has(pod.UID)) ||
+				(pod.DeletionTimestamp != nil && !gangpreemption.Leaving(pod, pl.plans.now())) {
+				continue // not leaving, or stuck: nothing to wait for
 			}
 			plan.Victims[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 			plan.VictimNodes.Insert(node)
@@ -221,8 +223,11 @@ func (pl *Topology) awaitLeaving(plan *Plan) {
 	}
 }
 
-// victimThere reports whether the victim uid, named ref, still exists.
+// victimThere reports whether the victim uid, named ref, is still there to wait for: it
+// exists, and is not stuck terminating past its grace period (a victim that never leaves is
+// waited for no longer: its tree plans afresh, and may go where room is, or preempt
+// elsewhere).
 func (pl *Topology) victimThere(uid types.UID, ref types.NamespacedName) bool {
 	p, err := pl.podLister.Pods(ref.Namespace).Get(ref.Name)
-	return err == nil && p.UID == uid
+	return err == nil && p.UID == uid && (p.DeletionTimestamp == nil || gangpreemption.Leaving(p, pl.plans.now()))
 }
