@@ -69,6 +69,11 @@ type Policy struct {
 	ReserveAfter, ReservationTimeout time.Duration
 }
 
+// victimsRecheck is the longest a tree waiting for its victims waits before it is tried
+// again, news or not: a victim stuck terminating is waited for no longer past its grace period
+// plus a margin (gangpreemption.StuckMargin, the same).
+const victimsRecheck = 30 * time.Second
+
 // maxPermitWait is the longest wait the model arms; the framework caps its own permit
 // timeout at 15 minutes, and the model's deadline must come first.
 const maxPermitWait = 15*time.Minute - permitGrace
@@ -704,10 +709,16 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		if r.waitingSince.IsZero() {
 			r.waitingSince = now
 		}
-		if preempted, waiting := p.victimsLocked(root); preempted && !waiting {
+		switch preempted, waiting := p.victimsLocked(root); {
+		case preempted && !waiting:
 			// The last of its victims left while its scout was in its cycle: that news found
 			// it in its attempt, and retried nothing (newsLocked). It tries its plan at once.
 			backoff = min(backoff, newsDelay)
+		case waiting:
+			// Its victims' deletions retry it; but one may never go (stuck terminating, its
+			// node gone): it looks again this often, to plan afresh once that one is waited
+			// for no longer.
+			backoff = min(backoff, victimsRecheck)
 		}
 		if due := r.waitingSince.Add(r.reserveAfter); r.reserveAfter > 0 && due.After(now.Add(p.retryFloor)) && due.Before(now.Add(backoff)) {
 			// Tried when it has waited long enough for a reservation, whatever the backoff.

@@ -913,3 +913,24 @@ func TestDeletedNodesAreForgotten(t *testing.T) {
 		t.Errorf("%d deleted nodes remembered after %s, want only the one deleted since", n, goneTTL)
 	}
 }
+
+// A tree waiting for the pods its preemption evicts is tried again at least every
+// victimsRecheck, news or not, however many quiet retries it failed: a victim stuck
+// terminating sends no news, and the tree must plan afresh once it is waited for no longer.
+func TestTreeWaitingForVictimsLooksAgainInTime(t *testing.T) {
+	hi := PodGroupKey("ns", "hi")
+	watch := &victimsWatch{preempted: map[Key]bool{hi: true}, waiting: map[Key]bool{hi: true}}
+	m, clk, rec := observedModel(t, watch)
+	slow := Policy{PermitTimeout: time.Minute, Backoff: 5 * time.Minute}
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("hi").Gang(2).Obj())
+	pods := addPods(m, "hi", 2)
+	m.Permits().NotePreempting(hi, "taking node n1: evicting 2 pods of priority 0 (0 gangs whole)")
+	for i := range 4 {
+		m.Permits().Fail(bg, pods[0], "waiting for 2 preempted pods to leave node n1", slow)
+		rec.take()
+		clk.Step(victimsRecheck)
+		if activated, _, _ := rec.take(); len(activated) == 0 {
+			t.Fatalf("try %d: not tried again within %s while it waits for its victims", i, victimsRecheck)
+		}
+	}
+}
