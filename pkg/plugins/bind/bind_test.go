@@ -190,7 +190,9 @@ func TestClientConfig(t *testing.T) {
 // factory gets it.
 type kubeconfigHandle struct{ fwk.Handle }
 
-func (kubeconfigHandle) KubeConfig() *rest.Config { return &rest.Config{Host: "https://127.0.0.1:6443"} }
+func (kubeconfigHandle) KubeConfig() *rest.Config {
+	return &rest.Config{Host: "https://127.0.0.1:6443"}
+}
 
 // The LockstepBinds of a scheduler's profiles bind through one window: maxBindsInFlight
 // bounds the scheduler's binds together (the least any profile sets), not each profile's.
