@@ -19,6 +19,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -88,7 +89,9 @@ func New(ctx context.Context, handle fwk.Handle, trees Trees, notes Notes) (*Pod
 
 // eligible reports whether a victim may be taken for preemptor at all (its priority below
 // the preemptor's is checked by upstream): never a pod of the preemptor's own tree, never a
-// member of a gang whose tree's priority is not below the preemptor's.
+// member of a gang whose tree's priority is not below the preemptor's, nor of one with a
+// member anywhere whose own priority is not below it (the gang goes whole, and no preemptor
+// evicts a pod of its priority or above).
 func (pp *PodPreemption) eligible(_ fwk.NodeInfo, victim preemption.Victim, preemptor *v1.Pod) bool {
 	mine, member := pp.trees.Summary(preemptor)
 	prio := corev1helpers.PodPriority(preemptor)
@@ -104,8 +107,17 @@ func (pp *PodPreemption) eligible(_ fwk.NodeInfo, victim preemption.Victim, pree
 		if sum.Unit == (podgroup.Key{}) {
 			continue
 		}
-		if u, ok := pp.trees.UnitOf(pod); ok && u.Priority >= prio {
+		u, ok := pp.trees.UnitOf(pod)
+		if !ok {
+			continue
+		}
+		if u.Priority >= prio {
 			return false
+		}
+		for _, p := range u.Pods {
+			if corev1helpers.PodPriority(p) >= prio {
+				return false
+			}
 		}
 	}
 	return true
@@ -145,9 +157,31 @@ func (pp *PodPreemption) SelectVictimsOnNode(ctx context.Context, state fwk.Cycl
 	}
 	out := wholeGangs(victims, pp.trees.UnitOf)
 	if len(out) > len(victims) {
-		klog.FromContext(ctx).V(5).Info("Victims on node take their gangs along", "preemptor", klog.KObj(preemptor), "node", nodeInfo.Node().Name, "victims", len(victims), "withGangs", len(out))
+		// The budgets count every pod evicted, the members on other nodes too: a candidate
+		// ranks by them.
+		violations = pdbViolations(out, pdbs)
+		klog.FromContext(ctx).V(5).Info("Victims on node take their gangs along", "preemptor", klog.KObj(preemptor), "node", nodeInfo.Node().Name, "victims", len(victims), "withGangs", len(out), "pdbViolations", violations)
 	}
 	return out, violations, status
+}
+
+// pdbViolations counts the pods whose eviction, with all of pods evicted, would break a
+// PodDisruptionBudget (upstream's count, over every pod rather than one node's).
+func pdbViolations(pods []*v1.Pod, pdbs []*policy.PodDisruptionBudget) int {
+	victims := make([]preemption.Victim, 0, len(pods))
+	for _, p := range pods {
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			continue
+		}
+		victims = append(victims, preemption.NewPodVictim(pi, nil, nil))
+	}
+	violating, _ := preemption.FilterVictimsWithPDBViolation(victims, pdbs)
+	n := 0
+	for _, v := range violating {
+		n += v.ViolateCount
+	}
+	return n
 }
 
 // wholeGangs adds to victims every running member of the gangs they belong to (unitOf), once

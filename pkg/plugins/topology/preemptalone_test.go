@@ -11,6 +11,7 @@ import (
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,6 +132,30 @@ func TestPodPreemptionTakesRunningGangsWhole(t *testing.T) {
 				running("g-0", "z0-r0-h0", "4", 10, "g"), running("g-1", "z0-r0-h1", "1", 10, "g")),
 			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).DisruptedOneByOne().Obj()},
 			want:   []string{"g-0"},
+		},
+		{
+			// Issue #55, 2.2: the gang's tree is low (its class), but a member elsewhere runs at
+			// a priority above the preemptor's: the gang goes whole or not at all, so not at all.
+			name: "a gang with a member whose own priority is not below the preemptor's is no victim",
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 2}),
+				running("g-0", "z0-r0-h0", "4", 10, "g"), running("g-1", "z0-r0-h1", "2", 2000, "g")),
+			groups:  []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).PriorityClass("low").Obj()},
+			objects: []runtime.Object{&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10}},
+		},
+		{
+			// Issue #55, 2.1: the node of the gang's member would take victims of a lower
+			// priority than the other node's plain pod, but its gang brings along a member that
+			// a PodDisruptionBudget protects: counted over every pod evicted, it breaks the budget,
+			// and the plain pod, which breaks none, goes.
+			name: "budgets count the gang's members on other nodes",
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 2, "z1-r0-h0": 4}),
+				running("g-0", "z0-r0-h0", "4", 10, "g"), running("g-1", "z0-r0-h1", "2", 10, "g"),
+				running("plain", "z1-r0-h0", "4", 20, "")),
+			groups: []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj()},
+			objects: []runtime.Object{&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keep-g-1"},
+				Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "g-1"}}},
+				Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}},
+			want: []string{"plain"},
 		},
 		{
 			name: "a gang whose tree's priority is not below the preemptor's is no victim",
