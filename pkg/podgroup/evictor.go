@@ -13,9 +13,10 @@ import (
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 )
 
-// Evictor evicts the bound members of a gang the model releases (release.go).
+// Evictor evicts the bound members of a gang the model releases (release.go, short.go) or
+// whose preemption it finishes (disruption.go); reason is their DisruptionTarget's.
 type Evictor interface {
-	Evict(logger klog.Logger, pods []*v1.Pod, why string)
+	Evict(logger klog.Logger, pods []*v1.Pod, reason, why string)
 }
 
 // ReasonGangReleased is the reason of the DisruptionTarget condition and the event of a pod
@@ -35,24 +36,24 @@ func NewEvictor(client kubernetes.Interface, recorder events.EventRecorder) Evic
 	return &podEvictor{client: client, recorder: recorder}
 }
 
-func (e *podEvictor) Evict(logger klog.Logger, pods []*v1.Pod, why string) {
+func (e *podEvictor) Evict(logger klog.Logger, pods []*v1.Pod, reason, why string) {
 	ctx := klog.NewContext(context.Background(), logger)
 	for _, pod := range pods {
 		status := pod.Status.DeepCopy()
-		cond := &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: ReasonGangReleased, Message: why}
+		cond := &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: reason, Message: why}
 		if podutil.UpdatePodCondition(status, cond) {
 			if err := schedutil.PatchPodStatus(ctx, e.client, pod.Name, pod.Namespace, &pod.Status, status); err != nil && !apierrors.IsNotFound(err) {
-				logger.Error(err, "Could not mark a released gang's member", "pod", klog.KObj(pod))
+				logger.Error(err, "Could not mark a member of a gang evicted whole", "pod", klog.KObj(pod))
 			}
 		}
 		if err := e.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteExactly(pod)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			logger.Error(err, "Could not evict a released gang's member", "pod", klog.KObj(pod))
+			logger.Error(err, "Could not evict a member of a gang evicted whole", "pod", klog.KObj(pod))
 			continue
 		}
 		if e.recorder != nil {
-			e.recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonGangReleased, "Evicting", "%s", why)
+			e.recorder.Eventf(pod, nil, v1.EventTypeWarning, reason, "Evicting", "%s", why)
 		}
-		logger.V(2).Info("Released gang's member evicted", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "why", why)
+		logger.V(2).Info("Member of a gang evicted whole", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "reason", reason, "why", why)
 	}
 }
 

@@ -77,7 +77,7 @@ func (r *recorder) takeWritten(written *map[string]string, want int) map[string]
 	}
 }
 
-func (r *recorder) Evict(_ klog.Logger, pods []*v1.Pod, _ string) {
+func (r *recorder) Evict(_ klog.Logger, pods []*v1.Pod, _, _ string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range pods {

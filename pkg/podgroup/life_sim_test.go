@@ -121,6 +121,8 @@ type lifeGang struct {
 	next     int
 	// allowed: a member was allowed since the gang was created or last released (it started).
 	allowed bool
+	// preempted: a preemptor took it.
+	preempted bool
 	// shortSince is when the world's count of its bound pods last fell below its minimum
 	// after it started, zero while it is whole or has not started.
 	shortSince time.Time
@@ -252,7 +254,7 @@ func (w *lifeWorld) Reject(p *v1.Pod, msg string) {
 func (w *lifeWorld) Live(p *v1.Pod) bool { return w.pods[p.UID] != nil }
 
 // Evict is a release: the oracle checks that a documented rule allows it, then the pods go.
-func (w *lifeWorld) Evict(_ logr.Logger, pods []*v1.Pod, why string) {
+func (w *lifeWorld) Evict(_ logr.Logger, pods []*v1.Pod, _, why string) {
 	if len(pods) == 0 {
 		return
 	}
@@ -263,6 +265,11 @@ func (w *lifeWorld) Evict(_ logr.Logger, pods []*v1.Pod, why string) {
 	g := lp.gang
 	now := w.clk.Now()
 	switch {
+	case strings.Contains(why, "was preempted whole"):
+		// A preemption finished: what its executor left running of the gang.
+		if !g.preempted {
+			w.violation("gang %s evicted as preempted, but no preemptor took it", g.name)
+		}
 	case strings.Contains(why, "the rest did not fit"):
 		// Half bound: members bound without the gang running whole (a new leader found them
 		// so, or one bound after its gang was preempted); its last attempt failed.
@@ -478,6 +485,7 @@ func (w *lifeWorld) preempt() {
 	w.logf("preempt %s", g.name)
 	w.deliverAll() // the preemptor decides on what the model knows
 	w.m.Permits().NotePreempted(w.key(g), fmt.Sprintf("evicting its %d running pods: preempted by gang PodGroup ns/big (priority 1000)", len(victims)))
+	g.preempted = true
 	g.allowed, g.shortSince = false, time.Time{}
 	for _, lp := range victims {
 		w.deletePod(lp)

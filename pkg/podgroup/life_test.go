@@ -222,3 +222,47 @@ func TestPartiallyBoundIsWrittenWhileBindsAreInFlight(t *testing.T) {
 		t.Fatalf("the successor evicted %v at the old leader's deadline, want both bound members", ev)
 	}
 }
+
+// A gang a preemptor takes is taken whole: if the preemptor's executor stopped midway (an
+// eviction failed, and upstream's cancels the rest), the model evicts what it left running,
+// and again while some is left, so that no gang is left partly evicted.
+func TestPreemptionLeftMidwayIsFinished(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.Lead()
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
+	pods := addPods(m, "a", 3)
+	for _, p := range pods {
+		reservePermit(m, p)
+		m.OnPod(p, assumed(p, "n1"))
+	}
+	k := PodGroupKey("ns", "a")
+	if !m.Permits().NotePreempted(k, "evicting its 3 running pods: preempted by gang PodGroup ns/big (priority 1000)") {
+		t.Fatal("the first word of a preemption is no news")
+	}
+	// The executor evicted one member, then stopped.
+	gone := assumed(pods[0], "n1")
+	gone.DeletionTimestamp = &metav1.Time{Time: clk.Now()}
+	m.OnPod(assumed(pods[0], "n1"), gone)
+	clk.Step(disruptionFinish - time.Second)
+	if ev := rec.takeEvicted(); len(ev) != 0 {
+		t.Fatalf("evicted %v before the executor had its time", ev)
+	}
+	clk.Step(2 * time.Second)
+	if ev := rec.takeEvicted(); fmt.Sprint(ev) != "[a-1 a-2]" {
+		t.Fatalf("evicted %v, want the members the executor left running", ev)
+	}
+	// Those evictions failed too: looked at again.
+	clk.Step(disruptionFinish)
+	if ev := rec.takeEvicted(); fmt.Sprint(ev) != "[a-1 a-2]" {
+		t.Fatalf("evicted %v after a failed finish, want the same members again", ev)
+	}
+	for _, p := range pods[1:] {
+		d := assumed(p, "n1")
+		d.DeletionTimestamp = &metav1.Time{Time: clk.Now()}
+		m.OnPod(assumed(p, "n1"), d)
+	}
+	clk.Step(time.Hour)
+	if ev := rec.takeEvicted(); len(ev) != 0 {
+		t.Errorf("evicted %v once every member left", ev)
+	}
+}

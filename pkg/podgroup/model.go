@@ -450,9 +450,13 @@ func (m *Model) apply(e *effects) {
 		// Only the release timer (its own goroutine) evicts: no scheduling cycle waits.
 		for _, ev := range e.evict {
 			if m.recorder != nil {
-				m.recorder.Eventf(ev.group, nil, v1.EventTypeWarning, ReasonGangReleased, "Releasing", "%s", ev.why)
+				action := "Releasing"
+				if ev.reason != ReasonGangReleased {
+					action = "Preempting"
+				}
+				m.recorder.Eventf(ev.group, nil, v1.EventTypeWarning, ev.reason, action, "%s", ev.why)
 			}
-			m.evictor.Evict(e.logger, ev.pods, ev.why)
+			m.evictor.Evict(e.logger, ev.pods, ev.reason, ev.why)
 		}
 	}
 }

@@ -522,6 +522,9 @@ func (p *Permits) NotePreempted(root Key, msg string) bool {
 	// Entering Disrupted asks nothing of the scheduler (no effects to apply): its preemptor
 	// may call this with its own locks held.
 	m.fireUnitLocked(m.newEffects(m.logger), root, Preempted, msg)
+	if news {
+		p.armFinishLocked(root) // what the preemptor leaves running is evicted (disruption.go)
+	}
 	return news
 }
 

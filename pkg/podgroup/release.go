@@ -76,7 +76,7 @@ func (p *Permits) releaseLocked(eff *effects, root Key, wait time.Duration) {
 		}
 		m.status.Enqueue(k)
 	}
-	eff.evict = append(eff.evict, eviction{group: m.index.Get(root).Object(), pods: pods, why: why})
+	eff.evict = append(eff.evict, eviction{group: m.index.Get(root).Object(), pods: pods, why: why, reason: ReasonGangReleased})
 	metrics.released.Inc()
 	eff.logger.V(2).Info("Half-bound gang released", "root", root, "evicted", klog.KObjSlice(pods), "placed", placed, "total", total)
 }
@@ -91,9 +91,14 @@ func someNames(names []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
-// eviction is a release: the root group released, its pods evicted and why.
+// eviction is a release (or a preemption finished): the group released, its pods evicted and
+// why.
 type eviction struct {
 	group runtime.Object
 	pods  []*v1.Pod
 	why   string
+	// reason is the pods' DisruptionTarget reason and the group's event's:
+	// ReasonGangReleased for a release, PreemptionByScheduler for a preemption finished
+	// (disruption.go).
+	reason string
 }

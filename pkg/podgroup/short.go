@@ -199,7 +199,7 @@ func (p *Permits) releaseUnitLocked(eff *effects, top, by Key, why string) {
 	}
 	if len(pods) > 0 {
 		eff.evict = append(eff.evict, eviction{group: m.index.Get(top).Object(), pods: pods,
-			why: fmt.Sprintf("gang %s %s", top.Name, msg)})
+			why: fmt.Sprintf("gang %s %s", top.Name, msg), reason: ReasonGangReleased})
 	}
 	metrics.released.Inc()
 	eff.logger.V(2).Info("Short gang released whole", "unit", top, "evicted", klog.KObjSlice(pods), "why", why)
