@@ -52,6 +52,16 @@ func (g *Gate) Conditions(k Key) (Desired, bool) {
 		return Desired{}, false
 	}
 	d := Desired{UID: grp.UID(), Generation: grp.Generation()}
+	if k.Native() && !m.schedulesLocked(k) {
+		// A native group whose pods another scheduler places (kube-scheduler with the
+		// workload gates on): lockstep judges and writes only what it schedules — but for
+		// the DisruptionTarget of one of its preemptions, as upstream's preemption says it.
+		if out := m.permits.attempts.OutcomeOf(k); out.Preempted != "" {
+			d.Disruption = &Condition{UID: grp.UID(), Generation: grp.Generation(), Status: metav1.ConditionTrue,
+				Reason: reasonOf(out), Message: out.Preempted, Since: out.PreemptedSince}
+		}
+		return d, true
+	}
 	stamp := func(c Condition, ok bool) *Condition {
 		if !ok {
 			return nil
@@ -189,11 +199,7 @@ func (m *Model) disruptionLocked(k Key, g *Group) (Condition, bool) {
 	out := m.permits.attempts.OutcomeOf(k)
 	switch {
 	case out.Preempted != "" && (l.state == Released || l.state == Disrupted || !l.state.placed()):
-		reason := out.DisruptedBy
-		if reason == "" {
-			reason = v1alpha1.ReasonPreemptionByScheduler
-		}
-		c := Condition{Status: metav1.ConditionTrue, Reason: reason, Message: out.Preempted, Since: out.PreemptedSince}
+		c := Condition{Status: metav1.ConditionTrue, Reason: reasonOf(out), Message: out.Preempted, Since: out.PreemptedSince}
 		if now, ok := m.waitingLocked(k, g); ok && now.Status == metav1.ConditionFalse {
 			c.Message += "; now " + now.Message
 			c.Details = now.Details
@@ -280,4 +286,23 @@ func (m *Model) shortMessageLocked(k Key, g *Group) string {
 	}
 	return fmt.Sprintf("partially bound: %d of %d %s bound since %s, when a bind failed after the gang was allowed (its missing pods are retried alone until %s, then the gang is released whole)",
 		count, min, what, since, due)
+}
+
+// schedulesLocked reports whether lockstep schedules group k: pods of its profiles belong to
+// it (or did: one of its groups was placed by lockstep).
+func (m *Model) schedulesLocked(k Key) bool {
+	for _, pk := range m.index.PodGroupsOf(k) {
+		if m.members.Known(pk) > 0 || m.index.Get(pk).Life().Placed() {
+			return true
+		}
+	}
+	return false
+}
+
+// reasonOf is the reason of a disrupted group's DisruptionTarget: who disrupted it.
+func reasonOf(out Outcome) string {
+	if out.DisruptedBy != "" {
+		return out.DisruptedBy
+	}
+	return v1alpha1.ReasonPreemptionByScheduler
 }

@@ -36,22 +36,45 @@ func (p profilesLocked) GroupTimeout(schedulerName string) time.Duration {
 // native group, basic when the Job has no spec.scheduling; the pods of such a Job that
 // lockstep's rule makes a gang (GangForJob) belong to the Job's lockstep PodGroup.
 func (m *Model) fileLocked(pod *v1.Pod) (Key, bool) {
-	if k, ok := NativeGroupOf(pod); ok {
-		job, seen := m.book.Job(pod)
-		if !seen || job.Spec.Scheduling != nil {
-			return k, m.servesLocked(pod)
-		}
-		if name, _ := m.book.Workloads().GroupOfJob(job, sets.KeySet(m.profiles)); name == "" {
-			return k, m.servesLocked(pod)
-		}
+	native, named := NativeGroupOf(pod)
+	// spec.schedulingGroup is followed only where the model reads the native groups: one it
+	// cannot see would hold the pod for ever (--native-groups=false, or no RBAC to list them).
+	named = named && m.nativeKinds.Has(KindPodGroup)
+	if named && m.nativeDecidesLocked(pod, native) {
+		return native, m.servesLocked(pod)
 	}
 	name, ok := m.book.File(pod, profilesLocked{m}, m.clock.Now(), func(name string) bool {
 		return m.index.Get(PodGroupKey(pod.Namespace, name)).Exists()
 	})
-	if !ok {
-		return Key{}, false
+	switch {
+	case ok:
+		return PodGroupKey(pod.Namespace, name), true
+	case named:
+		return native, m.servesLocked(pod) // nothing else files it
 	}
-	return PodGroupKey(pod.Namespace, name), true
+	return Key{}, false
+}
+
+// nativeDecidesLocked reports whether the native group a pod's spec.schedulingGroup names
+// decides its membership over lockstep's rules (a label naming a PodGroup, its Job's gang):
+// when it is a gang, or when the pod's Job asked for it (spec.scheduling). The Job
+// controller's WorkloadWithJob gives every Job a basic native group, which must not take the
+// pods of a gang their labels or their Job name. A pod of a Job not seen yet is lockstep's
+// rules' to file (it waits for the Job, as lockstep's pods do).
+func (m *Model) nativeDecidesLocked(pod *v1.Pod, k Key) bool {
+	if g := m.index.Get(k); g.Exists() && g.IsGang() {
+		return true
+	}
+	job, seen := m.book.Job(pod)
+	return seen && job.Spec.Scheduling != nil
+}
+
+// ReadNative records that the model reads the native groups of kind (a NativeSource watches
+// them): pods naming one in spec.schedulingGroup belong to it.
+func (m *Model) ReadNative(kind Kind) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nativeKinds.Insert(kind)
 }
 
 // groupOfLocked: the member's group, or the group the filing rules give a pod not seen yet.

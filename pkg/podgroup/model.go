@@ -88,6 +88,11 @@ type Model struct {
 	leading bool
 	// regroupings logs where what the model says of running pods changed (regrouping.go).
 	regroupings regroupings
+	// nativeKinds are the kinds of native groups the model reads (ReadNative): only then does
+	// a pod's spec.schedulingGroup file it.
+	nativeKinds sets.Set[Kind]
+	// foreign are the pods of other schedulers in native groups (foreign.go).
+	foreign *foreign
 
 	priorityLister schedulinglisters.PriorityClassLister
 }
@@ -176,23 +181,25 @@ const DefaultRetryFloor = time.Second
 // New returns a model that is fed by calling its handlers; Watch connects it to informers.
 func New(opts Options) *Model {
 	m := &Model{
-		index:      NewIndex(),
-		members:    NewMembers(),
-		book:       filing.NewBook(opts.Workloads),
-		sched:      opts.Scheduler,
-		evictor:    opts.Evictor,
-		teller:     opts.Teller,
-		status:     opts.Status,
-		recorder:   opts.Recorder,
-		clock:      opts.Clock,
-		logger:     opts.Logger,
-		profiles:   map[string]*Profile{},
-		synced:     func() bool { return true },
-		held:       map[types.UID]*v1.Pod{},
-		room:       newNodeRoom(),
-		noticed:    map[types.UID]string{},
-		waitsLeft:  waitsLeft{},
-		knownReady: map[Key]bool{},
+		index:       NewIndex(),
+		members:     NewMembers(),
+		book:        filing.NewBook(opts.Workloads),
+		sched:       opts.Scheduler,
+		evictor:     opts.Evictor,
+		teller:      opts.Teller,
+		status:      opts.Status,
+		recorder:    opts.Recorder,
+		clock:       opts.Clock,
+		logger:      opts.Logger,
+		profiles:    map[string]*Profile{},
+		synced:      func() bool { return true },
+		held:        map[types.UID]*v1.Pod{},
+		room:        newNodeRoom(),
+		noticed:     map[types.UID]string{},
+		waitsLeft:   waitsLeft{},
+		knownReady:  map[Key]bool{},
+		nativeKinds: sets.New[Kind](),
+		foreign:     newForeign(),
 
 		groupWarnings: map[filing.Unit]time.Time{},
 	}
@@ -617,6 +624,7 @@ func (m *Model) OnPod(oldObj, obj any) {
 			m.book.Remember(pod)
 		}
 		m.filePodLocked(eff, pod)
+		m.fileForeignLocked(pod)
 		m.nominationLocked(eff, old, pod)
 		m.room.pod(old, pod)
 		if holdsRoom(old) && !holdsRoom(pod) {
@@ -639,6 +647,7 @@ func (m *Model) OnPodDelete(obj any) {
 		m.book.Forget(pod)
 		m.gate.forget(pod.UID)
 		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s was deleted", pod.Name))
+		m.foreign.remove(pod.UID)
 		delete(m.held, pod.UID)
 		delete(m.noticed, pod.UID)
 		delete(m.waitsLeft, pod.UID)
@@ -787,7 +796,7 @@ func (m *Model) Sizes() map[string]int {
 		"groups": len(m.index.entries), "exclusive": m.index.exclusive.Len(),
 		"members": len(ms.byUID), "memberGroups": len(ms.byGroup), "bound": len(ms.bound), "ran": len(ms.ran), "succeeded": len(ms.succeeded), "kueueGated": len(ms.kueueGated),
 		"attempts": len(as.byPod), "attemptGroups": len(as.byGroup), "inFlight": len(as.inFlight), "rounds": len(as.rounds), "heldRounds": len(as.held), "outcomes": len(as.outcomes),
-		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": len(m.noticed), "groupWarnings": len(m.groupWarnings), "gone": len(m.permits.gone),
+		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": len(m.noticed), "groupWarnings": len(m.groupWarnings), "gone": len(m.permits.gone), "foreign": len(m.foreign.groupOf),
 	}
 	for k, v := range m.book.Sizes() {
 		out["book."+k] = v

@@ -78,6 +78,7 @@ func (n *NativeSource) Watch(ctx context.Context, m *Model, served Served) {
 		if !ok {
 			return
 		}
+		m.ReadNative(kindOf(gvr)) // before any pod naming one is filed by its informer
 		reg, err := informer().AddEventHandler(handler)
 		if err != nil {
 			logger.Error(err, "Cannot watch native groups", "resource", gvr)
@@ -121,6 +122,14 @@ func (n *NativeSource) Watch(ctx context.Context, m *Model, served Served) {
 	n.mu.Unlock()
 }
 
+// kindOf is the kind of the groups of a native resource.
+func kindOf(gvr schema.GroupVersionResource) Kind {
+	if gvr.Resource == "compositepodgroups" {
+		return KindCompositePodGroup
+	}
+	return KindPodGroup
+}
+
 // canList checks that lockstep may list a native resource.
 func (n *NativeSource) canList(ctx context.Context, gvr schema.GroupVersionResource) error {
 	opts := metav1.ListOptions{Limit: 1}
@@ -136,6 +145,24 @@ func (n *NativeSource) canList(ctx context.Context, gvr schema.GroupVersionResou
 		err = fmt.Errorf("%s is not a native group resource", gvr)
 	}
 	return err
+}
+
+// exists reports whether native group k is in the watched informers (only those are asked:
+// asking the factory for another kind's lister would register an informer).
+func (n *NativeSource) exists(k Key) bool {
+	podGroups, composites := n.Watched()
+	var err error
+	switch {
+	case k.Kind == KindPodGroup && podGroups == "v1beta1":
+		_, err = n.factory.Scheduling().V1beta1().PodGroups().Lister().PodGroups(k.Namespace).Get(k.Name)
+	case k.Kind == KindPodGroup && podGroups == "v1alpha3":
+		_, err = n.factory.Scheduling().V1alpha3().PodGroups().Lister().PodGroups(k.Namespace).Get(k.Name)
+	case k.Kind == KindCompositePodGroup && composites:
+		_, err = n.factory.Scheduling().V1alpha3().CompositePodGroups().Lister().CompositePodGroups(k.Namespace).Get(k.Name)
+	default:
+		return false
+	}
+	return err == nil
 }
 
 // Watched returns the version of PodGroups watched ("" for none) and whether

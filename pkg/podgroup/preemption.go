@@ -84,17 +84,22 @@ func (g *Gate) UnitOf(pod *v1.Pod) (Unit, bool) {
 	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mem := m.members.Of(pod.UID)
-	if mem == nil {
-		return Unit{}, false
-	}
-	top, ok := m.index.UnitOf(mem.Group)
+	group, ok := m.runningGroupLocked(pod)
 	if !ok {
 		return Unit{}, false
 	}
-	root, _ := m.index.RootOf(mem.Group)
+	top, ok := m.index.UnitOf(group)
+	if !ok {
+		return Unit{}, false
+	}
+	root, _ := m.index.RootOf(group)
 	u := Unit{Root: top, Composite: top.Kind == KindCompositePodGroup, Object: m.index.Get(top).Object()}
 	for _, k := range m.index.Subtree(top) {
+		for _, p := range m.foreign.byGroup[k] {
+			if p.Spec.NodeName != "" {
+				u.Pods = append(u.Pods, p) // another scheduler's members run with the gang
+			}
+		}
 		for _, mm := range m.members.InGroup(k) {
 			switch a := m.permits.attempts.Of(mm.Pod.UID); {
 			case mm.Pod.DeletionTimestamp != nil:

@@ -154,6 +154,11 @@ func (m *Model) noteGroupNodes(k Key, into sets.Set[string]) {
 			into.Insert(a.Node)
 		}
 	}
+	for _, p := range m.foreign.byGroup[k] {
+		if p.Spec.NodeName != "" {
+			into.Insert(p.Spec.NodeName)
+		}
+	}
 }
 
 // noteAllLocked notes a change that may touch every running pod.

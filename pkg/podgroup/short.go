@@ -178,6 +178,12 @@ func (p *Permits) runningLocked(top Key) ([]*v1.Pod, []string) {
 				names = append(names, mem.Pod.Name)
 			}
 		}
+		for _, pod := range m.foreign.byGroup[k] { // another scheduler's, in a native gang
+			if pod.Spec.NodeName != "" {
+				pods = append(pods, pod)
+				names = append(names, pod.Name)
+			}
+		}
 	}
 	return pods, names
 }

@@ -404,13 +404,19 @@ func setCondition(conditions *[]metav1.Condition, condType string, want Conditio
 	}
 }
 
-// forgetIfGone forgets what was written on a group its lister no longer has.
+// forgetIfGone forgets what was written on a group its lister no longer has: lockstep's
+// listers for its own kinds, the native source's for the native ones.
 func (w *StatusWriter) forgetIfGone(k Key) {
 	var err error
-	switch k.Kind {
-	case KindPodGroup:
+	switch {
+	case k.Native():
+		if w.native == nil || !w.native.exists(k) {
+			w.forget(k)
+		}
+		return
+	case k.Kind == KindPodGroup:
 		_, err = w.pgLister.PodGroups(k.Namespace).Get(k.Name)
-	case KindCompositePodGroup:
+	case k.Kind == KindCompositePodGroup:
 		_, err = w.cpgLister.CompositePodGroups(k.Namespace).Get(k.Name)
 	}
 	if apierrors.IsNotFound(err) {

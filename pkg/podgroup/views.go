@@ -78,16 +78,16 @@ func (g *Gate) Summary(pod *v1.Pod) (Summary, bool) {
 	m := g.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mem := m.members.Of(pod.UID)
-	if mem == nil {
-		return Summary{}, false
-	}
-	root, ok := m.index.RootOf(mem.Group)
+	group, ok := m.runningGroupLocked(pod)
 	if !ok {
 		return Summary{}, false
 	}
-	s := Summary{Root: root, Group: mem.Group, Scheduled: m.index.Get(mem.Group).Scheduled()}
-	s.Unit, _ = m.index.UnitOf(mem.Group)
+	root, ok := m.index.RootOf(group)
+	if !ok {
+		return Summary{}, false
+	}
+	s := Summary{Root: root, Group: group, Scheduled: m.index.Get(group).Scheduled()}
+	s.Unit, _ = m.index.UnitOf(group)
 	m.index.visit(root, func(g *Group) bool {
 		s.Topology = s.Topology || len(g.Topology()) > 0
 		s.Gang = s.Gang || g.IsGang()

@@ -104,6 +104,8 @@ func TestPodPreemptionTakesRunningGangsWhole(t *testing.T) {
 		running []*v1.Pod
 		groups  []runtime.Object
 		objects []runtime.Object
+		// native are native groups the model reads.
+		native []runtime.Object
 		// want are the pods deleted; disrupted, the gang marked disrupted.
 		want      []string
 		disrupted string
@@ -158,6 +160,15 @@ func TestPodPreemptionTakesRunningGangsWhole(t *testing.T) {
 			want: []string{"plain"},
 		},
 		{
+			// Issue #55, 1.5: a native gang another scheduler placed is one victim too.
+			name: "a native gang of another scheduler goes whole",
+			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 2}),
+				foreignMember("fg-0", "z0-r0-h0", "4", "fg"), foreignMember("fg-1", "z0-r0-h1", "2", "fg")),
+			native:    []runtime.Object{podgroup.ToNativePodGroup(lt.MakePodGroup().Namespace("ns").Name("fg").Gang(2).Obj())},
+			want:      []string{"fg-0", "fg-1"},
+			disrupted: "fg",
+		},
+		{
 			name: "a gang whose tree's priority is not below the preemptor's is no victim",
 			running: append(fullExcept(map[string]int{"z0-r0-h0": 4, "z0-r0-h1": 2}),
 				running("g-0", "z0-r0-h0", "4", 10, "g"), running("g-1", "z0-r0-h1", "2", 10, "g")),
@@ -169,13 +180,16 @@ func TestPodPreemptionTakesRunningGangsWhole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			preemptor := plainPod("urgent", 1000)
 			all := append([]*v1.Pod{preemptor}, tc.running...)
-			env := newTestEnvOpts(t, tc.groups, all, labeledNodes("4"), podgrouptest.Options{Filters: true, Objects: tc.objects})
+			env := newTestEnvOpts(t, tc.groups, all, labeledNodes("4"), podgrouptest.Options{Filters: true, Objects: tc.objects, Native: tc.native})
 			_, deleted := preemptFor(t, env, preemptor, tc.running, len(tc.want))
 			if fmt.Sprint(deleted) != fmt.Sprint(tc.want) {
 				t.Errorf("deleted %v, want %v", deleted, tc.want)
 			}
 			if tc.disrupted != "" {
 				k := podgroup.PodGroupKey("ns", tc.disrupted)
+				if tc.native != nil {
+					k.API = podgroup.APINative
+				}
 				if c, ok := env.Components.Model.Gate().Disruption(k); !ok || c.Status != metav1.ConditionTrue {
 					t.Errorf("gang %s not marked disrupted: %+v %v", tc.disrupted, c, ok)
 				}
@@ -276,4 +290,12 @@ func TestVictimsStuckTerminatingAreNotWaitedFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// foreignMember is a running pod of another scheduler in native PodGroup group.
+func foreignMember(name, node, cpu, group string) *v1.Pod {
+	p := running(name, node, cpu, 10, "")
+	p.Spec.SchedulerName = "default-scheduler"
+	p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
+	return p
 }

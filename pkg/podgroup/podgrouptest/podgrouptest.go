@@ -114,6 +114,9 @@ type Options struct {
 	// ResourceSlices, DeviceClasses).
 	DRA     bool
 	Objects []runtime.Object
+	// Native are native scheduling.k8s.io groups the model reads (as a NativeSource feeds
+	// them), before it sees any pod.
+	Native []runtime.Object
 }
 
 // filterPlugins are the upstream plugins Options.Filters enables.
@@ -158,6 +161,12 @@ func NewEnv(t testing.TB, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 					return nil, err
 				}
 				c.Frameworks.Add(fh)
+				if len(opts.Native) > 0 {
+					c.Model.ReadNative(podgroup.KindPodGroup)
+					for _, o := range opts.Native {
+						c.Model.OnNativeGroup(nil, o)
+					}
+				}
 				c.Start(ctx)
 				env.Components = c
 			}
