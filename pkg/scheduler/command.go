@@ -78,7 +78,7 @@ func lockstepFlags(fs *pflag.FlagSet, o *Options) {
 	// The flags of lockstep 0.1, when the controller knew only Jobs and was off by default.
 	fs.BoolVar(&o.WorkloadController, "job-controller", true, "Same as --workload-controller.")
 	fs.IntVar(&o.WorkloadControllerWorkers, "job-controller-workers", 2, "Same as --workload-controller-workers.")
-	fs.Var(&negated{&o.IgnoreNativeGroups}, "native-groups", "Schedule the native scheduling.k8s.io PodGroups and CompositePodGroups (and the pods whose spec.schedulingGroup names one) wherever the cluster serves them, from the moment it does, as lockstep's own kinds. With --native-groups=false, lockstep reads only its own kinds.")
+	fs.Var(&negated{&o.IgnoreNativeGroups}, "native-groups", "Schedule the native scheduling.k8s.io PodGroups and CompositePodGroups (and the pods whose spec.schedulingGroup names one) wherever the cluster serves them, from the moment it does, as lockstep's own kinds. With --native-groups=false (or without the RBAC to list them), lockstep reads only its own kinds, and a pod's spec.schedulingGroup files nothing: the pod is filed by its labels or its Job, as any.")
 	fs.Lookup("native-groups").NoOptDefVal = "true"
 	_ = fs.MarkDeprecated("job-controller", "use --workload-controller (on by default)")
 	_ = fs.MarkDeprecated("job-controller-workers", "use --workload-controller-workers")
