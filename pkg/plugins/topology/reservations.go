@@ -26,7 +26,9 @@ import (
 // to be free soonest: the fewest pods in the way that may never end by themselves, then the
 // fewest pods in the way, found by the same dry runs as preemption (pkg/gangpreemption), counting
 // pods of equal priority too. One reservation at a time per level and priority, for the tree
-// that has waited longest; a tree that could not fit even then holds nothing back.
+// that has waited longest; one of a lower priority gives way where a higher one needs its
+// nodes, so two never hold the same room. A tree that could not fit even then holds nothing
+// back.
 
 // fitRecheck is how often a starving tree's dry run is made again while it waits its turn.
 const fitRecheck = 30 * time.Second
@@ -113,13 +115,17 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 	if exclusiveTree(topo, tree) && level >= 0 {
 		nr.Closed = sets.New(c.Domain.Nodes...)
 	}
-	// Reservations of trees that have waited less give way where they hold the same nodes,
-	// or the same level.
+	// Two reservations never hold the same room: those of trees of lower priority give way
+	// where they hold the same nodes (their trees choose again, seeing this one), those of
+	// trees of the same priority that have waited less where they hold the same nodes or the
+	// same level.
 	for _, o := range rs.All() {
-		if o.Root == nr.Root || !o.YieldsTo(nr.Priority, nr.Waiting) {
-			continue
-		}
-		if o.Level == nr.Level || reservation.Overlaps(o, nr) {
+		switch {
+		case o.Root == nr.Root:
+		case o.Priority < nr.Priority && reservation.Overlaps(o, nr):
+			rs.Release(o.Root, "released")
+			logger.V(2).Info("Reservation gives way to a gang of higher priority", "root", o.Root, "domain", o.Domain, "to", nr.Root)
+		case o.YieldsTo(nr.Priority, nr.Waiting) && (o.Level == nr.Level || reservation.Overlaps(o, nr)):
 			rs.Release(o.Root, "released")
 			logger.V(2).Info("Reservation gives way to a gang that has waited longer", "root", o.Root, "domain", o.Domain, "to", nr.Root)
 		}

@@ -515,3 +515,71 @@ func TestExclusiveReservationClosesItsWholeRack(t *testing.T) {
 		t.Errorf("small planned on %v, in a rack reserved for a gang to take whole", plan.Pods)
 	}
 }
+
+// Two reservations never both hold the same room: a gang of a higher priority whose domain is
+// held for a lower one takes it (the lower one's gives way, and is chosen again elsewhere if
+// anywhere), and a lower one's refresh does not come back to room a higher one holds
+// (issue #55, 3.2).
+func TestReservationsNeverHoldTheSameRoom(t *testing.T) {
+	// Only rack z1-r1 can ever take either gang: the others are full of pods above both.
+	pods := append(runningRack("z0-r0", 2000), runningRack("z1-r0", 2000)...)
+	pods = append(pods, runningRack("z0-r1", 2000)...)
+	pods = append(pods, running("z1-r1-a", "z1-r1-h0", "4", 0, ""), running("z1-r1-b", "z1-r1-h1", "4", 0, ""))
+	var groups []runtime.Object
+	first := map[string]*v1.Pod{}
+	for _, g := range []string{"low", "high"} {
+		groups = append(groups, lt.MakePodGroup().Namespace("ns").Name(g).Gang(2).Topology(lt.Required(rackKey)).Obj())
+		for i := range 2 {
+			w := lt.Member("ns", g, i).Req(lt.CPU("4"))
+			if g == "high" {
+				w = w.Priority(100)
+			}
+			pods = append(pods, w.Obj())
+		}
+		first[g] = pods[len(pods)-1]
+	}
+	env := newTestEnvOpts(t, groups, pods, labeledNodes("4"), podgrouptest.Options{Filters: true})
+	trees := map[string]*podgroup.GroupView{}
+	for g, p := range first {
+		tree, ok := env.Components.Model.Gate().Tree(p)
+		if !ok {
+			t.Fatalf("no tree for %s", g)
+		}
+		trees[g] = tree
+	}
+	now := time.Now()
+	infos := env.NodeInfos(t)
+	low, high := starving("low", now.Add(-10*time.Minute)), starving("high", now.Add(-5*time.Minute))
+	high.Priority = 100
+	if msg := env.plugin.reserve(env.Ctx, trees["low"], low, infos); !strings.Contains(msg, "rack z1-r1 held") {
+		t.Fatalf("low reserved %q, want rack z1-r1 (the fewest pods in the way)", msg)
+	}
+	if msg := env.plugin.reserve(env.Ctx, trees["high"], high, infos); !strings.Contains(msg, "rack z1-r1 held") {
+		t.Fatalf("high reserved %q, want rack z1-r1", msg)
+	}
+	// The oracle: per node, what the reservations need there fits the node's allocatable.
+	overlapping := func() bool {
+		need := map[string]capacity.Resources{}
+		for _, r := range env.plans.reservations.All() {
+			for node, n := range r.Need {
+				sum := need[node]
+				sum.Add(n)
+				need[node] = sum
+			}
+		}
+		for _, ni := range infos {
+			if sum, ok := need[ni.Node().Name]; ok && !capacity.Allocatable(ni.Node()).Fits(sum) {
+				return true
+			}
+		}
+		return false
+	}
+	if overlapping() {
+		t.Error("two reservations hold the same room")
+	}
+	// The lower gang fails again: its reservation does not come back to the rack held.
+	env.plugin.reserve(env.Ctx, trees["low"], low, infos)
+	if overlapping() {
+		t.Error("the lower gang's reservation came back to the room the higher one holds")
+	}
+}
