@@ -158,10 +158,11 @@ test-unit:
 SOAK_SEEDS ?= 30000
 ## soak: the group model's seeded randomized tests, longer: SOAK_SEEDS sequences of gangs' lives
 ## (restarts, late writes, binds refused, nodes lost, preemptions) and of members' admissions
-## (make test runs 300 and 3000), and the 100,000-gang soak
+## (make test runs 300 and 3000), and the 100,000-gang soaks (the model; the whole components)
 soak:
 	LIFE_SEEDS=$(SOAK_SEEDS) INVARIANT_SEEDS=$(SOAK_SEEDS) $(GO) test -count=1 -timeout 2h \
-		-run '^(TestLifeInvariants|TestGroupModelInvariants|TestSoakKeepsNothingPerGangThatRan)$$' ./pkg/podgroup/
+		-run '^(TestLifeInvariants|TestGroupModelInvariants|TestSoakKeepsNothingPerGangThatRan|TestSoakOfTheSchedulersComponents)$$' \
+		./pkg/podgroup/ ./pkg/plugins/topology/
 
 test-integration: etcd controllers
 	$(GO) test $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) $$($(GO) list ./test/integration/... | grep -v scheduler_perf)

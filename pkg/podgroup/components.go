@@ -52,6 +52,8 @@ type ComponentOptions struct {
 	// Native tells when the native scheduling.k8s.io kinds are served, for lockstep to
 	// schedule their groups; nil: lockstep reads only its own kinds.
 	Native Served
+	// Clock is the model's time and timers (nil: the wall clock); tests step it.
+	Clock Clock
 }
 
 // NewComponents builds the group model of the scheduler that owns handle and connects it to
@@ -80,6 +82,7 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 		Observer:  opts.Observer,
 		Logger:    logger,
 		Workloads: opts.Workloads,
+		Clock:     opts.Clock,
 	})
 	var native *NativeSource
 	if opts.Native != nil {

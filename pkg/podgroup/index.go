@@ -196,6 +196,7 @@ func (g *Group) DisruptedWhole() bool {
 // CreationTime of the group object; zero if not observed.
 func (g *Group) CreationTime() time.Time {
 	switch {
+	case g == nil:
 	case g.pg != nil:
 		return g.pg.CreationTimestamp.Time
 	case g.cpg != nil:

@@ -41,7 +41,8 @@ type Permits struct {
 	// the scheduler's cache, which may still place a member there for a moment. Forgotten
 	// goneTTL later, or when a node of that name is added again (autoscalers never reuse a
 	// name: nothing is kept per node the cluster ever had).
-	gone map[string]time.Time
+	gone      map[string]time.Time
+	goneTimer Timer
 	// batches are the retries news armed that have not run yet (newsLocked).
 	batches []*newsBatch
 	// cycles counts the scheduling cycles the model saw (Gate.Check), lastCycle is the sort
@@ -824,17 +825,38 @@ func (p *Permits) boundLocked(pod *v1.Pod, k Key) {
 // to learn of a deletion, by far.
 const goneTTL = 2 * time.Minute
 
+// armGoneLocked arms the one timer that forgets deleted nodes goneTTL after their deletion,
+// while any is remembered: it fires when the oldest is due.
+func (p *Permits) armGoneLocked() {
+	if p.goneTimer != nil || len(p.gone) == 0 {
+		return
+	}
+	var oldest time.Time
+	for _, at := range p.gone {
+		if oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
+	}
+	p.goneTimer = p.m.clock.AfterFunc(oldest.Add(goneTTL).Sub(p.m.clock.Now()), func() {
+		p.m.mu.Lock()
+		defer p.m.mu.Unlock()
+		p.goneTimer = nil
+		now := p.m.clock.Now()
+		for name, at := range p.gone {
+			if now.Sub(at) >= goneTTL {
+				delete(p.gone, name)
+			}
+		}
+		p.armGoneLocked()
+	})
+}
+
 // nodeGoneLocked releases the members waiting at Permit on a node that is gone: allowed, they
 // would bind to it. They are scheduled again; their trees keep waiting for them if they can
 // still be ready.
 func (p *Permits) nodeGoneLocked(eff *effects, node string) {
-	now := p.m.clock.Now()
-	for name, at := range p.gone {
-		if now.Sub(at) > goneTTL {
-			delete(p.gone, name)
-		}
-	}
-	p.gone[node] = now
+	p.gone[node] = p.m.clock.Now()
+	p.armGoneLocked()
 	why := fmt.Sprintf("node %s was deleted", node)
 	roots := sets.New[Key]()
 	for _, uid := range p.attempts.WaitingUIDs() {

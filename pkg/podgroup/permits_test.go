@@ -907,10 +907,15 @@ func TestDeletedNodesAreForgotten(t *testing.T) {
 	if n := m.Sizes()["gone"]; n != 100 {
 		t.Fatalf("%d deleted nodes remembered at once, want 100", n)
 	}
-	clk.Step(goneTTL + time.Second)
+	clk.Step(time.Minute)
 	m.OnNodeDelete(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "new"}})
+	clk.Step(goneTTL - time.Minute)
 	if n := m.Sizes()["gone"]; n != 1 {
 		t.Errorf("%d deleted nodes remembered after %s, want only the one deleted since", n, goneTTL)
+	}
+	clk.Step(time.Minute) // no more deletions: the last is forgotten too
+	if n := m.Sizes()["gone"]; n != 0 {
+		t.Errorf("%d deleted nodes remembered %s after the last deletion", n, goneTTL)
 	}
 }
 
@@ -932,5 +937,31 @@ func TestTreeWaitingForVictimsLooksAgainInTime(t *testing.T) {
 		if activated, _, _ := rec.take(); len(activated) == 0 {
 			t.Fatalf("try %d: not tried again within %s while it waits for its victims", i, victimsRecheck)
 		}
+	}
+}
+
+// A root group's deletion settles in two steps (OnGroupDelete: the tree is reshaped, then what
+// was kept of the group goes); news another informer delivers in between (a pod left a node)
+// finds the tree's round with its root gone. It retries nothing there and does not crash (it
+// did: the scheduler died on a nil group while a user deleted PodGroups under churn).
+func TestNewsBetweenARootsDeletionAndItsSettling(t *testing.T) {
+	m, clk, rec := testModel(t)
+	m.OnNodeAdd(lt.MakeNode("n1", "4").Obj())
+	g := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Obj()
+	m.OnGroup(nil, g)
+	pods := addPods(m, "g", 2)
+	for _, p := range pods {
+		m.Gate().Admit(bg, p) // queued: one is its scout
+	}
+	m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	rec.take()
+	m.update(m.logger, func(*effects) { m.index.Delete(g) }) // OnGroupDelete's first step
+	other := lt.MakePod().Namespace("ns").Name("other").UID("other").Req(lt.CPU("1")).Node("n1").Obj()
+	m.OnPod(nil, other)
+	m.OnPodDelete(other)
+	clk.Step(time.Minute)
+	m.update(m.logger, func(*effects) { m.goneLocked(PodGroupKey("ns", "g")) }) // and its second
+	if n := m.Sizes()["rounds"]; n != 0 {
+		t.Errorf("%d rounds kept after the root was deleted", n)
 	}
 }

@@ -337,8 +337,13 @@ func (p *Permits) preemptingLocked(root Key) bool {
 }
 
 // treeKeyLocked is the queue-sort key root's scout will have when news retries the tree
-// (its age, not its last failure): its scout's, else any pending member's.
+// (its age, not its last failure): its scout's, else any pending member's. A tree whose root
+// object was just deleted (its round is forgotten once the deletion settled: OnGroupDelete)
+// has none: nothing retries it.
 func (p *Permits) treeKeyLocked(root Key, r *Round) (SortKey, bool) {
+	if !p.m.index.Get(root).Exists() {
+		return SortKey{}, false
+	}
 	var pod *v1.Pod
 	if mem := p.m.members.Of(r.lastScout); mem != nil {
 		pod = mem.Pod

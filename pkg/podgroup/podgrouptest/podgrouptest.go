@@ -5,6 +5,7 @@ package podgrouptest
 
 import (
 	"context"
+	"github.com/go-logr/logr"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,8 @@ type Env struct {
 	// Client is the fake clientset behind the informers (preemption patches and deletes
 	// victims through it).
 	Client *kubefake.Clientset
+	// Lockstep is the fake clientset behind lockstep's informers (groups).
+	Lockstep *fake.Clientset
 }
 
 // Activator records the pods plugins ask the queue to activate.
@@ -117,6 +120,13 @@ type Options struct {
 	// Native are native scheduling.k8s.io groups the model reads (as a NativeSource feeds
 	// them), before it sees any pod.
 	Native []runtime.Object
+	// Clock is the model's (nil: the wall clock).
+	Clock podgroup.Clock
+	// Untracked backs the informers with the fake clientset without managed fields, which
+	// builds a REST mapper per request: for soaks of hundreds of thousands of requests.
+	Untracked bool
+	// Quiet discards the components' logs (a test's logs are kept in memory until it ends).
+	Quiet bool
 }
 
 // filterPlugins are the upstream plugins Options.Filters enables.
@@ -129,6 +139,9 @@ var filterPlugins = []string{names.NodeResourcesFit, names.NodeName, names.NodeU
 func NewEnv(t testing.TB, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.Node, opts Options, plugins ...Plugin) *Env {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
+	if opts.Quiet {
+		ctx = klog.NewContext(ctx, logr.Discard())
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 
@@ -141,9 +154,13 @@ func NewEnv(t testing.TB, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 		}
 	}
 	kubeClient := kubefake.NewClientset(kubeObjs...)
+	if opts.Untracked {
+		kubeClient = kubefake.NewSimpleClientset(kubeObjs...) //nolint:staticcheck // managed fields cost a REST mapper per request
+	}
 	informerFactory := informers.NewSharedInformerFactory(kubeClient, 0)
 	env := &Env{Ctx: ctx, Activated: &Activator{}, Recorder: events.NewFakeRecorder(100), Client: kubeClient}
 	lockstepClient := fake.NewSimpleClientset(groups...)
+	env.Lockstep = lockstepClient
 	registry := frameworkruntime.Registry{defaultbinder.Name: defaultbinder.New}
 	profile := &schedconfig.KubeSchedulerProfile{
 		SchedulerName: lt.SchedulerName,
@@ -156,7 +173,7 @@ func NewEnv(t testing.TB, groups []runtime.Object, pods []*v1.Pod, nodes []*v1.N
 		registry[pl.Name] = func(ctx context.Context, _ runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
 			if env.Components == nil {
 				c, err := podgroup.NewComponents(ctx, fh, podgroup.ComponentOptions{
-					Client: lockstepClient, Recorder: env.Recorder, Observer: opts.Observer, PermitPlugin: permitPlugin(plugins)})
+					Client: lockstepClient, Recorder: env.Recorder, Observer: opts.Observer, PermitPlugin: permitPlugin(plugins), Clock: opts.Clock})
 				if err != nil {
 					return nil, err
 				}
