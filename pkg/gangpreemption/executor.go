@@ -2,6 +2,7 @@ package gangpreemption
 
 import (
 	"context"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,7 +30,9 @@ func Evict(ctx context.Context, executor *preemption.Executor, by *Preemptor, c 
 	victims := c.Pods()
 	cand := &candidate{name: c.Domain.Name, victims: &extenderv1.Victims{Pods: victims, NumPDBViolations: int64(c.Cost.PDB)}, gangs: c.Cost.Gangs}
 	logger := klog.FromContext(ctx)
+	evicting.Add(1)
 	go func() {
+		defer evicting.Done()
 		ctx := klog.NewContext(context.WithoutCancel(ctx), logger)
 		workqueue.ParallelizeUntil(ctx, evictionWorkers, len(victims), func(i int) {
 			if _, err := executor.PreemptPod(ctx, cand, by, victims[i], plugin); err != nil {
@@ -38,6 +41,13 @@ func Evict(ctx context.Context, executor *preemption.Executor, by *Preemptor, c 
 		})
 	}()
 }
+
+// evicting counts the evictions Evict runs in the background.
+var evicting sync.WaitGroup
+
+// WaitEvictions waits until no eviction Evict started is still running: what a preemption
+// decided to evict has been evicted (a test's "nothing evicted" check waits for it).
+func WaitEvictions() { evicting.Wait() }
 
 // Preemptor is the preempting tree as upstream's executor names it in the victims' events
 // and DisruptionTarget condition ("preempting to accommodate a higher priority gang

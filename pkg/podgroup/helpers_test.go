@@ -32,6 +32,8 @@ type recorder struct {
 	// had when it was.
 	unnominated map[string]string
 	gone        sets.Set[types.UID]
+	// telling waits for the model's Teller writes that run (nil: the recorder polls).
+	telling func()
 }
 
 func (r *recorder) Unnominate(_ klog.Logger, p *v1.Pod) {
@@ -48,23 +50,27 @@ func (r *recorder) Tell(_ klog.Logger, pods []*v1.Pod, msg string) {
 	}
 }
 
-// takeTold waits for the Teller's goroutine to tell want pods (at most a second), then returns
-// and forgets what it was told.
+// takeTold waits for the Teller's writes to end, then returns and forgets what it was told.
 func (r *recorder) takeTold(want int) map[string]string { return r.takeWritten(&r.told, want) }
 
-// takeUnnominated waits for the Teller's goroutine to clear want nominations (at most a
-// second; for none, 50 ms, the time a goroutine started with nothing to wait for takes),
-// then returns and forgets them.
+// takeUnnominated waits for the Teller's writes to end, then returns and forgets the
+// nominations it cleared.
 func (r *recorder) takeUnnominated(want int) map[string]string {
-	if want == 0 {
-		time.Sleep(50 * time.Millisecond)
-	}
 	return r.takeWritten(&r.unnominated, want)
 }
 
-// takeWritten waits until written, one of the Teller's records, holds want pods (at most a
-// second), then returns it and starts it afresh.
+// takeWritten returns written, one of the Teller's records, once the Teller's writes the
+// model started have ended (without the model's: once it holds want pods, at most a
+// second), and starts it afresh.
 func (r *recorder) takeWritten(written *map[string]string, want int) map[string]string {
+	if r.telling != nil {
+		r.telling()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		out := *written
+		*written = map[string]string{}
+		return out
+	}
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
 		r.mu.Lock()
 		if len(*written) >= want || time.Now().After(deadline) {
@@ -146,6 +152,7 @@ func observedModel(t *testing.T, observer RoundObserver) (*Model, *simClock, *re
 	clk := newSimClock(epoch)
 	rec := &recorder{rejected: map[string]string{}, told: map[string]string{}, unnominated: map[string]string{}, gone: sets.New[types.UID]()}
 	m := New(Options{Scheduler: rec, Evictor: rec, Teller: rec, Clock: clk, Logger: logger, Observer: observer})
+	rec.telling = m.telling.Wait
 	m.AddProfile(Profile{Name: testScheduler})
 	return m, clk, rec
 }

@@ -38,15 +38,18 @@ import (
 // never while holding its lock, except Permits' allowing, which must not be interleaved
 // with a rejection (see Permits).
 type Model struct {
-	mu       sync.Mutex
-	index    *Index
-	members  *Members
-	book     *filing.Book
-	permits  *Permits
-	gate     *Gate
-	sched    Scheduler
-	evictor  Evictor
-	teller   Teller
+	mu      sync.Mutex
+	index   *Index
+	members *Members
+	book    *filing.Book
+	permits *Permits
+	gate    *Gate
+	sched   Scheduler
+	evictor Evictor
+	teller  Teller
+	// telling counts the Teller's writes running off the scheduling cycle (tests wait for
+	// them: what was to be told has been).
+	telling  sync.WaitGroup
 	status   StatusQueue
 	recorder events.EventRecorder
 	clock    Clock
@@ -444,7 +447,9 @@ func (m *Model) apply(e *effects) {
 	m.activate(e.logger, e.activate)
 	if m.teller != nil && len(e.tell)+len(e.unnominate) > 0 {
 		// API writes, off the scheduling cycle that may have failed the gang.
+		m.telling.Add(1)
 		go func(logger klog.Logger, tell []telling, unnominate []*v1.Pod) {
+			defer m.telling.Done()
 			for _, t := range tell {
 				m.teller.Tell(logger, t.pods, t.msg)
 			}

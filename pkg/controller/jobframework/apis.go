@@ -3,6 +3,7 @@ package jobframework
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +41,8 @@ type APIs struct {
 	// kinds an apiserver starts serving when restarted with their feature gates (the native
 	// scheduling.k8s.io kinds) have no CRD to watch.
 	Recheck time.Duration
+	// checked counts the CRD events looked at (tests wait for a change to have been seen).
+	checked atomic.Int64
 }
 
 // DefaultRecheck is APIs.Recheck unless set.
@@ -174,6 +177,7 @@ func (a *APIs) watch(gvr schema.GroupVersionResource) {
 	})
 	ctx, stop := context.WithCancel(a.ctx)
 	check := func(obj any) {
+		defer a.checked.Add(1)
 		if u, ok := obj.(*unstructured.Unstructured); ok && established(u, gvr.Version) {
 			a.serve(gvr)
 			stop()

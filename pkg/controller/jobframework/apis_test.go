@@ -168,8 +168,16 @@ func (c *counter) get(name string) int {
 	return c.calls[name]
 }
 
-// settle is how long the tests give a watch to deliver an event that must change nothing.
-const settle = 300 * time.Millisecond
+// waitChecked waits until a has looked at n events of the CRD it watches: a change that
+// must start nothing has been seen.
+func waitChecked(t *testing.T, a *APIs, n int64) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return a.checked.Load() >= n, nil
+	}); err != nil {
+		t.Fatalf("the CRD's watch looked at %d events, want %d", a.checked.Load(), n)
+	}
+}
 
 // TestEstablished proves which CRDs make a version served: Established true, and the version
 // listed as served.
@@ -251,8 +259,7 @@ func TestWhenServedAtStart(t *testing.T) {
 				}
 				return
 			}
-			api.waitForWatch(t) // and waits for its CRD
-			time.Sleep(settle)
+			api.waitForWatch(t) // and waits for its CRD; the watch began once none was listed
 			if c.get("first")+c.get("second") != 0 {
 				t.Errorf("start called with no CRD: %v", c.calls)
 			}
@@ -309,7 +316,7 @@ func TestWhenCRDEstablished(t *testing.T) {
 					} else {
 						api.update(t, u)
 					}
-					time.Sleep(settle)
+					waitChecked(t, a, int64(i+1))
 					if c.get("first")+c.get("second") != 0 {
 						t.Fatalf("start called with the CRD at state %d (%v)", i, u.Object["status"])
 					}
@@ -333,7 +340,13 @@ func TestWhenCRDEstablished(t *testing.T) {
 			if c.get("later") != 1 {
 				t.Errorf("When after the resource is served: start called %d times by its return, want 1", c.get("later"))
 			}
-			time.Sleep(settle)
+			// The CRD is no longer watched (while the context lasts): no change of it can
+			// start anything.
+			if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return api.watching() == 0, nil
+			}); err != nil {
+				t.Errorf("the CRD is still watched after its resource is served")
+			}
 			for _, name := range []string{"first", "second", "later"} {
 				if n := c.get(name); n != 1 {
 					t.Errorf("start %q called %d times, want exactly once", name, n)
@@ -341,12 +354,6 @@ func TestWhenCRDEstablished(t *testing.T) {
 			}
 			if n := api.watchCount(); n != 1 {
 				t.Errorf("%d watches of CRDs, want 1", n)
-			}
-			// The CRD is no longer watched (while the context lasts).
-			if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-				return api.watching() == 0, nil
-			}); err != nil {
-				t.Errorf("the CRD is still watched after its resource is served")
 			}
 		})
 	}
@@ -368,11 +375,11 @@ func TestWhenCRDNeverServed(t *testing.T) {
 			c := newCounter()
 			a.When(widgets, c.start("start"))
 			api.waitForWatch(t)
-			time.Sleep(settle)
+			waitChecked(t, a, 1) // the CRD as listed
 			changed := u.DeepCopy()
 			changed.SetLabels(map[string]string{"changed": "yes"})
 			api.update(t, changed)
-			time.Sleep(settle)
+			waitChecked(t, a, 2) // and changed
 			if n := c.get("start"); n != 0 {
 				t.Errorf("start called %d times, want never", n)
 			}

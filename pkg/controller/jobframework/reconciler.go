@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -51,6 +52,7 @@ type Reconciler struct {
 	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[item]
 	recorder   events.EventRecorder
+	afterSync  func(schema.GroupVersionKind, Object) // Options.Synced
 
 	// warned remembers the problems already reported, per object (and UID), so that an object
 	// gets one event per problem, not one per sync.
@@ -192,6 +194,13 @@ func (r *Reconciler) sync(ctx context.Context, it item) (err error) {
 			r.forget(it)
 		}
 		return err // a deleted object's groups go with it, by owner reference
+	}
+	if r.afterSync != nil {
+		defer func() {
+			if err == nil {
+				r.afterSync(a.GVK(), obj)
+			}
+		}()
 	}
 	owned, err := r.owned(obj)
 	if err != nil {

@@ -849,3 +849,33 @@ func TestReconcilerWarnsOfJobsPreemptionWouldFail(t *testing.T) {
 		t.Errorf("a second sync recorded %v; want nothing", e)
 	}
 }
+
+// TestReconcilerTellsWhatItSynced proves that Options.Synced hears of a sync only once it left
+// nothing to retry, with the object as it was synced: a sync that failed, or of an object
+// that is gone, is not news that the controller has acted.
+func TestReconcilerTellsWhatItSynced(t *testing.T) {
+	j := lt.MakeJob().Namespace(ns).Name("train").Indexed(2).Obj()
+	h := newHarness(t, []*batchv1.Job{j})
+	var synced []string
+	h.r.SetSyncedForTest(func(kind schema.GroupVersionKind, obj jobframework.Object) {
+		synced = append(synced, kind.Kind+" "+obj.GetNamespace()+"/"+obj.GetName())
+	})
+	refused := true
+	h.ls.PrependReactor("create", "workloads", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return refused, nil, fmt.Errorf("refused")
+	})
+	if err := h.sync(jobKind, "train"); err == nil {
+		t.Fatal("a sync whose create was refused succeeded")
+	}
+	if err := h.sync(jobKind, "gone"); err != nil {
+		t.Fatalf("sync of a missing Job: %v", err)
+	}
+	if len(synced) != 0 {
+		t.Errorf("told of %v after a failed sync and a missing object; want nothing", synced)
+	}
+	refused = false
+	h.mustSync(jobKind, "train")
+	if diff := cmp.Diff([]string{"Job ns/train"}, synced); diff != "" {
+		t.Errorf("told of (-want +got):\n%s", diff)
+	}
+}

@@ -3,6 +3,7 @@ package jobframework
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -19,6 +20,10 @@ type Options struct {
 	SchedulerNames []string
 	// Workers sync objects in parallel.
 	Workers int
+	// Synced, when set, is called after each sync that left nothing to retry, with the object
+	// as it was synced: whoever must know that the controller has acted on an object as it is
+	// now (a test's "no groups were made" check) waits for its resourceVersion here.
+	Synced func(kind schema.GroupVersionKind, obj Object)
 }
 
 // Run runs the controller for adapters, on their informers f (started by the caller, or
@@ -51,6 +56,7 @@ func Run(ctx context.Context, cfg *rest.Config, adapters []Adapter, f Informers,
 	if err != nil {
 		return err
 	}
+	r.afterSync = opts.Synced
 	lsInformers.Start(ctx.Done())
 	f.Kube.Start(ctx.Done())
 	if f.Pods != nil {

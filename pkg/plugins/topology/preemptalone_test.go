@@ -61,12 +61,15 @@ func preemptFor(t *testing.T, env *testEnv, pod *v1.Pod, all []*v1.Pod, want int
 		}
 		return len(deleted) >= max(want, 1), nil
 	}
-	timeout := 5 * time.Second
-	if want == 0 {
-		timeout = time.Second // nothing should go: a second for what would
+	// The evictions run in the background: gang preemption's, and those of upstream's
+	// executor for a pod alone. Once neither runs, what PostFilter decided to evict is gone.
+	gangpreemption.WaitEvictions()
+	if err := wait.PollUntilContextTimeout(env.Ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return !env.plugin.defaultPreemption.Executor.IsPodRunningPreemption(pod.UID), nil
+	}); err != nil {
+		t.Fatalf("upstream's executor still preempting for %s", pod.Name)
 	}
-	_ = wait.PollUntilContextTimeout(env.Ctx, 20*time.Millisecond, timeout, true, look)
-	time.Sleep(300 * time.Millisecond)
+	gangpreemption.WaitEvictions()
 	_, _ = look(env.Ctx)
 	sort.Strings(deleted)
 	return res, deleted

@@ -58,7 +58,7 @@ func testDeletedWaiterAndReplacement(t *testing.T, api podgroup.API) {
 	env.DeletePods(t, ns, "g-0")
 	env.CreatePods(t, lt.GroupPod(ns, "g-new", "g").Req(lt.CPU("1")).Obj())
 	live := []string{"g-1", "g-new", "g-last"}
-	testenv.Consistently(t, 5*time.Second, "no member of the short gang bound", func() (bool, string) {
+	env.Settled(t, "no member of the short gang bound", func() (bool, string) {
 		return env.BoundCount(t, ns, live...) == 0, fmt.Sprint(env.Placement(t, ns))
 	})
 	env.Ungate(t, ns, "g-last")
@@ -140,7 +140,7 @@ func testMinCountRaisedHoldsTheGang(t *testing.T, api podgroup.API) {
 	env.SetMinCount(t, ns, "g", 4)
 	env.Ungate(t, ns, "g-held")
 	all := append(names(2, "g"), "g-held")
-	testenv.Consistently(t, 5*time.Second, "no member bound short of the raised minCount", func() (bool, string) {
+	env.Settled(t, "no member bound short of the raised minCount", func() (bool, string) {
 		return env.BoundCount(t, ns, all...) == 0, fmt.Sprint(env.Placement(t, ns))
 	})
 	env.CreatePods(t, lt.GroupPod(ns, "g-4th", "g").Req(lt.CPU("1")).Obj())

@@ -209,7 +209,7 @@ func TestReactionUnderLoad(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		took := time.Since(start)
-		time.Sleep(2 * time.Second) // time for a wrong bind to show
+		env.WaitIdle(t) // a wrong bind has had its turn
 		return took
 	}
 	tookUrgent := room("room-1", "urgent")
@@ -230,7 +230,7 @@ func TestReactionUnderLoad(t *testing.T) {
 		return false, fmt.Sprint(binds)
 	})
 	tookSecond := time.Since(start)
-	time.Sleep(2 * time.Second)
+	env.WaitIdle(t)
 	if binds := bindsOf(); len(binds) != 2 {
 		t.Fatalf("room for one more gang: binds %v, want the urgent gang and %s alone, whole", binds, second)
 	}

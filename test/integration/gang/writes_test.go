@@ -45,7 +45,7 @@ func TestRetriesWriteNoPodStatus(t *testing.T) {
 		}
 		return true, ""
 	})
-	time.Sleep(2 * time.Second) // the attempt in flight ends
+	env.WaitIdle(t) // the attempt in flight ends
 	versions := resourceVersions(t, env, ns, members)
 	attempts := gangAttempts(t, sched)
 

@@ -183,10 +183,10 @@ func TestJobsLeftAlone(t *testing.T) {
 // bind one by one), and all 3 bind once there is room. Deleting the Job deletes its groups.
 func TestSuspendResizeDelete(t *testing.T) {
 	e := start(t, "lifecycle", lt.MakeNode("n1", "8").Obj())
-	e.StartJobController(t)
+	controller := e.StartJobController(t)
 	e.StartKubelets(t, e.ns) // the suspended Job's pods end
 	e.createJob(lt.MakeJob().Namespace(e.ns).Name("elastic").Indexed(4).Req(lt.CPU("1")).Suspend(true).Obj())
-	testenv.Consistently(t, 3*time.Second, "no groups for the suspended Job", func() (bool, string) {
+	controller.Settled(t, testenv.JobGVR, e.ns, "elastic", "no groups for the suspended Job", func() (bool, string) {
 		wls, pgs := e.groups()
 		return len(wls)+len(pgs) == 0, fmt.Sprintf("%d Workloads, %d PodGroups", len(wls), len(pgs))
 	})
@@ -227,7 +227,7 @@ func TestSuspendResizeDelete(t *testing.T) {
 	setSuspend(false, 3)
 	e.waitGroups(1, 1)
 	e.waitPods("elastic", 3, 0)
-	testenv.Consistently(t, 5*time.Second, "no pod of the resumed gang binds on room for 2 of 3", func() (bool, string) {
+	e.Settled(t, "no pod of the resumed gang binds on room for 2 of 3", func() (bool, string) {
 		n := bound(e.jobPods("elastic"))
 		return n == 0, fmt.Sprintf("%d bound", n)
 	})
@@ -346,7 +346,7 @@ func TestJobQueuedPastTheGroupTimeoutIsAGang(t *testing.T) {
 	// Admitted: the pods exist, the PodGroup not yet (the workload controller is slow to
 	// come): they wait for it.
 	e.waitPods(job.Name, 4, 0)
-	testenv.Consistently(t, time.Second, "no pod of the admitted Job bound alone", func() (bool, string) {
+	e.Settled(t, "no pod of the admitted Job bound alone", func() (bool, string) {
 		pods := e.jobPods(job.Name)
 		return bound(pods) == 0, fmt.Sprint(pods)
 	})

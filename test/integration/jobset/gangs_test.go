@@ -67,6 +67,8 @@ type env struct {
 	t       *testing.T
 	ns      string
 	jobsets dynamic.ResourceInterface
+	// controller is lockstep's workload controller.
+	controller *testenv.JobController
 }
 
 // start runs the control plane with the Job and garbage collectors, the JobSet controller,
@@ -78,7 +80,7 @@ func start(t *testing.T, ns string, end func(*v1.Pod) v1.PodPhase, nodes ...*v1.
 	e.CreateNodes(t, nodes...)
 	e.StartKubeControllers(t)
 	e.StartJobSetController(t)
-	e.StartJobController(t)
+	e.controller = e.StartJobController(t)
 	e.StartScheduler(t, testenv.GangArgs{"backoffSeconds": 1})
 	e.StartKubelets(t, e.ns)
 	e.RunPods(t, e.ns, end)
@@ -176,10 +178,10 @@ func TestJobSetBindsWholeOrNotAtAll(t *testing.T) {
 		}
 		return false, "no condition on the root yet"
 	})
-	time.Sleep(3 * time.Second) // retries while the first runs bind nothing
-	if n := boundCount(e.pods("second")); n != 0 {
-		t.Fatalf("%d pods of the second JobSet bound on the room left, want none", n)
-	}
+	e.Settled(t, "no pod of the second JobSet bound on the room left", func() (bool, string) {
+		n := boundCount(e.pods("second"))
+		return n == 0, fmt.Sprintf("%d bound", n)
+	})
 	if err := e.jobsets.Delete(ctx, "first", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +375,7 @@ func TestSuspendedJobSetBindsWholeWhenResumed(t *testing.T) {
 	}
 	e.create(js)
 	ctx := context.Background()
-	testenv.Consistently(t, 3*time.Second, "no groups for the suspended JobSet", func() (bool, string) {
+	e.controller.Settled(t, testenv.JobSetGVR, e.ns, "train", "no groups for the suspended JobSet", func() (bool, string) {
 		list, err := e.Lockstep.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()

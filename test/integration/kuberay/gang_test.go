@@ -32,7 +32,7 @@ func TestRayClusterBindsWholeOnlyOnceItsMinimumFits(t *testing.T) {
 	pg := e.clusterGroup(rc, 4)
 	c := e.WaitCondition(t, "CompositePodGroup", e.ns, pg.Name, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
 	t.Logf("PodGroup %s with room for 3 of its 4 pods: %s %q", pg.Name, c.Reason, c.Message)
-	testenv.Consistently(t, 10*time.Second, "no pod of the RayCluster bound", func() (bool, string) {
+	e.Settled(t, "no pod of the RayCluster bound", func() (bool, string) {
 		pods := e.pods(clusterSelector("ray", ""))
 		return bound(pods) == 0 && len(e.watch.allBinds()) == 0, fmt.Sprint(placement(pods))
 	})
@@ -111,7 +111,7 @@ func TestRayAutoscalerWorkersJoinOneByOne(t *testing.T) {
 	joined, pending := extra[0], extra[1]
 	t.Logf("scaled up: %s bound to %s, %s pending", joined.Name, joined.Spec.NodeName, pending.Name)
 	e.checkPending(pending.Name)
-	testenv.Consistently(t, 5*time.Second, "the gang and the joined worker bound, the other new worker pending", func() (bool, string) {
+	e.Settled(t, "the gang and the joined worker bound, the other new worker pending", func() (bool, string) {
 		pods := e.pods(clusterSelector("ray", ""))
 		p := placement(pods)
 		return len(pods) == 5 && bound(pods) == 4 && p[pending.Name] == "" && p[joined.Name] == joined.Spec.NodeName, fmt.Sprint(p)
@@ -183,7 +183,7 @@ func TestRayClusterRackRequired(t *testing.T) {
 	for _, p := range pods {
 		if p.Spec.NodeName == "" {
 			e.checkPending(p.Name)
-			testenv.Consistently(t, 5*time.Second, "the fifth worker pending", func() (bool, string) {
+			e.Settled(t, "the fifth worker pending", func() (bool, string) {
 				pods := e.pods(clusterSelector("ray", ""))
 				return bound(pods) == 4 && placement(pods)[p.Name] == "", fmt.Sprint(placement(pods))
 			})
@@ -200,7 +200,7 @@ func TestSuspendedRayClusterHasNoGroupUntilResumed(t *testing.T) {
 	spec["suspend"] = true
 	rc := e.create("RayCluster", "ray", nil, nil, spec)
 
-	e.noGroups(5*time.Second, "RayCluster suspended")
+	e.noGroups(testenv.RayClusterGVR, rc, "RayCluster suspended")
 	if pods := e.pods(clusterSelector("ray", "")); len(pods) != 0 {
 		t.Errorf("suspended RayCluster has pods %v", placement(pods))
 	}
@@ -239,7 +239,7 @@ func TestRayClusterNeverStartsWithoutItsHead(t *testing.T) {
 		pods := e.pods(clusterSelector("ray", ""))
 		return len(pods) == 4, fmt.Sprint(placement(pods))
 	})
-	testenv.Consistently(t, 10*time.Second, "no pod of the RayCluster bound while its head has no room", func() (bool, string) {
+	e.Settled(t, "no pod of the RayCluster bound while its head has no room", func() (bool, string) {
 		pods := e.pods(clusterSelector("ray", ""))
 		if binds := e.watch.allBinds(); len(binds) != 0 {
 			return false, fmt.Sprintf("the watch saw %s bound to %s while %v; PodGroup %s: %+v",

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -45,6 +46,8 @@ type rayEnv struct {
 	ns    string
 	dyn   dynamic.Interface
 	watch *podWatch
+	// controller is lockstep's workload controller.
+	controller *testenv.JobController
 }
 
 // start runs the control plane with the upstream Job controller and garbage collector (a
@@ -60,7 +63,7 @@ func start(t *testing.T, opts []testenv.KubeRayOption, nodes ...*v1.Node) *rayEn
 	e.StartKubelets(t, e.ns)
 	e.CreateNodes(t, nodes...)
 	e.StartScheduler(t, nil)
-	e.StartJobController(t)
+	e.controller = e.StartJobController(t)
 	e.watch = e.watchPods()
 	return e
 }
@@ -355,10 +358,11 @@ func (e *rayEnv) clusterGroup(rc *unstructured.Unstructured, min int32) *v1alpha
 	return root
 }
 
-// noGroups checks for d that the namespace holds no lockstep Workload or PodGroup.
-func (e *rayEnv) noGroups(d time.Duration, why string) {
+// noGroups checks that the namespace holds no lockstep Workload or group once lockstep's
+// controller has synced obj (of resource gvr) as it is now.
+func (e *rayEnv) noGroups(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, why string) {
 	e.t.Helper()
-	testenv.Consistently(e.t, d, "no lockstep groups: "+why, func() (bool, string) {
+	e.controller.Settled(e.t, gvr, obj.GetNamespace(), obj.GetName(), "no lockstep groups: "+why, func() (bool, string) {
 		wls, cpgs, pgs := e.groups()
 		return len(wls)+len(cpgs)+len(pgs) == 0, describeGroups(wls, cpgs, pgs)
 	})

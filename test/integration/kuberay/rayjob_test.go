@@ -91,7 +91,7 @@ func TestRayJobSubmitterDoesNotBlockTheGang(t *testing.T) {
 	})
 
 	// No group for the submitter, the cluster's unchanged, its pods untouched.
-	testenv.Consistently(t, 3*time.Second, "the cluster's Workload and PodGroup the only lockstep groups", func() (bool, string) {
+	e.controller.Settled(t, testenv.JobGVR, submitter.Namespace, "rayjob", "the cluster's Workload and PodGroup the only lockstep groups", func() (bool, string) {
 		_, ok, state := e.treeOf(cluster, 3)
 		return ok, state
 	})

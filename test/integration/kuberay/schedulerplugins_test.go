@@ -50,7 +50,7 @@ func TestKubeRaySchedulerPluginsIntegrationOn(t *testing.T) {
 	pg := e.clusterGroup(rc, 3)
 	e.WaitCondition(t, "CompositePodGroup", e.ns, pg.Name, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "placed together")
 
-	testenv.Consistently(t, 5*time.Second, "one lockstep group, the RayCluster's, none of the scheduler-plugins PodGroup's", func() (bool, string) {
+	e.controller.Settled(t, testenv.SchedulerPluginsPodGroupGVR, e.ns, "ray", "one lockstep group, the RayCluster's, none of the scheduler-plugins PodGroup's", func() (bool, string) {
 		wls, cpgs, pgs := e.groups()
 		state := describeGroups(wls, cpgs, pgs)
 		for i := range wls {

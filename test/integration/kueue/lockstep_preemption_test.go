@@ -119,7 +119,7 @@ func TestLockstepPreemptsInsideKueueAdmittedCapacityWithoutLoop(t *testing.T) {
 
 	// They wait whole while the high gang holds the room: none binds (1 would fit), the high
 	// gang stays where it is, nothing else is evicted, and Kueue keeps both admitted.
-	testenv.Consistently(t, 15*time.Second, low.Name+"'s recreated pods waiting whole beside "+high.Name, func() (bool, string) {
+	e.Settled(t, low.Name+"'s recreated pods waiting whole beside "+high.Name, func() (bool, string) {
 		if now := e.podUIDs(low); fmt.Sprint(now) != fmt.Sprint(again) {
 			return false, fmt.Sprintf("%s's pods were %v, now %v", low.Name, again, now)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,8 +74,20 @@ func TestKueuePreemptsForQuotaLockstepReleasesTheVictimWhole(t *testing.T) {
 	e.WaitCondition(t, "PodGroup", e.ns, highGroup, metav1.ConditionTrue, v1alpha1.ReasonScheduled, "4 pods placed together")
 
 	// The low Job waits in Kueue while the high one runs: not re-admitted, no pods, no groups,
-	// and the high gang's pods stay where they are (no preemption loop).
-	testenv.Consistently(t, 5*time.Second, low.Name+" held in Kueue while "+high.Name+" runs", func() (bool, string) {
+	// and the high gang's pods stay where they are (no preemption loop). Checked once Kueue has
+	// tried the low one again with the high one holding the quota, and lockstep is idle.
+	testenv.Eventually(t, 60*time.Second, "Kueue tries "+low.Name+" again while "+high.Name+" holds the quota", func() (bool, string) {
+		wl := e.KueueWorkload(t, low)
+		if wl == nil {
+			return false, "no Workload"
+		}
+		c := testenv.WorkloadCondition(wl, "QuotaReserved")
+		if c == nil {
+			return false, "no QuotaReserved condition"
+		}
+		return c.Status == metav1.ConditionFalse && c.Reason == "Pending" && strings.Contains(c.Message, "couldn't assign flavors"), string(c.Status) + " " + c.Reason + " " + c.Message
+	})
+	e.Settled(t, low.Name+" held in Kueue while "+high.Name+" runs", func() (bool, string) {
 		if state, msg := e.admission(low); state != "pending" {
 			return false, fmt.Sprintf("%s's admission %q %s", low.Name, state, msg)
 		}

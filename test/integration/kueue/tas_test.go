@@ -65,7 +65,7 @@ func TestKueueTASAssignsLockstepKeepsTheGangWhole(t *testing.T) {
 		}
 		return len(states) == 3 && ungated == 3, fmt.Sprint(states)
 	})
-	testenv.Consistently(t, 5*time.Second, "no pod of the short gang bound", func() (bool, string) {
+	e.Settled(t, "no pod of the short gang bound", func() (bool, string) {
 		states := pods.current()
 		for _, s := range states {
 			if s.node != "" {

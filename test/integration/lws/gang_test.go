@@ -86,7 +86,7 @@ func TestLWSReplicaWaitsWholeForRoom(t *testing.T) {
 		pods := e.replica("serve", waiting)
 		return len(pods) == 4, fmt.Sprint(placement(pods))
 	})
-	testenv.Consistently(t, 15*time.Second, fmt.Sprintf("replica %d of serve waiting whole", waiting), func() (bool, string) {
+	e.Settled(t, fmt.Sprintf("replica %d of serve waiting whole", waiting), func() (bool, string) {
 		pods := e.replica("serve", waiting)
 		return len(pods) == 4 && bound(pods) == 0, fmt.Sprint(placement(pods))
 	})
@@ -206,7 +206,7 @@ func TestLWSRecreateGroupOnPodRestartIsAFreshGang(t *testing.T) {
 	}
 	e.CreatePods(t, filler(e.ns, "filler-a", "node-a", "4"), filler(e.ns, "filler-b", "node-b", "1"))
 	e.setUnschedulable(false, "node-a", "node-b")
-	testenv.Consistently(t, 15*time.Second, "the recreated group waiting whole (room for 3 of 4)", func() (bool, string) {
+	e.Settled(t, "the recreated group waiting whole (room for 3 of 4)", func() (bool, string) {
 		pods := e.replica("rec", 0)
 		return len(pods) == 4 && bound(pods) == 0, describePods(pods)
 	})
@@ -330,7 +330,7 @@ func TestLWSLeaderReadyBindsTheLeaderWhereTheReplicaFits(t *testing.T) {
 		}
 		return bound(pods) == 2 && waiting != "", fmt.Sprintf("%v; waiting %q", placement(pods), waiting)
 	})
-	testenv.Consistently(t, 5*time.Second, "the second leader unbound, no worker yet", func() (bool, string) {
+	e.Settled(t, "the second leader unbound, no worker yet", func() (bool, string) {
 		pods := e.lwsPods("serve")
 		return len(pods) == 2 && e.leader("serve", second).Spec.NodeName == "", describePods(pods)
 	})
@@ -352,7 +352,7 @@ func TestLWSLeaderReadyBindsTheLeaderWhereTheReplicaFits(t *testing.T) {
 	if len(groups) != 1 {
 		t.Errorf("the watch saw %d replicas bind, want 1: %s", len(groups), describeGroups(groups))
 	}
-	testenv.Consistently(t, 10*time.Second, "the second replica waits whole", func() (bool, string) {
+	e.Settled(t, "the second replica waits whole", func() (bool, string) {
 		pods := e.replica("serve", second)
 		return bound(pods) == 0, describePods(pods)
 	})
@@ -416,7 +416,7 @@ func TestLWSSubGroupsEachTakeAHost(t *testing.T) {
 		waiting = 1 - full
 		return full >= 0, strings.Join(state, "; ")
 	})
-	testenv.Consistently(t, 15*time.Second, fmt.Sprintf("replica %d of sub waiting whole", waiting), func() (bool, string) {
+	e.Settled(t, fmt.Sprintf("replica %d of sub waiting whole", waiting), func() (bool, string) {
 		pods := e.replica("sub", waiting)
 		return len(pods) == 4 && bound(pods) == 0, fmt.Sprint(placement(pods))
 	})

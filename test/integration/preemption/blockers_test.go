@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,7 +113,7 @@ func TestPlainPodPreemptsAWaitingMember(t *testing.T) {
 	env.CreatePods(t, lt.InPriorityClass(lt.GroupPod(ns, "urgent", "").Req(lt.CPU("4")), high).Obj())
 	env.WaitBound(t, ns, "urgent")
 	env.Ungate(t, ns, "g-2")
-	testenv.Consistently(t, 5*time.Second, "the gang binds nobody short of a member", func() (bool, string) {
+	env.Settled(t, "the gang binds nobody short of a member", func() (bool, string) {
 		n := env.BoundCount(t, ns, "g-0", "g-1", "g-2")
 		return n == 0, fmt.Sprintf("%d of 3 bound", n)
 	})

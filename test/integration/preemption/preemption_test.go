@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,7 +155,7 @@ func testVictimGangIsEvictedWhole(t *testing.T, api podgroup.API) {
 		env.CreatePods(t, p)
 		again = append(again, p.Name)
 	}
-	testenv.Consistently(t, 5*time.Second, "no recreated member bound", func() (bool, string) {
+	env.Settled(t, "no recreated member bound", func() (bool, string) {
 		placed := env.Placement(t, ns)
 		var bound []string
 		for _, n := range again {
@@ -191,7 +190,7 @@ func testPreemptionPolicyNeverEvictsNothing(t *testing.T, api podgroup.API) {
 	fillCluster(t, env, ns)
 	members := gang(t, env, ns, "polite", 4, "2", "high-never")
 	env.WaitCondition(t, "PodGroup", ns, "polite", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "")
-	testenv.Consistently(t, 5*time.Second, "no pod evicted", func() (bool, string) {
+	env.Settled(t, "no pod evicted", func() (bool, string) {
 		r := kubelets.Removed()
 		return len(r) == 0, fmt.Sprint(podNames(r))
 	})
@@ -210,7 +209,7 @@ func testImpossibleGangEvictsNothing(t *testing.T, api podgroup.API) {
 	fillCluster(t, env, ns)
 	members := gang(t, env, ns, "huge", 12, "2", high)
 	env.WaitCondition(t, "PodGroup", ns, "huge", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "no rack has room for 12 pods")
-	testenv.Consistently(t, 5*time.Second, "no pod evicted", func() (bool, string) {
+	env.Settled(t, "no pod evicted", func() (bool, string) {
 		r := kubelets.Removed()
 		return len(r) == 0, fmt.Sprint(podNames(r))
 	})

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -58,10 +57,10 @@ func testStarvingGangGetsAReservation(t *testing.T, api podgroup.API) {
 			env.CreatePods(t, lt.GroupPod(ns, name, name).Req(lt.CPU("1")).Obj())
 		}
 		small = append(small, name)
-		time.Sleep(time.Second)
-		if n := env.BoundCount(t, ns, small...); n > 0 && env.BoundCount(t, ns, big...) == 0 {
-			t.Fatalf("a small pod took the room held for the big gang (%d of %v bound)", n, small)
-		}
+		env.Settled(t, "no small pod in the room held for the big gang", func() (bool, string) {
+			n := env.BoundCount(t, ns, small...)
+			return n == 0 || env.BoundCount(t, ns, big...) > 0, fmt.Sprintf("%d of %v bound", n, small)
+		})
 	}
 	env.WaitBound(t, ns, big...)
 	env.WaitCondition(t, "PodGroup", ns, "big", metav1.ConditionTrue, v1alpha1.ReasonScheduled, "")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,10 @@ type Env struct {
 	// CreatePods' members, conditions read): lockstep's kinds, or the native ones, which
 	// StartFor serves.
 	GroupAPI podgroup.API
+
+	mu sync.Mutex
+	// schedulers are those StartScheduler started (WaitIdle).
+	schedulers []*Scheduler
 }
 
 // GroupAPIs are the APIs a test runs its groups in, for tests that run for both: lockstep's

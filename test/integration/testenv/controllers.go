@@ -2,7 +2,14 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"k8s.io/client-go/informers"
 	schedulinginformers "k8s.io/client-go/informers/scheduling/v1beta1"
@@ -45,10 +52,17 @@ func (e *Env) StartKubeControllers(t *testing.T) {
 	informerSet.WaitForCacheSync(ctx.Done())
 }
 
+// JobGVR is batch/v1 Jobs.
+var JobGVR = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+
 // JobController is a running lockstep Job controller.
 type JobController struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	e      *Env
+
+	mu     sync.Mutex
+	synced map[string]string // "Kind.group namespace/name" -> resourceVersion last synced
 }
 
 // Stop stops the controller and waits for it.
@@ -75,13 +89,39 @@ func (e *Env) StartJobController(t *testing.T) *JobController {
 		cancel()
 		t.Fatal(err)
 	}
-	j := &JobController{cancel: cancel, done: make(chan struct{})}
+	j := &JobController{cancel: cancel, done: make(chan struct{}), e: e, synced: map[string]string{}}
+	opts := jobframework.Options{SchedulerNames: []string{lt.SchedulerName}, Workers: 2, Synced: j.record}
 	go func() {
 		defer close(j.done)
-		if err := jobframework.Run(ctx, e.LockstepConfig, adapters, f, jobframework.Options{SchedulerNames: []string{lt.SchedulerName}, Workers: 2}); err != nil {
+		if err := jobframework.Run(ctx, e.LockstepConfig, adapters, f, opts); err != nil {
 			t.Errorf("workload controller: %v", err)
 		}
 	}()
 	t.Cleanup(j.Stop)
 	return j
+}
+
+func (j *JobController) record(kind schema.GroupVersionKind, obj jobframework.Object) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.synced[kind.GroupKind().String()+" "+obj.GetNamespace()+"/"+obj.GetName()] = obj.GetResourceVersion()
+}
+
+// Settled checks cond once the controller has synced obj (of resource gvr) as the apiserver
+// has it now, and every scheduler the test started is idle: a "no groups were made" check
+// made after the controller has acted on what it was told, never after a bare wait.
+func (j *JobController) Settled(t *testing.T, gvr schema.GroupVersionResource, namespace, name, what string, cond func() (bool, string)) {
+	t.Helper()
+	resources := dynamic.NewForConfigOrDie(j.e.Config).Resource(gvr).Namespace(namespace)
+	Eventually(t, 60*time.Second, fmt.Sprintf("the controller synced %s %s/%s as it is", gvr.Resource, namespace, name), func() (bool, string) {
+		obj, err := resources.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		rv := j.synced[obj.GroupVersionKind().GroupKind().String()+" "+namespace+"/"+name]
+		return rv == obj.GetResourceVersion(), fmt.Sprintf("synced at %q, now %q", rv, obj.GetResourceVersion())
+	})
+	j.e.Settled(t, what, cond)
 }

@@ -148,8 +148,14 @@ func Eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 // WaitBound waits until every named pod of ns is bound, and returns the placement.
 func (e *Env) WaitBound(t *testing.T, ns string, names ...string) map[string]string {
 	t.Helper()
+	return e.WaitBoundWithin(t, 60*time.Second, ns, names...)
+}
+
+// WaitBoundWithin is WaitBound for a wait a test bounds itself.
+func (e *Env) WaitBoundWithin(t *testing.T, d time.Duration, ns string, names ...string) map[string]string {
+	t.Helper()
 	var placed map[string]string
-	Eventually(t, 60*time.Second, fmt.Sprintf("pods %v bound", names), func() (bool, string) {
+	Eventually(t, d, fmt.Sprintf("pods %v bound", names), func() (bool, string) {
 		placed = e.Placement(t, ns)
 		for _, n := range names {
 			if placed[n] == "" {
@@ -418,18 +424,6 @@ func (e *Env) WaitWaiting(t *testing.T, ns string, names ...string) map[string]s
 		return true, ""
 	})
 	return out
-}
-
-// Consistently fails the test if cond stops holding within d; it polls as Eventually does.
-func Consistently(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if ok, state := cond(); !ok {
-			t.Fatalf("%s stopped holding: %s", what, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // BoundCount returns how many of the named pods of ns are bound.

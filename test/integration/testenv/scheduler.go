@@ -5,17 +5,20 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/sets"
 	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/compatibility"
@@ -24,10 +27,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	kubescheduler "k8s.io/kubernetes/pkg/scheduler"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 	"github.com/lockstep-sched/lockstep/pkg/scheduler"
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 )
 
 func init() {
@@ -44,6 +49,10 @@ type Scheduler struct {
 	done   chan struct{}
 	// MetricsURL is the scheduler's /metrics endpoint (HTTPS, self-signed, no auth needed).
 	MetricsURL string
+	// sched is the scheduler when it runs in this process (nil for a process of its own);
+	// profiles are its scheduler names (WaitIdle).
+	sched    *kubescheduler.Scheduler
+	profiles sets.Set[string]
 }
 
 // Metrics scrapes the scheduler's /metrics endpoint, as Prometheus would.
@@ -72,8 +81,35 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-// FreePort returns a local TCP port free now (the benchmarks' scheduler processes use it too).
+// FreePort returns a local TCP port free now (the benchmarks' scheduler processes use it too),
+// taken below the kernel's ephemeral range: a port the kernel handed out and took back would
+// be handed out again as the local port of any outgoing connection (the tests open thousands
+// to the apiserver) before the process that is told to listen on it starts.
 func FreePort() (int, error) {
+	low := 32768 // the kernel's default start of the ephemeral range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const floor = 10000
+	if low-floor < 1000 { // a range that leaves too few ports below it: let the kernel choose
+		return kernelPort()
+	}
+	for range 100 {
+		port := floor + rand.IntN(low-floor)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return kernelPort()
+}
+
+// kernelPort returns a port the kernel chose as free now.
+func kernelPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -114,7 +150,9 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 			opts.FeatureGates = NominatedWaiting // NominateWaiting, for the process
 		}
 		p := e.StartProcess(t, "lockstep-scheduler", opts)
-		return &Scheduler{cancel: p.Kill, done: p.done, MetricsURL: p.MetricsURL}
+		s := &Scheduler{cancel: p.Kill, done: p.done, MetricsURL: p.MetricsURL, profiles: sets.New(lt.SchedulerName)}
+		e.track(s)
+		return s
 	}
 	cfgPath := e.schedulerConfig(t, args)
 	opts := options.NewOptions()
@@ -153,7 +191,12 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 		cancel()
 		t.Fatalf("setting up the scheduler: %v", err)
 	}
-	s := &Scheduler{cancel: cancel, done: make(chan struct{}), MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port)}
+	s := &Scheduler{cancel: cancel, done: make(chan struct{}), MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port),
+		sched: sched, profiles: sets.New[string]()}
+	for name := range sched.Profiles {
+		s.profiles.Insert(name)
+	}
+	e.track(s)
 	go func() {
 		defer close(s.done)
 		if err := ls.Run(ctx, cc, sched); err != nil {
@@ -162,6 +205,13 @@ func (e *Env) StartScheduler(t *testing.T, args GangArgs) *Scheduler {
 	}()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// track adds a scheduler to those WaitIdle waits for.
+func (e *Env) track(s *Scheduler) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.schedulers = append(e.schedulers, s)
 }
 
 // schedulerConfig writes the manifests' configuration adapted to this test.

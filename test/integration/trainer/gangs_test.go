@@ -162,7 +162,7 @@ func TestTrainJobWithoutInitializersBindsAsOneGang(t *testing.T) {
 		n := len(e.pods("finetune", "node"))
 		return n == 3, fmt.Sprintf("%d pods", n)
 	})
-	testenv.Consistently(t, 3*time.Second, "no trainer binds with room for 2 of 3", func() (bool, string) {
+	e.Settled(t, "no trainer binds with room for 2 of 3", func() (bool, string) {
 		for _, p := range e.pods("finetune", "node") {
 			if p.Spec.NodeName != "" {
 				return false, p.Name + " bound to " + p.Spec.NodeName

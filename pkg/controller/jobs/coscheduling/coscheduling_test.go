@@ -625,8 +625,10 @@ func TestHasSyncedWaitsForPodGroups(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{GVR: "PodGroupList"},
 		toUnstructured(t, newPodGroup("g", 2)))
-	release := make(chan struct{})
+	release, listing := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	dyn.PrependReactor("list", GVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { close(listing) })
 		<-release
 		return false, nil, nil
 	})
@@ -640,7 +642,11 @@ func TestHasSyncedWaitsForPodGroups(t *testing.T) {
 		APIs: jobframework.ServedAPIs(ctx, GVR)}, nil); err != nil {
 		t.Fatalf("Watch: %v", err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	select { // the informer is listing: the list has not returned
+	case <-listing:
+	case <-ctx.Done():
+		t.Fatal("the PodGroups were never listed")
+	}
 	if a.HasSynced() {
 		t.Error("HasSynced = true before the PodGroups were listed")
 	}

@@ -1,0 +1,160 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// A "nothing happened" check (no pod bound, none evicted) is made once the schedulers the
+// test started are idle: what would have happened has had its turn. Never after a bare wait,
+// which passes on a slow machine for the wrong reason and costs seconds on a fast one.
+
+// Settled checks cond once every scheduler the test started is idle (WaitIdle); it fails the
+// test if cond does not hold then.
+func (e *Env) Settled(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	e.WaitIdle(t)
+	if ok, state := cond(); !ok {
+		t.Fatalf("%s does not hold once the scheduler is idle: %s", what, state)
+	}
+}
+
+// WaitIdle waits until every scheduler the test started and that still runs is idle twice in
+// a row, a poll apart: every pending pod of its profiles seen and tried (or held by a plugin),
+// none in its active or backoff queue, none in a scheduling or binding cycle but those waiting
+// at Permit. What moves a pod then is news or a timer, never work the scheduler has still to
+// do on what it was told.
+func (e *Env) WaitIdle(t *testing.T) {
+	t.Helper()
+	e.mu.Lock()
+	scheds := append([]*Scheduler(nil), e.schedulers...)
+	e.mu.Unlock()
+	var last string
+	streak := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		for _, s := range scheds {
+			if s.cancel == nil {
+				continue // stopped
+			}
+			if ok, why := s.idle(t, e); !ok {
+				streak, last = 0, why
+				return false, nil
+			}
+		}
+		streak++
+		return streak >= 2, nil
+	})
+	if err != nil {
+		t.Fatalf("the scheduler never went idle in 60s: %s", last)
+	}
+}
+
+// idle reports whether the scheduler is idle, or what it still does.
+func (s *Scheduler) idle(t *testing.T, e *Env) (bool, string) {
+	pending, err := e.pendingPods(s.profiles)
+	if err != nil {
+		return false, err.Error()
+	}
+	if s.sched == nil {
+		return s.processIdle(t, pending)
+	}
+	q := s.sched.SchedulingQueue
+	queued, summary := q.PendingPods()
+	var active, backoff int
+	if _, err := fmt.Sscanf(summary, "activeQ:%d; backoffQ:%d", &active, &backoff); err != nil {
+		return false, "reading the queue: " + summary
+	}
+	if active+backoff > 0 {
+		return false, summary
+	}
+	waiting := func(uid types.UID) bool {
+		for _, fw := range s.sched.Profiles {
+			if fw.GetWaitingPod(uid) != nil {
+				return true
+			}
+		}
+		return false
+	}
+	known := sets.New[types.UID]()
+	for _, p := range queued {
+		known.Insert(p.UID)
+	}
+	for _, p := range q.InFlightPods() {
+		if !waiting(p.UID) {
+			return false, fmt.Sprintf("pod %s/%s in a scheduling cycle", p.Namespace, p.Name)
+		}
+		known.Insert(p.UID)
+	}
+	if dump := s.sched.Cache.Dump(); dump != nil {
+		for uid := range dump.AssumedPods {
+			if !waiting(types.UID(uid)) {
+				return false, fmt.Sprintf("pod %s in a binding cycle", uid)
+			}
+			known.Insert(types.UID(uid))
+		}
+	}
+	for _, p := range pending {
+		if !known.Has(p.UID) {
+			return false, fmt.Sprintf("pod %s/%s not seen by the scheduler yet", p.Namespace, p.Name)
+		}
+	}
+	return true, ""
+}
+
+// processIdle is idle for a scheduler in a process of its own, from its metrics: no pod in
+// its active or backoff queue, no binding cycle (pods waiting at Permit included: a test
+// with waiters checks an in-process scheduler), and every pending pod tried or held (it has a
+// PodScheduled condition).
+func (s *Scheduler) processIdle(t *testing.T, pending []*v1.Pod) (bool, string) {
+	metrics := s.Metrics(t)
+	for _, series := range []string{`scheduler_pending_pods{queue="active"}`, `scheduler_pending_pods{queue="backoff"}`, `scheduler_goroutines{operation="binding"}`} {
+		if v := metricValue(metrics, series); v != "" && v != "0" {
+			return false, series + " " + v
+		}
+	}
+	for _, p := range pending {
+		tried := false
+		for _, c := range p.Status.Conditions {
+			tried = tried || c.Type == v1.PodScheduled
+		}
+		if !tried {
+			return false, fmt.Sprintf("pod %s/%s not tried yet", p.Namespace, p.Name)
+		}
+	}
+	return true, ""
+}
+
+// metricValue returns the value of one series in a Prometheus text exposition, "" if absent.
+func metricValue(exposition, series string) string {
+	for _, line := range strings.Split(exposition, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// pendingPods lists the pods of the profiles that are neither bound nor being deleted.
+func (e *Env) pendingPods(profiles sets.Set[string]) ([]*v1.Pod, error) {
+	list, err := e.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName="})
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp == nil && profiles.Has(p.Spec.SchedulerName) && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
