@@ -631,6 +631,7 @@ func (m *Model) OnPod(oldObj, obj any) {
 		m.filePodLocked(eff, pod)
 		m.fileForeignLocked(pod)
 		m.nominationLocked(eff, old, pod)
+		m.permits.scoutRefusedLocked(eff, old, pod)
 		m.room.pod(old, pod)
 		if holdsRoom(old) && !holdsRoom(pod) {
 			m.permits.pokeLeftLocked(old, fmt.Sprintf("pod %s/%s finished on node %s", pod.Namespace, pod.Name, old.Spec.NodeName))

@@ -3,11 +3,13 @@ package podgroup
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
 // A gang (some group on a member's path needs more than one pod) that has no attempt in
@@ -108,6 +110,40 @@ func (p *Permits) waitsItsTurnLocked(uid types.UID, cycles uint64) bool {
 	}
 	key, queued := p.m.gate.SortKey(mem.Pod)
 	return queued && !key.Before(p.lastCycle)
+}
+
+// scoutRefusedLocked opens the tree of a scout that the scheduler refused without a cycle:
+// with no node at all it answers "no nodes available to schedule pods" before any plugin runs
+// (a refusal after plugins ran reads "0/N nodes are available: ..."). lockstep hears of it
+// only from the PodScheduled condition the scheduler writes on the pod; without this the
+// other members would wait out the scout's grace, untold (upstream's "Node add triggers
+// queueing hint").
+func (p *Permits) scoutRefusedLocked(eff *effects, old, pod *v1.Pod) {
+	c := scheduledCondition(pod)
+	if pod.Spec.NodeName != "" || c == nil || c.Status != v1.ConditionFalse || c.Reason != v1.PodReasonUnschedulable ||
+		strings.HasPrefix(c.Message, "0/") {
+		return
+	}
+	if o := scheduledCondition(old); o != nil && o.Message == c.Message && o.LastTransitionTime.Equal(&c.LastTransitionTime) &&
+		o.LastProbeTime.Equal(&c.LastProbeTime) {
+		return // not news: written before
+	}
+	root, ok := p.m.rootOfLocked(pod)
+	if !ok {
+		return
+	}
+	if r := p.attempts.Round(root); r != nil && r.scout == pod.UID && !r.scoutTried && !r.open {
+		p.openLocked(eff, root, r, "the scheduler refused its scout before lockstep's plugins ran: "+c.Message)
+	}
+}
+
+// scheduledCondition returns pod's PodScheduled condition, nil if it has none (or pod is nil).
+func scheduledCondition(pod *v1.Pod) *v1.PodCondition {
+	if pod == nil {
+		return nil
+	}
+	_, c := podutil.GetPodCondition(&pod.Status, v1.PodScheduled)
+	return c
 }
 
 // cycleLocked records that the scheduler tried a pod that sorts by key (the scout's grace

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -71,6 +72,18 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 	wait := func(d time.Duration) step {
 		return func(_ *testing.T, _ *Model, clk *simClock, _ []*v1.Pod) { clk.Step(d) }
 	}
+	// refused: the scheduler writes PodScheduled False on the pod (with no node at all, without a
+	// cycle: noNodes).
+	const noNodes = "no nodes available to schedule pods"
+	refused := func(i int, reason, msg string) step {
+		return func(_ *testing.T, m *Model, clk *simClock, pods []*v1.Pod) {
+			p := pods[i].DeepCopy()
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason,
+				Message: msg, LastTransitionTime: metav1.NewTime(clk.Now())}}
+			m.OnPod(pods[i], p)
+			pods[i] = p
+		}
+	}
 
 	tests := []struct {
 		name      string
@@ -108,6 +121,18 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		min:  3, pods: 3,
 		steps:     []step{admit(0, Proceed), cycle(10), cycle(-1), wait(scoutGrace), admit(1, Proceed)},
 		activated: []string{"a-0", "a-1", "a-2"},
+	}, {
+		name: "a scout the scheduler refused before any plugin of lockstep's ran opens the tree at once",
+		min:  3, pods: 3,
+		steps:     []step{admit(0, Proceed), admit(1, AwaitingScout), refused(0, v1.PodReasonUnschedulable, noNodes), admit(1, Proceed)},
+		activated: []string{"a-0", "a-1", "a-2"},
+	}, {
+		name: "a scout's condition unchanged, not Unschedulable, or from a cycle plugins ran in keeps the tree closed",
+		min:  3, pods: 3,
+		steps: []step{refused(0, v1.PodReasonUnschedulable, noNodes), admit(0, Proceed), refused(0, v1.PodReasonUnschedulable, noNodes),
+			refused(0, v1.PodReasonSchedulingGated, noNodes), refused(0, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu."),
+			admit(1, AwaitingScout)},
+		activated: nil,
 	}, {
 		name: "a scout tried keeps the tree closed past the grace",
 		min:  3, pods: 3,
