@@ -3,7 +3,9 @@ package topology
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -154,12 +156,45 @@ func (pl *Topology) cheapestDomain(ctx context.Context, tree *podgroup.GroupView
 }
 
 // selectVictims returns the cheapest domain whose lower-priority pods can be evicted so
-// that the tree fits, or nil and why none can.
-func (pl *Topology) selectVictims(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo) (*gangpreemption.Choice, string) {
+// that the tree fits, or nil and why none can. A lone gang that cannot have room for every
+// pending member may still have it for its minimum, or more: it takes room for the most of
+// them it can (upstream's gang preemption places as many pods as it can, and at least
+// minCount), pod (the preemptor) first among them.
+func (pl *Topology) selectVictims(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, pod *v1.Pod) (*gangpreemption.Choice, string) {
 	if c := pl.cheapestDomain(ctx, tree, p, infos, gangpreemption.Preempt); c != nil {
 		return c, ""
 	}
+	if c := pl.mostThatFit(ctx, tree, p, infos, pod); c != nil {
+		return c, ""
+	}
 	return nil, pl.noDomain(tree, infos, fmt.Sprintf("evicting every pod of priority below %d", p.Priority))
+}
+
+// mostThatFit returns the cheapest domain to free for the most pending members of a lone
+// gang (no child groups, no followers) that it can free room for, at least as many as its
+// minimum still needs and fewer than all, or nil. The count is searched by halves: fewer
+// members never need more room.
+func (pl *Topology) mostThatFit(ctx context.Context, tree *podgroup.GroupView, p podgroup.Preemptor, infos []fwk.NodeInfo, pod *v1.Pod) *gangpreemption.Choice {
+	need := tree.Min - len(tree.PlacedNodes)
+	if !tree.Gang || len(tree.Children) > 0 || need < 1 || need >= len(tree.Pending) || slices.ContainsFunc(tree.Pending, podgroup.IsFollower) {
+		return nil
+	}
+	pending := slices.Clone(tree.Pending)
+	if i := slices.IndexFunc(pending, func(m *v1.Pod) bool { return pod != nil && m.UID == pod.UID }); i > 0 {
+		pending[0], pending[i] = pending[i], pending[0]
+	}
+	var best *gangpreemption.Choice
+	for lo, hi := need, len(pending)-1; lo <= hi; {
+		n := (lo + hi) / 2
+		fewer := *tree
+		fewer.Pending = pending[:n]
+		if c := pl.cheapestDomain(ctx, &fewer, p, infos, gangpreemption.Preempt); c != nil {
+			best, lo = c, n+1
+		} else {
+			hi = n - 1
+		}
+	}
+	return best
 }
 
 // noDomain says why no domain could be freed: "<what> would not make room in any rack".

@@ -77,7 +77,7 @@ func (pl *Topology) preempt(ctx context.Context, pod *v1.Pod, sum podgroup.Summa
 		return starving("not_allowed", "preemptionPolicy is Never")
 	}
 	start := time.Now()
-	choice, why := pl.selectVictims(ctx, tree, p, infos)
+	choice, why := pl.selectVictims(ctx, tree, p, infos, pod)
 	metrics.preemptionDuration.Observe(time.Since(start).Seconds())
 	if choice == nil {
 		return starving("no_victims", why)

@@ -67,7 +67,7 @@ func choose(t *testing.T, members int, cpu string, groups []runtime.Object, runn
 	if !ok {
 		t.Fatal("no tree for the preemptor")
 	}
-	c, why := env.plugin.selectVictims(env.Ctx, tree, podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 1000}, env.NodeInfos(t))
+	c, why := env.plugin.selectVictims(env.Ctx, tree, podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 1000}, env.NodeInfos(t), nil)
 	if c != nil {
 		t.Logf("%s: %v", c.Describe(), victimNamesOf(c))
 	} else {
@@ -300,7 +300,7 @@ func victimsOn(t *testing.T, nodes []*v1.Node, pending, running []*v1.Pod) *gang
 	if !ok {
 		t.Fatal("no tree for the preemptor")
 	}
-	c, why := env.plugin.selectVictims(env.Ctx, tree, podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 1000}, env.NodeInfos(t))
+	c, why := env.plugin.selectVictims(env.Ctx, tree, podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 1000}, env.NodeInfos(t), nil)
 	if c == nil {
 		t.Fatalf("no choice: %s", why)
 	}
@@ -472,6 +472,64 @@ func TestPreemptingPlanAwaitsThePodsAlreadyLeavingItsNodes(t *testing.T) {
 			want := []string{"going", "z0-r0-h1-p0", "z0-r0-h1-p1", "z0-r0-h1-p2", "z0-r0-h1-p3"}
 			if !slices.Equal(awaited, want) || !plan.VictimNodes.Equal(sets.New("z0-r0-h0", "z0-r0-h1")) {
 				t.Errorf("the plan awaits %v on %v, want %v on both nodes", awaited, sets.List(plan.VictimNodes), want)
+			}
+		})
+	}
+}
+
+// TestGangPreemptsForAsManyMembersAsItCan: a gang that cannot have room for every pending
+// member takes room for the most it can, never fewer than its minimum (upstream's "schedule as
+// many pods as possible without preempting higher priority pods, but still more than
+// minCount"). Eight nodes of 4 cpu, lowNodes of them full of pods of priority 10 and the rest
+// of pods of priority 2000; the gang's members take 4 cpu each, at priority 1000.
+func TestGangPreemptsForAsManyMembersAsItCan(t *testing.T) {
+	tests := []struct {
+		name                  string
+		min, members, lowFull int
+		// freed is how many nodes the choice frees, 0 for no choice.
+		freed int
+	}{
+		{name: "minimum 1 of 3, room for 2: takes 2", min: 1, members: 3, lowFull: 2, freed: 2},
+		{name: "minimum 2 of 4, room for 3: takes 3", min: 2, members: 4, lowFull: 3, freed: 3},
+		{name: "minimum 3 of 3, room for 2: none", min: 3, members: 3, lowFull: 2, freed: 0},
+		{name: "minimum 1 of 3, no room: none", min: 1, members: 3, lowFull: 0, freed: 0},
+		{name: "room for all: all", min: 1, members: 3, lowFull: 4, freed: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pending := gangPods("hi", tc.members, func(w *st.PodWrapper) *st.PodWrapper {
+				return w.Req(map[v1.ResourceName]string{v1.ResourceCPU: "4"}).Priority(1000)
+			})
+			var pods []*v1.Pod
+			for i, n := range labeledNodes("4") {
+				priority := int32(2000)
+				if i < tc.lowFull {
+					priority = 10
+				}
+				pods = append(pods, fill(n.Name, 4, priority)...)
+			}
+			groups := []runtime.Object{lt.MakePodGroup().Namespace("ns").Name("hi").Gang(int32(tc.min)).Obj()}
+			env := newTestEnvOpts(t, groups, append(pending, pods...), labeledNodes("4"), podgrouptest.Options{Filters: true})
+			tree, ok := env.Components.Model.Gate().Tree(pending[len(pending)-1])
+			if !ok {
+				t.Fatal("no tree for the preemptor")
+			}
+			c, why := env.plugin.selectVictims(env.Ctx, tree, podgroup.Preemptor{Root: podgroup.PodGroupKey("ns", "hi"), Priority: 1000},
+				env.NodeInfos(t), pending[len(pending)-1])
+			freed := sets.New[string]()
+			if c != nil {
+				for _, v := range c.Pods() {
+					if v.Spec.Priority != nil && *v.Spec.Priority >= 1000 {
+						t.Errorf("victim %s of priority %d", v.Name, *v.Spec.Priority)
+					}
+					freed.Insert(v.Spec.NodeName)
+				}
+				if _, ok := planOf(c).NodeOf(pending[len(pending)-1].UID); !ok {
+					t.Errorf("the preemptor %s is not among the members planned", pending[len(pending)-1].Name)
+				}
+			}
+			if freed.Len() != tc.freed {
+				t.Errorf("freed nodes %v, want %d (%s)", sets.List(freed), tc.freed, why)
 			}
 		})
 	}
