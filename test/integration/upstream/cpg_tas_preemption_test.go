@@ -13,7 +13,11 @@ func lowOn(name, node, cpu string) pod { return assignedPrio(name, node, cpu, 10
 // pods of priority 10 that must be evicted for the tree to fit in its domains (and by pods of
 // priority 100 that must not).
 func TestCPGTopologyAwareSchedulingWorkloadAwarePreemption(t *testing.T) {
-	c := startCluster(t)
+	runSuite(t, casesCPGTopologyAwareSchedulingWorkloadAwarePreemption())
+}
+
+// casesCPGTopologyAwareSchedulingWorkloadAwarePreemption are the cases of upstream's TestCPGTopologyAwareSchedulingWorkloadAwarePreemption.
+func casesCPGTopologyAwareSchedulingWorkloadAwarePreemption() suite {
 	m := func(name, pg string) pod { return member(name, pg) }
 	pods4 := createPods(m("p1", "pg1"), m("p2", "pg1"), m("p3", "pg2"), m("p4", "pg2"))
 	pods8 := createPods(m("p1", "pg1"), m("p2", "pg1"), m("p3", "pg2"), m("p4", "pg2"), m("p5", "pg3"), m("p6", "pg3"), m("p7", "pg4"), m("p8", "pg4"))
@@ -21,7 +25,7 @@ func TestCPGTopologyAwareSchedulingWorkloadAwarePreemption(t *testing.T) {
 	racks2x2 := nodes(zr("node1-z1-r1", "zone-1", "rack-1"), zr("node2-z1-r1", "zone-1", "rack-1"), zr("node3-z1-r2", "zone-1", "rack-2"), zr("node4-z1-r2", "zone-1", "rack-2"))
 	rackRoot := createGroups(cpgGang("cpg-root", "", rack, 2), pgGang("pg1", "cpg-root", "", 2), pgGang("pg2", "cpg-root", "", 2))
 	zoneRackRoot := createGroups(cpgGang("cpg-root", "", zone, 2), pgGang("pg1", "cpg-root", rack, 2), pgGang("pg2", "cpg-root", rack, 2))
-	c.run(t, []ucase{
+	return suite{cases: []ucase{
 		{name: "parent CPG has topology constraints, children do not; schedules on a single rack after preempting lower priority pods", steps: []step{
 			racks2x2,
 			createPods(lowOn("low1-z1-r1", "node1-z1-r1", "2"), lowOn("low2-z1-r1", "node2-z1-r1", "2"), assigned("existing", "node4-z1-r2", "2")),
@@ -59,11 +63,8 @@ func TestCPGTopologyAwareSchedulingWorkloadAwarePreemption(t *testing.T) {
 			zoneRackRoot,
 			// These fit in zone 1 without preemption.
 			pods4, scheduled(all4...), oneDomain(rack, "p1", "p2"), oneDomain(rack, "p3", "p4"),
-			// Fails (suspected lockstep bug): pg3, a gang of its own added to a tree already
-			// running, fits nowhere in zone 1 without evicting low-z1-r3, and lockstep does
-			// not preempt for it: the failure is its subtree's (wholeTree=false), the tree
-			// does not back off, and LockstepTopology's PostFilter refuses with "the gang can
-			// be ready without this member". p5 and p6 stay pending until low-z1-r3 goes.
+			// pg3, a gang of its own added to the running tree, fits in zone 1 only by
+			// evicting low-z1-r3: a subtree that cannot be ready preempts for itself.
 			createGroups(pgGang("pg3", "cpg-root", rack, 2)), createPods(m("p5", "pg3"), m("p6", "pg3")),
 			scheduled("p5", "p6"), removed("low-z1-r3"), oneDomain(rack, "p5", "p6"),
 			// Evicting low-z2-r1 would make room in zone 2, but the root's zone is zone 1.
@@ -115,10 +116,9 @@ func TestCPGTopologyAwareSchedulingWorkloadAwarePreemption(t *testing.T) {
 			createPods(lowOn("low-z1-r1", "node1-z1-r1", "2"), lowOn("low-z1-r2", "node2-z1-r2", "2"), lowOn("low-z2-r3", "node3-z2-r3", "2"), lowOn("low-z2-r4", "node4-z2-r4", "2")),
 			createGroups(cpgBasic("cpg-root", "", ""), cpgGang("cpg-sub1", "cpg-root", zone, 2), cpgGang("cpg-sub2", "cpg-root", zone, 2),
 				pgGang("pg1", "cpg-sub1", rack, 2), pgGang("pg2", "cpg-sub1", rack, 2), pgGang("pg3", "cpg-sub2", rack, 2), pgGang("pg4", "cpg-sub2", rack, 2)),
-			// Fails (suspected lockstep bug, as pg3 above): the basic root is ready with one
-			// child, so lockstep's gang preemption frees zone 1 for cpg-sub1 only; cpg-sub2, a
-			// gang of its own, then fails as a subtree and never preempts ("the gang can be
-			// ready without this member"): p5..p8 stay pending, low-z2-r3 and low-z2-r4 stay.
+			// The basic root is ready with one child: the tree's preemption frees zone 1 for
+			// cpg-sub1, and cpg-sub2, a gang of its own that cannot be ready, preempts for
+			// itself in zone 2.
 			pods8, scheduled(all8...), removed("low-z1-r1", "low-z1-r2", "low-z2-r3", "low-z2-r4"),
 			oneDomain(zone, "p1", "p2", "p3", "p4"), oneDomain(zone, "p5", "p6", "p7", "p8"),
 			oneDomain(rack, "p1", "p2"), oneDomain(rack, "p3", "p4"), oneDomain(rack, "p5", "p6"), oneDomain(rack, "p7", "p8")}},
@@ -140,5 +140,5 @@ func TestCPGTopologyAwareSchedulingWorkloadAwarePreemption(t *testing.T) {
 			scheduled(names("p", 7)...), removed("low-z2-r1", "low-z2-r2"),
 			onNodes(names("p", 7), "node5-z2-r1", "node6-z2-r1", "node7-z2-r2", "node8-z2-r2"),
 			onNodes([]string{"p1", "p2", "p3"}, "node5-z2-r1", "node6-z2-r1"), onNodes([]string{"p4", "p5", "p6", "p7"}, "node7-z2-r2", "node8-z2-r2")}},
-	})
+	}}
 }

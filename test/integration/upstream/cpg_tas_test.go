@@ -35,12 +35,14 @@ func memberOn(name, pg, node, cpu string) pod {
 
 // Upstream's TestCPGTopologyAwareScheduling (cpg_tas_test.go): trees whose levels have
 // topology constraints, on nodes of 2 cpu.
-func TestCPGTopologyAwareScheduling(t *testing.T) {
-	c := startCluster(t)
+func TestCPGTopologyAwareScheduling(t *testing.T) { runSuite(t, casesCPGTopologyAwareScheduling()) }
+
+// casesCPGTopologyAwareScheduling are the cases of upstream's TestCPGTopologyAwareScheduling.
+func casesCPGTopologyAwareScheduling() suite {
 	m := func(name, pg string) pod { return member(name, pg) }
 	pods8 := createPods(m("p1", "pg1"), m("p2", "pg1"), m("p3", "pg2"), m("p4", "pg2"), m("p5", "pg3"), m("p6", "pg3"), m("p7", "pg4"), m("p8", "pg4"))
 	all8 := names("p", 8)
-	c.run(t, []ucase{
+	return suite{cases: []ucase{
 		{name: "parent CPG has topology constraints, children do not; schedules on a single rack", steps: []step{
 			nodes(zr("node1-z1-r1", "zone-1", "rack-1"), zr("node2-z1-r1", "zone-1", "rack-1"), zr("node3-z1-r2", "zone-1", "rack-2"), zr("node4-z1-r2", "zone-1", "rack-2")),
 			createPods(assigned("existing", "node4-z1-r2", "2")),
@@ -80,14 +82,13 @@ func TestCPGTopologyAwareScheduling(t *testing.T) {
 			createPods(memberOn("existing-z1", "pg1", "node1-z1-r1", "1")),
 			createPods(m("p1", "pg1"), m("p2", "pg2"), m("p3", "pg2")),
 			scheduled(names("p", 3)...), onNodes([]string{"p1"}, "node1-z1-r1"), onNodes([]string{"p2", "p3"}, "node2-z1-r2", "node3-z1-r2")}},
-		{name: "parent CPG has topology constraints, preexisting pod group pods are in conflicting domains across pod groups, fails to schedule any pod", steps: []step{
-			nodes(zr("node1-z1-r1", "zone-1", "rack-1"), zr("node2-z1-r1", "zone-1", "rack-1"), zr("node3-z2-r1", "zone-2", "rack-1"), zr("node4-z2-r1", "zone-2", "rack-1")),
-			createGroups(cpgGang("cpg-root", "", zone, 2), pgGang("pg1", "cpg-root", rack, 2), pgGang("pg2", "cpg-root", rack, 2)),
-			createPods(memberOn("existing-z1", "pg1", "node1-z1-r1", "1"), memberOn("existing-z2", "pg2", "node3-z2-r1", "1")),
-			// Upstream: a SchedulingError (PodScheduled False, not Unschedulable). lockstep
-			// reads it as a tree that cannot be placed as its bound members stand: refused,
-			// Unschedulable, its condition saying which domains conflict.
-			createPods(m("p1", "pg1"), m("p2", "pg2")), unschedulablePods("p1", "p2")}},
+		{name: "parent CPG has topology constraints, preexisting pod group pods are in conflicting domains across pod groups, fails to schedule any pod",
+			differs: "in the reason only: upstream reports a SchedulingError (PodScheduled False, not Unschedulable); lockstep reads it as a tree that " +
+				"cannot be placed as its bound members stand: refused, Unschedulable, its condition saying which domains conflict", steps: []step{
+				nodes(zr("node1-z1-r1", "zone-1", "rack-1"), zr("node2-z1-r1", "zone-1", "rack-1"), zr("node3-z2-r1", "zone-2", "rack-1"), zr("node4-z2-r1", "zone-2", "rack-1")),
+				createGroups(cpgGang("cpg-root", "", zone, 2), pgGang("pg1", "cpg-root", rack, 2), pgGang("pg2", "cpg-root", rack, 2)),
+				createPods(memberOn("existing-z1", "pg1", "node1-z1-r1", "1"), memberOn("existing-z2", "pg2", "node3-z2-r1", "1")),
+				createPods(m("p1", "pg1"), m("p2", "pg2")), unschedulablePods("p1", "p2")}},
 		{name: "3-level CPG hierarchy: all levels have topology constraints (root=zone, sub=block, leaf=rack)", steps: []step{
 			nodes(zr("node1-z1-g1-r1", "zone-1", "rack-1", "block-1"), zr("node2-z1-g1-r2", "zone-1", "rack-2", "block-1"),
 				zr("node3-z1-g2-r1", "zone-1", "rack-1", "block-2"), zr("node4-z1-g2-r2", "zone-1", "rack-2", "block-2"),
@@ -124,7 +125,7 @@ func TestCPGTopologyAwareScheduling(t *testing.T) {
 			createPods(m("p1", "pg1"), m("p2", "pg2"), m("p3", "pg2"), m("p4", "pg3"), m("p5", "pg3"), m("p6", "pg4"), m("p7", "pg4")),
 			scheduled(names("p", 7)...), onNodes(names("p", 7), "node5-z2-r1", "node6-z2-r1", "node7-z2-r2", "node8-z2-r2"),
 			onNodes([]string{"p1", "p2", "p3"}, "node5-z2-r1", "node6-z2-r1"), onNodes([]string{"p4", "p5", "p6", "p7"}, "node7-z2-r2", "node8-z2-r2")}},
-	})
+	}}
 }
 
 // tainted adds a NoSchedule taint (key only) to a node.

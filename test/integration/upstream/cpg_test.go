@@ -38,8 +38,10 @@ func createPodList(ps ...[]pod) step {
 }
 
 // Upstream's TestCPGScheduling (cpg_test.go): composite trees on one node.
-func TestCPGScheduling(t *testing.T) {
-	c := startCluster(t)
+func TestCPGScheduling(t *testing.T) { runSuite(t, casesCPGScheduling()) }
+
+// casesCPGScheduling are the cases of upstream's TestCPGScheduling.
+func casesCPGScheduling() suite {
 	cpg := func(name, parent string, min int32) group {
 		return group{name: name, composite: true, min: min, parent: parent, priority: 100}
 	}
@@ -51,7 +53,7 @@ func TestCPGScheduling(t *testing.T) {
 		h4, h5, h6 = cpgPods("pg4", 1, 1, 1), cpgPods("pg5", 1, 1, 1), cpgPods("pg6", 1, 1, 1)
 		h7         = cpgPods("pg7", 100, 100, 100)
 	)
-	c.run(t, []ucase{
+	return suite{cases: []ucase{
 		{name: "TestCPGHierarchicalScheduling", steps: []step{
 			nodes(node("node1", 20)),
 			createGroups(cpg("cpg-root", "", 2), cpg("cpg-sub1", "cpg-root", 2), cpg("cpg-sub2", "cpg-root", 0), cpg("cpg-sub3", "cpg-root", 2),
@@ -95,14 +97,18 @@ func TestCPGScheduling(t *testing.T) {
 			createPodList(cpgPods("sub-pg1", 1, 1)), unschedulablePods("sub-pg1-pod-0", "sub-pg1-pod-1"),
 			createGroups(pg("sub-pg2", "cpg-sub", 0)), createPodList(cpgPods("sub-pg2", 1, 1)),
 			scheduled("sub-pg1-pod-0", "sub-pg1-pod-1", "sub-pg2-pod-0", "sub-pg2-pod-1")}},
-	})
+	}}
 }
 
 // Upstream's TestPodGroupDependentRequiredValidation: the apiserver's own validation (a
 // PodGroup with a parent needs a workloadRef), which lockstep relies on and does not change.
 func TestPodGroupDependentRequiredValidation(t *testing.T) {
-	c := startCluster(t)
-	c.run(t, []ucase{{name: "parentCompositePodGroupName requires workloadRef", steps: []step{func(h *h) {
+	runSuite(t, casesPodGroupDependentRequiredValidation())
+}
+
+// casesPodGroupDependentRequiredValidation are the cases of upstream's TestPodGroupDependentRequiredValidation.
+func casesPodGroupDependentRequiredValidation() suite {
+	return suite{cases: []ucase{{name: "TestPodGroupDependentRequiredValidation", steps: []step{func(h *h) {
 		ctx := context.Background()
 		pass := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "pg-pass"}}
 		pass.Spec.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
@@ -117,5 +123,5 @@ func TestPodGroupDependentRequiredValidation(t *testing.T) {
 		if _, err := h.Client.SchedulingV1beta1().PodGroups(h.ns).Create(ctx, fail, metav1.CreateOptions{}); err == nil {
 			h.t.Error("pg-fail (a parent, no workloadRef) was accepted")
 		}
-	}}}})
+	}}}}}
 }

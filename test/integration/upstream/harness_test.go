@@ -1,10 +1,12 @@
-// Package upstream runs the cases of upstream's own integration tests for workload
-// scheduling (k8s.io/kubernetes v1.37.1, test/integration/scheduler/podgroup) against
-// lockstep: the same nodes, native Workloads, PodGroups, CompositePodGroups and pods, the same
-// steps and the same expectations, on a kube-apiserver that serves the native kinds and with
+// Package upstream runs every case of upstream's own integration tests for workload
+// scheduling and pod-group preemption (k8s.io/kubernetes v1.37.1,
+// test/integration/scheduler/podgroup and preemption) against lockstep: the same nodes, native
+// Workloads, PodGroups, CompositePodGroups and pods, the same steps and the same expectations
+// within upstream's waits, on a kube-apiserver that serves the native kinds and with
 // lockstep's binary and shipped configuration as the scheduler. The cases are written from
-// reading upstream's, in lockstep's test dialect; docs/upstream-cases.md lists every upstream
-// case and, for those not run here or run differently, why.
+// reading upstream's, in lockstep's test dialect, one suite per upstream test function under
+// its name (cases_test.go lists them, checks that every upstream case has an entry, and that
+// docs/upstream-cases.md counts them); a case that differs says why (ucase.differs).
 //
 // Differences that hold for every case:
 //   - pods name lockstep-scheduler; upstream's run under the default scheduler with the
@@ -12,8 +14,9 @@
 //   - upstream's tests read the scheduler's queue to tell a pod held before any attempt
 //     (no quorum, a gated member, no PodGroup yet) from one refused by an attempt; a separate
 //     binary has no such window, so both are read from the API: the pod unbound with its
-//     PodScheduled condition False, reason Unschedulable (lockstep writes it on held
-//     members too), and for a missing PodGroup the message saying so;
+//     PodScheduled condition False, reason Unschedulable, or its group's condition False,
+//     reason Unschedulable, and for a missing PodGroup the event saying so;
+//   - each tree of groups gets a native Workload of its own (createWorkloads);
 //   - the topology labels "zone", "block" and "rack" are lockstep's shipped levels
 //     (topology.kubernetes.io/zone, ...), which a group's keys must be among;
 //   - upstream's apiserver runs without Priority admission and its pods set spec.priority;
@@ -48,13 +51,22 @@ const (
 	rack  = lt.RackKey
 )
 
-// upstreamArgs are upstream's backoff of 0 (WithPodMaxBackoffSeconds(0)): lockstep's nearest
-// is a one-second gang backoff.
-var upstreamArgs = testenv.GangArgs{"backoffSeconds": 1}
+// The waits are upstream's: wait.ForeverTestTimeout for a pod to be scheduled or refused
+// (podgroup tests, preemption_test.go), 10 s for a pod to be scheduled, refused or evicted by a
+// group's preemption and 5 s for a victim to go (podgrouppreemption_test.go), each plus
+// processMargin: lockstep is a separate process that hears of every write through its
+// informers, and its answers come back the same way.
+const (
+	upstreamShortWait = 5 * time.Second  // podgrouppreemption_test.go: a victim preempted
+	upstreamWait      = 10 * time.Second // podgrouppreemption_test.go: every other wait
+	upstreamForever   = 30 * time.Second // wait.ForeverTestTimeout
+	processMargin     = 10 * time.Second // lockstep's informers, both ways
+)
 
-// cluster is one control plane serving the native kinds and one lockstep process, shared by
-// the cases of a test: each case runs in a namespace of its own, on nodes of its own (the
-// previous case's pods and nodes are deleted first).
+// cluster is one control plane serving the native kinds and one lockstep scheduler with the
+// shipped configuration (manifests/scheduler-config.yaml; args overrides), shared by the cases
+// of a suite: each case runs in a namespace of its own, on nodes of its own (the previous
+// case's pods and nodes are deleted first).
 type cluster struct {
 	*testenv.Env
 	classes map[int32]bool
@@ -63,9 +75,9 @@ type cluster struct {
 	n       int
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t *testing.T, args testenv.GangArgs) *cluster {
 	env := testenv.StartServingNative(t)
-	env.StartScheduler(t, upstreamArgs)
+	env.StartScheduler(t, args)
 	return &cluster{Env: env, classes: map[int32]bool{}}
 }
 
@@ -73,24 +85,51 @@ func startCluster(t *testing.T) *cluster {
 type h struct {
 	*cluster
 	t *testing.T
+	// groups are the case's groups made so far, by name and in order; workloads the
+	// Workloads made for their trees.
+	groups    map[string]group
+	order     []group
+	workloads map[string]bool
 }
 
 // step is one step of a case.
 type step func(h *h)
 
-// ucase is one upstream case: its exact name, its steps.
+// ucase is one upstream case: its exact name, its steps, and, where lockstep's outcome differs
+// from upstream's and the steps check lockstep's, why (docs/upstream-cases.md says it too).
 type ucase struct {
-	name  string
-	steps []step
+	name    string
+	steps   []step
+	differs string
+}
+
+// suite is the cases of one upstream test function, with the steps each starts with, and
+// where the shipped configuration will not do, what the scheduler runs with instead and why.
+type suite struct {
+	cases   []ucase
+	common  []step
+	args    testenv.GangArgs
+	argsWhy string
+}
+
+// runSuite runs a suite on a cluster of its own.
+func runSuite(t *testing.T, s suite) {
+	if s.args != nil {
+		t.Logf("not the shipped configuration: %v, for %s", s.args, s.argsWhy)
+	}
+	startCluster(t, s.args).run(t, s.cases, s.common...)
 }
 
 // run runs the cases one after the other on c, each in a fresh namespace on fresh nodes.
 func (c *cluster) run(t *testing.T, cases []ucase, common ...step) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.differs != "" {
+				t.Logf("differs from upstream: %s", tc.differs)
+			}
 			testenv.NoteFailure(t)
 			c.reset(t)
-			hh := &h{cluster: c, t: t}
+			hh := &h{cluster: c, t: t, groups: map[string]group{}, workloads: map[string]bool{}}
 			for _, s := range append(append([]step(nil), common...), tc.steps...) {
 				s(hh)
 			}
@@ -242,7 +281,7 @@ func (h *h) createGroup(g group) {
 	if g.composite {
 		c := &schedulingv1alpha3.CompositePodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: g.name}}
 		c.Spec.ParentCompositePodGroupName, c.Spec.PriorityClassName = parent, class
-		c.Spec.WorkloadRef = &schedulingv1alpha3.WorkloadReference{WorkloadName: "workload", TemplateName: g.name}
+		c.Spec.WorkloadRef = &schedulingv1alpha3.WorkloadReference{WorkloadName: h.workloadOf(g), TemplateName: g.name}
 		if g.min > 0 {
 			c.Spec.SchedulingPolicy.Gang = &schedulingv1alpha3.CompositeGangSchedulingPolicy{MinGroupCount: g.min}
 		} else {
@@ -250,6 +289,9 @@ func (h *h) createGroup(g group) {
 		}
 		if g.key != "" {
 			c.Spec.SchedulingConstraints = &schedulingv1alpha3.CompositePodGroupSchedulingConstraints{Topology: []schedulingv1alpha3.TopologyConstraint{{Key: g.key}}}
+		}
+		if g.all {
+			c.Spec.DisruptionMode = &schedulingv1alpha3.CompositeDisruptionMode{All: &schedulingv1alpha3.AllCompositeDisruptionMode{}}
 		}
 		h.create(func() error {
 			_, err := h.Client.SchedulingV1alpha3().CompositePodGroups(h.ns).Create(ctx, c, metav1.CreateOptions{})
@@ -260,7 +302,7 @@ func (h *h) createGroup(g group) {
 	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: g.name}}
 	pg.Spec.ParentCompositePodGroupName, pg.Spec.PriorityClassName = parent, class
 	if !g.noRef {
-		pg.Spec.WorkloadRef = &schedulingv1beta1.WorkloadReference{WorkloadName: "workload", TemplateName: g.name}
+		pg.Spec.WorkloadRef = &schedulingv1beta1.WorkloadReference{WorkloadName: h.workloadOf(g), TemplateName: g.name}
 	}
 	if g.min > 0 {
 		pg.Spec.SchedulingPolicy.Gang = &schedulingv1beta1.GangSchedulingPolicy{MinCount: g.min}
@@ -279,8 +321,112 @@ func (h *h) createGroup(g group) {
 	})
 }
 
+// disruptAll is g with disruptionMode all.
+func disruptAll(g group) group {
+	g.all = true
+	return g
+}
+
+// workloadOf names the Workload a group is made from: its tree's, named after the topmost
+// group of the tree the case made (the root, or the highest whose parent is missing).
+func (h *h) workloadOf(g group) string {
+	for g.parent != "" {
+		parent, ok := h.groups[g.parent]
+		if !ok {
+			break
+		}
+		g = parent
+	}
+	return g.name + "-workload"
+}
+
+// createWorkloads creates the native Workload of each tree of the case's groups that has none
+// yet, as upstream's cases create theirs: a template per group, nested as the groups are, of
+// each group's name, policy and constraints. A tree's Workload is made once every composite
+// group in it has a child (the API refuses a composite template without one), so a tree made
+// group by group gets it with its first leaf, and groups added to a tree after that have no
+// template there (lockstep reads the groups, never the Workload).
+func (h *h) createWorkloads() {
+	children := map[string][]group{}
+	var roots []group
+	for _, g := range h.order {
+		if _, ok := h.groups[g.parent]; g.parent != "" && ok {
+			children[g.parent] = append(children[g.parent], g)
+		} else {
+			roots = append(roots, g)
+		}
+	}
+	var complete func(g group) bool
+	complete = func(g group) bool {
+		if !g.composite {
+			return true
+		}
+		for _, c := range children[g.name] {
+			if !complete(c) {
+				return false
+			}
+		}
+		return len(children[g.name]) > 0
+	}
+	for _, root := range roots {
+		name := root.name + "-workload"
+		if root.noRef || h.workloads[name] || !complete(root) {
+			continue
+		}
+		wl := &schedulingv1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
+		wl.Spec.PodGroupTemplates, wl.Spec.CompositePodGroupTemplates = templates([]group{root}, children)
+		h.create(func() error {
+			_, err := h.Client.SchedulingV1beta1().Workloads(h.ns).Create(context.Background(), wl, metav1.CreateOptions{})
+			return err
+		})
+		h.workloads[name] = true
+	}
+}
+
+// templates returns the templates of groups gs and, nested, of their children.
+func templates(gs []group, children map[string][]group) ([]schedulingv1beta1.PodGroupTemplate, []schedulingv1beta1.CompositePodGroupTemplate) {
+	var pgs []schedulingv1beta1.PodGroupTemplate
+	var cpgs []schedulingv1beta1.CompositePodGroupTemplate
+	for _, g := range gs {
+		var topology []schedulingv1beta1.TopologyConstraint
+		if g.key != "" {
+			topology = []schedulingv1beta1.TopologyConstraint{{Key: g.key}}
+		}
+		if !g.composite {
+			tpl := schedulingv1beta1.PodGroupTemplate{Name: g.name}
+			if g.min > 0 {
+				tpl.SchedulingPolicy.Gang = &schedulingv1beta1.GangSchedulingPolicy{MinCount: g.min}
+			} else {
+				tpl.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
+			}
+			if topology != nil {
+				tpl.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: topology}
+			}
+			pgs = append(pgs, tpl)
+			continue
+		}
+		tpl := schedulingv1beta1.CompositePodGroupTemplate{Name: g.name}
+		if g.min > 0 {
+			tpl.SchedulingPolicy.Gang = &schedulingv1beta1.CompositeGangSchedulingPolicy{MinGroupCount: g.min}
+		} else {
+			tpl.SchedulingPolicy.Basic = &schedulingv1beta1.CompositeBasicSchedulingPolicy{}
+		}
+		if topology != nil {
+			tpl.SchedulingConstraints = &schedulingv1beta1.CompositePodGroupSchedulingConstraints{Topology: topology}
+		}
+		tpl.PodGroupTemplates, tpl.CompositePodGroupTemplates = templates(children[g.name], children)
+		cpgs = append(cpgs, tpl)
+	}
+	return pgs, cpgs
+}
+
 func createGroups(gs ...group) step {
 	return func(h *h) {
+		for _, g := range gs {
+			h.groups[g.name] = g
+			h.order = append(h.order, g)
+		}
+		h.createWorkloads()
 		for _, g := range gs {
 			h.createGroup(g)
 		}
@@ -364,25 +510,11 @@ func unschedulable(p *v1.Pod) (bool, string) {
 	return false, "no Unschedulable condition"
 }
 
+// wait waits, as long as upstream waits for a pod (wait.ForeverTestTimeout) and a margin, until
+// ok holds for every named pod.
 func (h *h) wait(what string, names []string, ok func(p *v1.Pod, exists bool) (bool, string)) {
 	h.t.Helper()
-	// Two and a half minutes: with no node at all, the scheduler turns a gang's scout away
-	// before any plugin runs, and its tree opens to the other members after the scout's
-	// one-minute grace ("Node add triggers queueing hint", noted in docs/upstream-cases.md).
-	testenv.Eventually(h.t, 150*time.Second, fmt.Sprintf("%v %s", names, what), func() (bool, string) {
-		var bad []string
-		for _, n := range names {
-			p, exists := h.state(n)
-			if good, why := ok(p, exists); !good {
-				bad = append(bad, n+": "+why)
-			}
-		}
-		if len(bad) > 0 {
-			// Whoever holds the nodes, for a failure's message.
-			bad = append(bad, "bound in the namespace: "+h.boundPods())
-		}
-		return len(bad) == 0, strings.Join(bad, "; ")
-	})
+	h.waitUpTo(upstreamForever, what, names, ok)
 }
 
 // boundPods lists the namespace's bound pods and their nodes.
@@ -403,20 +535,8 @@ func (h *h) boundPods() string {
 	return strings.Join(out, ", ")
 }
 
-func scheduled(names ...string) step {
-	return func(h *h) {
-		h.wait("scheduled", names, func(p *v1.Pod, exists bool) (bool, string) {
-			if !exists {
-				return false, "gone"
-			}
-			if p.Spec.NodeName != "" {
-				return true, ""
-			}
-			_, why := unschedulable(p)
-			return false, "unbound (" + why + ")"
-		})
-	}
-}
+// scheduled waits until the pods are bound (upstream's testutils.PodScheduled).
+func scheduled(names ...string) step { return scheduledWithin(upstreamForever, names...) }
 
 // unschedulablePods waits until the pods are unbound and the scheduler said why: on the pod
 // (PodScheduled False, Unschedulable: a scheduling attempt refused it) or, for members it
@@ -432,7 +552,7 @@ func unschedulablePods(names ...string) step {
 				return ok, msg
 			}
 			if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
-				if c := h.GroupCondition(h.t, "PodGroup", h.ns, *sg.PodGroupName); c != nil && c.Status == metav1.ConditionFalse {
+				if c := h.GroupCondition(h.t, "PodGroup", h.ns, *sg.PodGroupName); c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonUnschedulable {
 					return true, c.Message
 				}
 			}
@@ -449,18 +569,24 @@ func waitingForGroup(names ...string) step {
 			if !exists || p.Spec.NodeName != "" {
 				return false, "gone or bound"
 			}
-			list, err := h.Client.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, ev := range list.Items {
-				if ev.InvolvedObject.Name == p.Name && strings.Contains(ev.Message, "to be created") {
-					return true, ""
-				}
-			}
-			return false, "no event saying it waits for its PodGroup"
+			return h.toldItWaitsForItsGroup(p)
 		})
 	}
+}
+
+// toldItWaitsForItsGroup reports whether lockstep told the pod, by an event, that it waits for
+// its PodGroup (or an ancestor) to be created.
+func (h *h) toldItWaitsForItsGroup(p *v1.Pod) (bool, string) {
+	list, err := h.Client.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name == p.Name && strings.Contains(ev.Message, "to be created") {
+			return true, ""
+		}
+	}
+	return false, "no event saying it waits for its PodGroup"
 }
 
 func removed(names ...string) step {
@@ -478,7 +604,7 @@ func removed(names ...string) step {
 // other all unschedulable, whichever gang it is.
 func oneGangOf(a, b []string) step {
 	return func(h *h) {
-		testenv.Eventually(h.t, 150*time.Second, fmt.Sprintf("one of the gangs %v and %v scheduled whole, the other refused", a, b), func() (bool, string) {
+		testenv.Eventually(h.t, upstreamForever+processMargin, fmt.Sprintf("one of the gangs %v and %v scheduled whole, the other refused", a, b), func() (bool, string) {
 			ab, ar, _ := h.boundAndRefused(a)
 			bb, br, _ := h.boundAndRefused(b)
 			ok := (ab == len(a) && br == len(b)) || (bb == len(b) && ar == len(a))
@@ -511,7 +637,7 @@ func (h *h) boundAndRefused(names []string) (bound, refused int, gone string) {
 // anyScheduled waits for exactly n of the pods scheduled and the rest unschedulable, at once.
 func anyScheduled(n int, names ...string) step {
 	return func(h *h) {
-		testenv.Eventually(h.t, 60*time.Second, fmt.Sprintf("%d of %v scheduled, the rest unschedulable", n, names), func() (bool, string) {
+		testenv.Eventually(h.t, upstreamForever+processMargin, fmt.Sprintf("%d of %v scheduled, the rest unschedulable", n, names), func() (bool, string) {
 			bound, refused, gone := h.boundAndRefused(names)
 			if gone != "" {
 				return false, gone + " gone"
@@ -556,10 +682,23 @@ func oneDomain(key string, pods ...string) step {
 	}
 }
 
+// groupCondition waits, as long as upstream waits for a pod, for a native PodGroup's
+// PodGroupInitiallyScheduled condition of status and reason, its message containing substr.
+func (h *h) groupCondition(name string, status metav1.ConditionStatus, reason, substr string) {
+	h.t.Helper()
+	testenv.Eventually(h.t, upstreamForever+processMargin, fmt.Sprintf("PodGroup %s %s/%s %q", name, status, reason, substr), func() (bool, string) {
+		c := h.GroupCondition(h.t, "PodGroup", h.ns, name)
+		if c == nil {
+			return false, "no condition"
+		}
+		return c.Status == status && c.Reason == reason && strings.Contains(c.Message, substr), fmt.Sprintf("%s/%s %q", c.Status, c.Reason, c.Message)
+	})
+}
+
 // groupCondition waits for a native PodGroup's PodGroupInitiallyScheduled condition.
 func groupCondition(name string, status metav1.ConditionStatus, reason string) step {
 	return func(h *h) {
-		h.WaitCondition(h.t, "PodGroup", h.ns, name, status, reason, "")
+		h.groupCondition(name, status, reason, "")
 	}
 }
 
@@ -572,13 +711,23 @@ func names(prefix string, n int) []string {
 	return out
 }
 
-// noAttempts checks that held members were not tried after their PodGroup's minCount rose
-// (upstream reads the queue's attempt count, 0): once the group says it waits for the new
-// minimum, no pod is bound or carries a scheduling cycle's PodScheduled message ("0/N nodes
-// are available: ...").
-func noAttempts(group string, pods ...string) step {
+// noAttempts checks that held members were not tried after their PodGroup's minCount rose to
+// min (upstream reads the queue's attempt count, 0): once the group says it waits for the new
+// minimum (its condition names it: the one from before the update does not), the members are
+// held, never tried.
+func noAttempts(group string, min int32, pods ...string) step {
 	return func(h *h) {
-		h.WaitCondition(h.t, "PodGroup", h.ns, group, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "waiting for pods")
+		h.groupCondition(group, metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, fmt.Sprintf("waiting for pods: minCount is %d", min))
+		heldUntried(pods...)(h)
+	}
+}
+
+// heldUntried checks, once the scheduler is idle, that the pods are unbound and were never
+// tried (upstream: held in its queue's buffers, no attempt): none carries a scheduling
+// cycle's PodScheduled message ("0/N nodes are available: ...").
+func heldUntried(pods ...string) step {
+	return func(h *h) {
+		h.WaitIdle(h.t)
 		for _, name := range pods {
 			p, exists := h.state(name)
 			if !exists {
@@ -596,7 +745,7 @@ func noAttempts(group string, pods ...string) step {
 // victims.
 func preemptedEvent(prefix string, victims ...string) step {
 	return func(h *h) {
-		testenv.Eventually(h.t, 60*time.Second, "a Preempted event on one of "+strings.Join(victims, ", "), func() (bool, string) {
+		testenv.Eventually(h.t, upstreamWait+processMargin, "a Preempted event on one of "+strings.Join(victims, ", "), func() (bool, string) {
 			list, err := h.Client.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -637,7 +786,7 @@ func gatedPods(names ...string) step {
 func removedOneOf(names ...string) step {
 	return func(h *h) {
 		var gone []string
-		testenv.Eventually(h.t, 60*time.Second, fmt.Sprintf("one of %v removed", names), func() (bool, string) {
+		testenv.Eventually(h.t, upstreamForever+processMargin, fmt.Sprintf("one of %v removed", names), func() (bool, string) {
 			gone = nil
 			for _, n := range names {
 				if _, exists := h.state(n); !exists {
@@ -656,23 +805,7 @@ func removedOneOf(names ...string) step {
 func invalidGroups(msg string, groups ...string) step {
 	return func(h *h) {
 		for _, g := range groups {
-			h.WaitCondition(h.t, "PodGroup", h.ns, g, metav1.ConditionFalse, v1alpha1.ReasonInvalid, msg)
+			h.groupCondition(g, metav1.ConditionFalse, v1alpha1.ReasonInvalid, msg)
 		}
-	}
-}
-
-// oneUnschedulable waits until one of the pods is refused by a scheduling attempt.
-func oneUnschedulable(names ...string) step {
-	return func(h *h) {
-		testenv.Eventually(h.t, 60*time.Second, fmt.Sprintf("one of %v unschedulable", names), func() (bool, string) {
-			for _, n := range names {
-				if p, exists := h.state(n); exists {
-					if ok, _ := unschedulable(p); ok {
-						return true, ""
-					}
-				}
-			}
-			return false, "none refused yet"
-		})
 	}
 }

@@ -52,18 +52,22 @@ func withPVC(p pod, claim string) pod {
 // claim pvc-1, the second pvc-1 again (the gang cannot be placed) or pvc-2 (it can).
 // Upstream starts a scheduler per case; here they share one.
 func TestPodGroupSchedulingWithReadWriteOncePodPVC(t *testing.T) {
-	c := startCluster(t)
+	runSuite(t, casesPodGroupSchedulingWithReadWriteOncePodPVC())
+}
+
+// casesPodGroupSchedulingWithReadWriteOncePodPVC are the cases of upstream's TestPodGroupSchedulingWithReadWriteOncePodPVC.
+func casesPodGroupSchedulingWithReadWriteOncePodPVC() suite {
 	pgPods := func(second string) step {
 		return createPods(withPVC(pod{name: "pvc-pod-1", group: "pg", cpu: "1", priority: 200}, "pvc-1"),
 			withPVC(pod{name: "pvc-pod-2", group: "pg", cpu: "1", priority: 200}, second))
 	}
 	node1 := nodes(node("node-1", 2))
 	pg := createGroups(group{name: "pg", min: 2, priority: 200})
-	c.run(t, []ucase{
+	return suite{cases: []ucase{
 		{name: "two pods sharing a ReadWriteOncePod PVC keep the group unschedulable", steps: []step{
 			boundRWOPPVCs("pvc-1"), node1, pg, pgPods("pvc-1"),
 			unschedulablePods("pvc-pod-1", "pvc-pod-2"), groupCondition("pg", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable)}},
 		{name: "two pods with distinct ReadWriteOncePod PVCs are scheduled", steps: []step{
 			boundRWOPPVCs("pvc-1", "pvc-2"), node1, pg, pgPods("pvc-2"), scheduled("pvc-pod-1", "pvc-pod-2")}},
-	})
+	}}
 }

@@ -11,8 +11,10 @@ import (
 // Upstream's TestPodGroupScheduling (podgroup_test.go): one node of 4 cpu; each case once
 // (upstream runs most with TopologyAwareWorkloadScheduling on and off: lockstep reads the
 // same objects either way).
-func TestPodGroupScheduling(t *testing.T) {
-	c := startCluster(t)
+func TestPodGroupScheduling(t *testing.T) { runSuite(t, casesPodGroupScheduling()) }
+
+// casesPodGroupScheduling are the cases of upstream's TestPodGroupScheduling.
+func casesPodGroupScheduling() suite {
 	pg1 := group{name: "pg1", min: 3, priority: 100}
 	pg2 := group{name: "pg2", min: 3, priority: 100}
 	basic := group{name: "pg1", priority: 100}
@@ -30,7 +32,7 @@ func TestPodGroupScheduling(t *testing.T) {
 	veryLow := func(i int) pod { return pod{name: names("very-low-p", 2)[i-1], cpu: "1", priority: 5, grace0: true} }
 	midPod := func(i int) pod { return pod{name: names("mid-p", 2)[i-1], group: "mid-pg", cpu: "1", priority: 50} }
 
-	c.run(t, []ucase{
+	return suite{cases: []ucase{
 		{name: "gang schedules when pod group and resources are available", steps: []step{
 			createGroups(pg1), createPods(p(1), p(2), p(3)), scheduled("p1", "p2", "p3"),
 			groupCondition("pg1", metav1.ConditionTrue, v1alpha1.ReasonScheduled)}},
@@ -50,12 +52,10 @@ func TestPodGroupScheduling(t *testing.T) {
 			createPods(smallBlocker), scheduled("small-blocker"), createPods(p(1), p(2), p(3), p(4)),
 			createGroups(pg1), anyScheduled(3, "p1", "p2", "p3", "p4"),
 			deletePods("small-blocker"), scheduled("p1", "p2", "p3", "p4")}},
-		{name: "two gangs competing for the same resources shouldn't deadlock, reversed order", steps: []step{
-			// Differs: which gang wins. lockstep's queue takes the older gang first, by its
-			// root's creation (pg1, made first, in the same second as pg2, so by name); the
-			// pods of pg2 win only when the scheduler takes other-p3 before the others are
-			// queued, as upstream, which orders by the pods, expects. Either way one gang binds
-			// whole and the other waits: no deadlock.
+		{name: "two gangs competing for the same resources shouldn't deadlock, reversed order", differs: "which gang wins: lockstep's queue " +
+			"takes the older gang first, by its root's creation (pg1, made first, in the same second as pg2, so by name); pg2 wins only when the " +
+			"scheduler takes other-p3 before the others are queued, as upstream, which orders by the pods, expects. Either way one gang binds whole " +
+			"and the other waits: no deadlock", steps: []step{
 			createGroups(pg1, pg2), createPods(other(3), p(3), other(2), p(2), other(1), p(1)),
 			oneGangOf([]string{"other-p1", "other-p2", "other-p3"}, []string{"p1", "p2", "p3"})}},
 		{name: "two gangs competing for the same resources shouldn't deadlock", steps: []step{
@@ -95,19 +95,23 @@ func TestPodGroupScheduling(t *testing.T) {
 			setMinCount("pg-mutable", 4), scheduled("mut-p1", "mut-p2", "mut-p3", "mut-p4"), unschedulablePods("mut-p5")}},
 		{name: "gang pods are unschedulable due to lack of quorum, and remain unschedulable without triggering reschedule when minCount is increased", steps: []step{
 			createGroups(mutable), createPods(mut(1), mut(2), mut(3), mut(4)), unschedulablePods("mut-p1", "mut-p2", "mut-p3", "mut-p4"),
-			setMinCount("pg-mutable", 6), noAttempts("pg-mutable", "mut-p1", "mut-p2", "mut-p3", "mut-p4")}},
-	}, nodes(node("node", 4, zone, "zone1")))
+			setMinCount("pg-mutable", 6), noAttempts("pg-mutable", 6, "mut-p1", "mut-p2", "mut-p3", "mut-p4")}},
+	}, common: []step{nodes(node("node", 4, zone, "zone1"))}}
 }
 
 // Upstream's TestWorkloadAwarePreemptionInvocation: a gang of 3 (disruptionMode all) on a node
 // full of four low-priority pods preempts; upstream reads a Preempted event whose message
 // starts "Preempted by podgroup". lockstep's names the gang: "Preempted by gang PodGroup...".
 func TestWorkloadAwarePreemptionInvocation(t *testing.T) {
-	c := startCluster(t)
+	runSuite(t, casesWorkloadAwarePreemptionInvocation())
+}
+
+// casesWorkloadAwarePreemptionInvocation are the cases of upstream's TestWorkloadAwarePreemptionInvocation.
+func casesWorkloadAwarePreemptionInvocation() suite {
 	low := func(i int) pod { return pod{name: names("low-", 4)[i-1], cpu: "1", priority: 10} }
 	high := func(i int) pod { return pod{name: names("high-", 3)[i-1], group: "pg1", cpu: "1", priority: 100} }
-	c.run(t, []ucase{{name: "WorkloadAwarePreemption is called", steps: []step{
+	return suite{cases: []ucase{{name: "TestWorkloadAwarePreemptionInvocation", steps: []step{
 		nodes(node("node", 4)), createPods(low(1), low(2), low(3), low(4)), scheduled("low-1", "low-2", "low-3", "low-4"),
 		createGroups(group{name: "pg1", min: 3, priority: 100, all: true}), createPods(high(1), high(2), high(3)),
-		preemptedEvent("Preempted by gang PodGroup.scheduling.k8s.io", "low-1", "low-2", "low-3", "low-4")}}})
+		preemptedEvent("Preempted by gang PodGroup.scheduling.k8s.io", "low-1", "low-2", "low-3", "low-4")}}}}
 }

@@ -46,13 +46,17 @@ var (
 // rack (or zone) on nodes of 2 cpu; each case once (upstream runs each with CompositePodGroup
 // on and off).
 func TestTopologyAwareSchedulingWithGangPolicy(t *testing.T) {
-	c := startCluster(t)
+	runSuite(t, casesTopologyAwareSchedulingWithGangPolicy())
+}
+
+// casesTopologyAwareSchedulingWithGangPolicy are the cases of upstream's TestTopologyAwareSchedulingWithGangPolicy.
+func casesTopologyAwareSchedulingWithGangPolicy() suite {
 	p := func(i int) pod { return member(names("p", 6)[i-1], "pg1") }
 	rack5 := tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r2z2("node3-rack2"), r2z2("node4-rack2"), r2z2("node5-rack2"), r3z2("node6-rack3"))
 	rack9 := tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r2z2("node3-rack2"), r2z2("node4-rack2"), r2z2("node5-rack2"),
 		r3z2("node6-rack3"), r3z2("node7-rack3"), r3z2("node8-rack3"), r4z2("node9-rack4"))
 	rack14 := tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1"), r2z1("node4-rack2"), r2z1("node5-rack2"), r3z2("node6-rack3"))
-	c.run(t, []ucase{
+	return suite{cases: []ucase{
 		{name: "gang schedules on a single rack, when only one feasible rack is available", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1"), r2z1("node4-rack2"), r2z1("node5-rack2"), [3]string{"node6-zone2", "rack-3", "zone-2"}),
 			createPods(assigned("existing1", "node4-rack2", "2")), createGroups(gangPG("pg1", rack, 3)), createPods(p(1), p(2), p(3)),
@@ -66,13 +70,12 @@ func TestTopologyAwareSchedulingWithGangPolicy(t *testing.T) {
 			createPods(assigned("existing1", "node1-rack1", "2"), assigned("existing2", "node3-rack1", "2")),
 			createGroups(gangPG("pg1", rack, 3)), createPods(p(1), p(2), p(3)), unschedulablePods("p1", "p2", "p3"),
 			deletePods("existing1"), scheduled("p1", "p2", "p3")}},
-		{name: "gang uses pod group preemption when resources are consumed by lower priority existing pods", steps: []step{
+		{name: "gang uses pod group preemption when resources are consumed by lower priority existing pods", differs: "upstream evicts both existing pods; one is enough for the gang (3 of the rack's 6 cpu free with either gone), " +
+			"and lockstep evicts no pod it does not need to", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1")),
 			createPods(assigned("existing1", "node1-rack1", "2"), assigned("existing2", "node3-rack1", "2")),
 			createGroups(group{name: "pg1", key: rack, min: 3, priority: 200}),
 			createPods(memberPrio("p1", "pg1", 200), memberPrio("p2", "pg1", 200), memberPrio("p3", "pg1", 200)),
-			// Differs: upstream evicts both; one is enough for the gang (3 of the rack's 6 cpu
-			// free with either gone), and lockstep evicts no pod it does not need to.
 			scheduled("p1", "p2", "p3"), removedOneOf("existing1", "existing2")}},
 		{name: "gang uses preemption and schedules on a single rack, choosing placement with the highest score", steps: []step{
 			rack5,
@@ -80,19 +83,17 @@ func TestTopologyAwareSchedulingWithGangPolicy(t *testing.T) {
 			createGroups(group{name: "pg1", key: rack, min: 3, priority: 200}),
 			createPods(memberPrio("p1", "pg1", 200), memberPrio("p2", "pg1", 200), memberPrio("p3", "pg1", 200)),
 			scheduled("p1", "p2", "p3"), removed("low1-rack1"), onNodes(names("p", 3), "node1-rack1", "node2-rack1")}},
-		{name: "gang uses preemption and schedules on a single rack, choosing placement with highest allocation percentage with pre-existing pods in cluster", steps: []step{
-			rack9,
-			createPods(assignedPrio("existing1", "node3-rack2", "2", 200), assignedPrio("existing2", "node8-rack3", "1", 200),
-				assignedPrio("low1-rack1", "node1-rack1", "2", 10), assignedPrio("low1-rack2", "node4-rack2", "2", 10),
-				assignedPrio("low1-rack3", "node6-rack3", "2", 10), assignedPrio("low2-rack3", "node8-rack3", "1", 10)),
-			createGroups(group{name: "pg1", key: rack, min: 3, priority: 200}),
-			createPods(memberPrio("p1", "pg1", 200), memberPrio("p2", "pg1", 200), memberPrio("p3", "pg1", 200)),
-			// Differs: racks 1, 2 and 3 each take the gang for one victim of priority 10;
-			// upstream picks rack 2 by its placement score (most allocated), lockstep's
-			// preemption by its victims alone (the same cost): one rack, one victim, the
-			// priority-200 pods kept.
-			scheduled("p1", "p2", "p3"), oneDomain(rack, "p1", "p2", "p3"),
-			removedOneOf("low1-rack1", "low1-rack2", "low1-rack3"), scheduled("existing1", "existing2")}},
+		{name: "gang uses preemption and schedules on a single rack, choosing placement with highest allocation percentage with pre-existing pods in cluster",
+			differs: "racks 1, 2 and 3 each take the gang for one victim of priority 10; upstream picks rack 2 by its placement score (most allocated), " +
+				"lockstep's preemption by its victims alone (the same cost): one rack, one victim, the priority-200 pods kept", steps: []step{
+				rack9,
+				createPods(assignedPrio("existing1", "node3-rack2", "2", 200), assignedPrio("existing2", "node8-rack3", "1", 200),
+					assignedPrio("low1-rack1", "node1-rack1", "2", 10), assignedPrio("low1-rack2", "node4-rack2", "2", 10),
+					assignedPrio("low1-rack3", "node6-rack3", "2", 10), assignedPrio("low2-rack3", "node8-rack3", "1", 10)),
+				createGroups(group{name: "pg1", key: rack, min: 3, priority: 200}),
+				createPods(memberPrio("p1", "pg1", 200), memberPrio("p2", "pg1", 200), memberPrio("p3", "pg1", 200)),
+				scheduled("p1", "p2", "p3"), oneDomain(rack, "p1", "p2", "p3"),
+				removedOneOf("low1-rack1", "low1-rack2", "low1-rack3"), scheduled("existing1", "existing2")}},
 		{name: "gang schedules on a single rack, choosing placement with the highest score in default placement scoring algorithm", steps: []step{
 			rack5, createGroups(gangPG("pg1", rack, 3)), createPods(p(1), p(2), p(3)),
 			scheduled("p1", "p2", "p3"), onNodes(names("p", 3), "node1-rack1", "node2-rack1")}},
@@ -139,18 +140,22 @@ func TestTopologyAwareSchedulingWithGangPolicy(t *testing.T) {
 		{name: "gang does not schedule on a single rack when preemption could free up enough resources", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1")), createPods(assigned("existing1", "node2-rack1", "2")),
 			createGroups(gangPG("pg1", rack, 3)), createPods(p(1), p(2), p(3)), unschedulablePods("p1", "p2", "p3")}},
-	})
+	}}
 }
 
 // Upstream's TestTopologyAwareSchedulingWithBasicPolicy (tas_test.go): basic groups with a
 // rack (or zone) constraint: upstream places the group's pods in one domain without a gang.
 func TestTopologyAwareSchedulingWithBasicPolicy(t *testing.T) {
-	c := startCluster(t)
+	runSuite(t, casesTopologyAwareSchedulingWithBasicPolicy())
+}
+
+// casesTopologyAwareSchedulingWithBasicPolicy are the cases of upstream's TestTopologyAwareSchedulingWithBasicPolicy.
+func casesTopologyAwareSchedulingWithBasicPolicy() suite {
 	p := func(i int) pod { return member(names("p", 6)[i-1], "pg1") }
 	q := func(name string) pod { return member(name, "pg2") }
 	unfittable := func(name string) pod { return pod{name: name, group: "pg1", cpu: "3", priority: 100} }
 	two := tasNodes(r1z1("node1-rack1"), r2z1("node2-rack2"))
-	c.run(t, []ucase{
+	return suite{cases: []ucase{
 		{name: "basic podgroup schedules on the only rack in the cluster", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1")), createGroups(basicPG("pg1", rack)), createPods(p(1), p(2), p(3)),
 			scheduled("p1", "p2", "p3"), onNodes(names("p", 3), "node1-rack1", "node2-rack1")}},
@@ -181,9 +186,9 @@ func TestTopologyAwareSchedulingWithBasicPolicy(t *testing.T) {
 			onNodes([]string{"p1", "p2"}, "node5-rack2"), unschedulablePods("p3")}},
 		{name: "two basic podgroups schedule consecutively, each on a single rack", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1"), r2z1("node4-rack2")),
-			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)), scheduled("p1", "p2"), onNodes([]string{"p1", "p2"}, "node4-rack2"),
-			createGroups(basicPG("pg2", rack)), createPods(q("p3"), q("p4")), scheduled("p3", "p4"),
-			onNodes([]string{"p3", "p4"}, "node1-rack1", "node2-rack1", "node3-rack1")}},
+			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)), createGroups(basicPG("pg2", rack)), createPods(q("p3"), q("p4")),
+			scheduled("p1", "p2"), onNodes([]string{"p1", "p2"}, "node4-rack2"),
+			scheduled("p3", "p4"), onNodes([]string{"p3", "p4"}, "node1-rack1", "node2-rack1", "node3-rack1")}},
 		{name: "two basic podgroups schedule consecutively on the only rack", steps: []step{
 			tasNodes(r1z1("node1-rack1"), r1z1("node2-rack1"), r1z1("node3-rack1")),
 			createGroups(basicPG("pg1", rack)), createPods(p(1), p(2)), createGroups(basicPG("pg2", rack)), createPods(q("p3"), q("p4"), q("p5")),
@@ -204,5 +209,5 @@ func TestTopologyAwareSchedulingWithBasicPolicy(t *testing.T) {
 			two, createPods(assigned("existing1", "node1-rack1", "1")), createGroups(basicPG("pg1", rack)),
 			createPods(p(1)), scheduled("p1"), createPods(p(2)), onNodes([]string{"p1"}, "node1-rack1"), unschedulablePods("p2"),
 			deletePods("existing1"), scheduled("p1", "p2"), onNodes([]string{"p1", "p2"}, "node1-rack1")}},
-	})
+	}}
 }
