@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -330,7 +329,7 @@ func casesPodGroupPreemption_NominatedNodeNameRespected() suite {
 		createPods(pod{name: "preemptor-1", group: "pg1", cpu: "1", priority: 50}, pod{name: "preemptor-2", group: "pg1", cpu: "1", priority: 50}),
 		scoutNominatedWithin(upstreamWait, prs...), notNominatedTo("node1", prs...),
 		deletePods("pod1"), goneWithin(upstreamWait, "pod1"),
-		stillFor(3*time.Second, present("pod2", "pod3"), notBoundTo("node1", prs...), nominationsKept(prs...))}}}}
+		onceIdle(present("pod2", "pod3"), notBoundTo("node1", prs...), nominationsKept(prs...))}}}}
 }
 
 // Upstream's TestCompositePodGroupPreemption: trees of CompositePodGroups as preemptors and

@@ -416,18 +416,17 @@ func notNominatedTo(node string, names ...string) step {
 	}
 }
 
-// check is one fact stillFor keeps reading: "" while it holds, else what broke it.
+// check is one fact onceIdle reads: "" while it holds, else what broke it.
 type check func(h *h) string
 
-// stillFor reads the checks for d (upstream polls them for that long and wants none to
-// break), failing at the first that breaks.
-func stillFor(d time.Duration, checks ...check) step {
+// onceIdle reads the checks once the scheduler is idle (upstream polls them for a few seconds
+// and wants none to break): what would break them has had its turn.
+func onceIdle(checks ...check) step {
 	return func(h *h) {
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			for _, c := range checks {
-				if broke := c(h); broke != "" {
-					h.t.Fatal(broke)
-				}
+		h.WaitIdle(h.t)
+		for _, c := range checks {
+			if broke := c(h); broke != "" {
+				h.t.Fatal(broke)
 			}
 		}
 	}
