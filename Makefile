@@ -49,8 +49,9 @@ all: build
 
 ## build: the scheduler binary, bin/lockstep-scheduler, and the kubectl plugin
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lockstep-scheduler ./cmd/scheduler
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-lockstep ./cmd/kubectl-lockstep
+	@echo "==> building lockstep-scheduler and kubectl-lockstep (on an empty Go cache: the Go modules downloaded, then minutes of compiling)"
+	@hack/progress.sh lockstep-scheduler $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lockstep-scheduler ./cmd/scheduler
+	@hack/progress.sh kubectl-lockstep $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-lockstep ./cmd/kubectl-lockstep
 
 ## image: the scheduler's OCI image for $(PLATFORMS) (the static binary alone, non-root), built
 ## without a container engine into $(IMAGE_TAR), tagged $(IMAGE):$(VERSION); push it with
@@ -120,7 +121,8 @@ controllers:
 ## etcd: the etcd the integration tests run (version pinned in go.mod)
 etcd: $(BIN)/etcd
 $(BIN)/etcd: go.mod
-	$(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
+	@echo "==> building etcd"
+	@hack/progress.sh etcd $(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
 
 ## generate: deepcopy, clientset, listers, informers (code-generator) and CRDs (controller-gen)
 generate:
@@ -142,7 +144,8 @@ test: verify test-unit test-chart test-integration bench demo-test test-image
 
 ## helm: the Helm CLI (from tools/helm, its own module) the chart's tests use
 helm:
-	cd tools/helm && $(GO) build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
+	@echo "==> building Helm from tools/helm (its own module)"
+	@cd tools/helm && ../../hack/progress.sh helm $(GO) build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
 
 ## test-chart: helm lint, and the chart rendered against manifests/ and its values
 test-chart: helm

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# progress.sh WHAT COMMAND...: runs COMMAND, saying every 30 s that it still builds WHAT, so
-# that a long cold build (go build prints nothing until it is done) never looks stuck.
+# progress.sh WHAT COMMAND...: runs COMMAND, saying every 30 s (PROGRESS_INTERVAL) that it
+# still builds WHAT, so that a long cold build (go build prints nothing until it is done, and
+# nothing at all while it downloads modules) never looks stuck.
 set -uo pipefail
 what=$1
 shift
+interval=${PROGRESS_INTERVAL:-30}
 "$@" &
 pid=$!
 start=$SECONDS
 while kill -0 "$pid" 2>/dev/null; do
-	for _ in $(seq 30); do
+	for _ in $(seq "$interval"); do
 		kill -0 "$pid" 2>/dev/null || break 2
 		sleep 1
 	done

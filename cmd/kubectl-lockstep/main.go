@@ -6,11 +6,10 @@ import (
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/component-base/cli"
 
 	lockstepcli "github.com/lockstep-sched/lockstep/pkg/cli"
 )
 
 func main() {
-	os.Exit(cli.Run(lockstepcli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})))
+	os.Exit(lockstepcli.Run(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:]))
 }

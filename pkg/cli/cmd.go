@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
 	"github.com/lockstep-sched/lockstep/pkg/cli/tree"
@@ -21,6 +22,11 @@ import (
 // NewCommand returns the kubectl-lockstep command.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	config := genericclioptions.NewConfigFlags(true)
+	warnings := NewWarningHandler(streams.ErrOut)
+	config.WrapConfigFn = func(c *rest.Config) *rest.Config {
+		c.WarningHandler = warnings
+		return c
+	}
 	root := &cobra.Command{
 		Use:          "kubectl-lockstep",
 		Short:        "Show lockstep gangs: CompositePodGroups, PodGroups and where their pods are",
@@ -35,8 +41,12 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 func List(ctx context.Context, kube kubernetes.Interface, ls versioned.Interface, ns string) (tree.Inputs, error) {
 	var in tree.Inputs
 	pgs, err := ls.SchedulingV1alpha1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		// The kind is not served: the only case the CRDs are to blame for.
+		return in, fmt.Errorf("listing PodGroups: %w (are lockstep's CRDs installed? kubectl get crd podgroups.%s)", err, v1alpha1.GroupName)
+	}
 	if err != nil {
-		return in, fmt.Errorf("listing PodGroups (are lockstep's CRDs installed?): %w", err)
+		return in, fmt.Errorf("listing PodGroups: %w", err)
 	}
 	cpgs, err := ls.SchedulingV1alpha1().CompositePodGroups(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -265,7 +265,7 @@ func (m *Model) jobGroupLate(job *batchv1.Job, timeout time.Duration) {
 		m.logger.V(2).Info("PodGroup of Job is late; its pods are scheduled without a gang", "job", klog.KObj(job), "timeout", timeout)
 		if m.recorder != nil {
 			m.recorder.Eventf(job, nil, v1.EventTypeWarning, "PodGroupMissing", "Scheduling",
-				"no PodGroup %q appeared within %s of the Job's pods' creation (is lockstep's workload controller running?); its pods are scheduled without gang semantics",
+				"no PodGroup %q appeared within %s of the later of its pods' creation and the Job's last (re)start (is lockstep's workload controller running and leading?): the pods that waited that long are scheduled without gang semantics; those not placed yet join the PodGroup if it appears",
 				name, timeout)
 		}
 	}
@@ -285,7 +285,7 @@ func (m *Model) labelledLate(pod *v1.Pod, object string, timer filing.Unit, time
 		m.logger.V(2).Info("Group object named by pod labels is late; its pods are scheduled without a gang", "pod", klog.KObj(pod), "object", object, "timeout", timeout)
 		if m.recorder != nil {
 			m.recorder.Eventf(pod, nil, v1.EventTypeWarning, "PodGroupMissing", "Scheduling",
-				"the group %q this pod's labels name was not seen within %s of its creation; its pods are scheduled without gang semantics until it appears", object, timeout)
+				"%q, the group this pod's labels name, was not seen within %s of the pod's creation (for a LeaderWorkerSet's or RayCluster's pod: the object its group is made from): this pod is scheduled without gang semantics, as scheduler-plugins schedules a pod whose PodGroup is missing; if that appears before the pod is placed, the pod waits for its group again", object, timeout)
 		}
 	}
 }

@@ -441,7 +441,7 @@ func (ix *Index) Revalidate(top Key, validators []Validator) []Key {
 		if g.Exists() {
 			problem = g.specProblem
 			if problem == "" {
-				problem = ix.hierarchyProblem(k)
+				_, problem = ix.hierarchyProblem(k)
 			}
 			for _, v := range validators {
 				if problem != "" {
@@ -458,10 +458,14 @@ func (ix *Index) Revalidate(top Key, validators []Validator) []Key {
 	return changed
 }
 
-// hierarchyProblem returns why the group's chain of parents is invalid, or "" if it is valid.
-// It walks up from k: a parent that does not exist, a parent that is a PodGroup, a cycle or
-// a chain deeper than v1alpha1.MaxTreeDepth make every group below them invalid.
-func (ix *Index) hierarchyProblem(k Key) string {
+// recreateAdvice is what mends a cycle of parents: the field that makes it cannot be changed.
+const recreateAdvice = "parentCompositePodGroupName cannot be changed: delete a group of the cycle and create it again with another parent, or none"
+
+// hierarchyProblem returns why the group's chain of parents is invalid, as a reason label
+// (InvalidCycle, ...) and in words, or "" if it is valid. It walks up from k: a parent that
+// does not exist, a parent that is a PodGroup, a cycle or a chain deeper than
+// v1alpha1.MaxTreeDepth make every group below them invalid.
+func (ix *Index) hierarchyProblem(k Key) (reason, msg string) {
 	path := []Key{k}
 	cur := ix.entries[k]
 	for cur != nil {
@@ -471,23 +475,27 @@ func (ix *Index) hierarchyProblem(k Key) string {
 		}
 		for i, seen := range path {
 			if seen == pk {
-				return "cycle: " + joinNames(append(path[i:], pk))
+				return InvalidCycle, "cycle: " + joinNames(append(path[i:], pk)) + "; " + recreateAdvice
 			}
 		}
+		// who names pk as its parent: k, or one of its ancestors.
+		who := path[len(path)-1]
 		path = append(path, pk)
 		parent := ix.entries[pk]
 		if !parent.Exists() {
 			if ix.entries[pk.As(KindPodGroup, pk.Name)].Exists() {
-				return fmt.Sprintf("parent %q is a PodGroup; parentCompositePodGroupName must name a CompositePodGroup", pk.Name)
+				return InvalidParentIsPodGroup, fmt.Sprintf("parent %q is a PodGroup; parentCompositePodGroupName must name a CompositePodGroup, and cannot be changed: delete %s %q and create it again with another parent, or none",
+					pk.Name, who.Kind, who.Name)
 			}
-			return fmt.Sprintf("parent CompositePodGroup %q not found", pk.Name)
+			return InvalidMissingParent, fmt.Sprintf("parent CompositePodGroup %q not found: create it; or, as parentCompositePodGroupName cannot be changed, delete %s %q and create it again with another parent, or none",
+				pk.Name, who.Kind, who.Name)
 		}
 		if len(path) > v1alpha1.MaxTreeDepth {
-			return fmt.Sprintf("tree too deep: %s has more than %d levels", joinNames(reverse(path)), v1alpha1.MaxTreeDepth)
+			return InvalidTooDeep, fmt.Sprintf("tree too deep: %s has more than %d levels", joinNames(reverse(path)), v1alpha1.MaxTreeDepth)
 		}
 		cur = parent
 	}
-	return ""
+	return "", ""
 }
 
 // RootOf returns the root of k's tree; false while k or an ancestor is missing or invalid.

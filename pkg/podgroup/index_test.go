@@ -32,37 +32,37 @@ func TestHierarchyProblem(t *testing.T) {
 			name:   "missing parent",
 			pgs:    []any{lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("nope").Obj()},
 			target: PodGroupKey("ns", "a"),
-			want:   `parent CompositePodGroup "nope" not found`,
+			want:   `parent CompositePodGroup "nope" not found: create it; or, as parentCompositePodGroupName cannot be changed, delete PodGroup "a" and create it again with another parent, or none`,
 		},
 		{
 			name:   "missing grandparent",
 			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("mid").Gang(1).Parent("nope").Obj(), lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("mid").Obj()},
 			target: PodGroupKey("ns", "a"),
-			want:   `parent CompositePodGroup "nope" not found`,
+			want:   `parent CompositePodGroup "nope" not found: create it; or, as parentCompositePodGroupName cannot be changed, delete CompositePodGroup "mid" and create it again with another parent, or none`,
 		},
 		{
 			name:   "parent is a PodGroup",
 			pgs:    []any{lt.MakePodGroup().Namespace("ns").Name("p").Gang(1).Obj(), lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Parent("p").Obj()},
 			target: PodGroupKey("ns", "a"),
-			want:   `parent "p" is a PodGroup; parentCompositePodGroupName must name a CompositePodGroup`,
+			want:   `parent "p" is a PodGroup; parentCompositePodGroupName must name a CompositePodGroup, and cannot be changed: delete PodGroup "a" and create it again with another parent, or none`,
 		},
 		{
 			name:   "cycle of two seen from a member",
 			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("a").Gang(1).Parent("b").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("b").Gang(1).Parent("a").Obj()},
 			target: CompositePodGroupKey("ns", "a"),
-			want:   "cycle: a → b → a",
+			want:   "cycle: a → b → a" + "; " + recreateAdvice,
 		},
 		{
 			name:   "cycle seen from a PodGroup below it",
 			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("a").Gang(1).Parent("b").Obj(), lt.MakeCompositePodGroup().Namespace("ns").Name("b").Gang(1).Parent("a").Obj(), lt.MakePodGroup().Namespace("ns").Name("leaf").Gang(1).Parent("a").Obj()},
 			target: PodGroupKey("ns", "leaf"),
-			want:   "cycle: a → b → a",
+			want:   "cycle: a → b → a" + "; " + recreateAdvice,
 		},
 		{
 			name:   "self parent",
 			pgs:    []any{lt.MakeCompositePodGroup().Namespace("ns").Name("a").Gang(1).Parent("a").Obj()},
 			target: CompositePodGroupKey("ns", "a"),
-			want:   "cycle: a → a",
+			want:   "cycle: a → a" + "; " + recreateAdvice,
 		},
 		{
 			name:   "four levels are allowed",
@@ -228,7 +228,7 @@ func TestIndexDeleteAndRecreate(t *testing.T) {
 		t.Fatal("a group whose object says it was scheduled (with its current spec) is scheduled")
 	}
 	m.OnGroupDelete(job)
-	if got := ix.Get(PodGroupKey("ns", "a")).Problem(); got != `parent CompositePodGroup "job" not found` {
+	if got := ix.Get(PodGroupKey("ns", "a")).Problem(); got != `parent CompositePodGroup "job" not found: create it; or, as parentCompositePodGroupName cannot be changed, delete PodGroup "a" and create it again with another parent, or none` {
 		t.Errorf("child of a deleted parent: problem %q", got)
 	}
 	m.OnGroup(nil, lt.MakeCompositePodGroup().Namespace("ns").Name("job").Gang(1).Obj())

@@ -83,7 +83,9 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(metrics.waitingGangs, metrics.attempts, metrics.gangLatency, metrics.permitWait, metrics.statusWrites, metrics.partialBinds, metrics.released, metrics.lostDecisions)
-		legacyregistry.CustomMustRegister(&pendingCollector{})
+		// Gauges computed from the model at each scrape: pending gangs (pending.go), invalid
+		// groups and pods waiting for a missing group (problems.go).
+		legacyregistry.CustomMustRegister(&pendingCollector{}, &problemsCollector{})
 		// Every known label value is exposed from the start (at 0), so that rates, dashboards
 		// and alerts see the series before the first event of its kind.
 		for _, result := range []string{"scheduled", "unschedulable", "timeout"} {

@@ -83,7 +83,7 @@ func TestCondition(t *testing.T) {
 			},
 			key: CompositePodGroupKey("ns", "b"),
 			want: Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid,
-				Message: "invalid: cycle: b → a → b", Note: "invalid: cycle: b → a → b"},
+				Message: "invalid: cycle: b → a → b; " + recreateAdvice, Note: "invalid: cycle: b → a → b; " + recreateAdvice},
 		},
 		{
 			name: "scheduled and bound",

@@ -6,8 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -301,4 +303,151 @@ func TestChartServiceMonitorAuthorization(t *testing.T) {
 			t.Errorf("the metrics reader is bound to %v, not to the scraper", nested(t, binding, "subjects"))
 		}
 	}
+}
+
+// TestChartAlertLabelsSurviveAggregation: an alert's annotations name only labels its
+// expression keeps ({{ $labels.reason }} is empty when the aggregation drops reason).
+func TestChartAlertLabelsSurviveAggregation(t *testing.T) {
+	rule := objects(t, helm(t, append([]string{"template", "lockstep", "charts/lockstep", "--namespace", namespace}, monitoringOptions...)...))["PrometheusRule/"+namespace+"/lockstep-scheduler"]
+	if rule == nil {
+		t.Fatal("no PrometheusRule rendered")
+	}
+	for _, r := range alertRules(t, rule) {
+		by, without := aggregationLabels(r.Expr)
+		for _, text := range r.Annotations {
+			for _, m := range annotationLabel.FindAllStringSubmatch(text, -1) {
+				for _, kept := range by {
+					if !slices.Contains(kept, m[1]) {
+						t.Errorf("alert %s names $labels.%s, which by (%s) drops", r.Alert, m[1], strings.Join(kept, ", "))
+					}
+				}
+				for _, dropped := range without {
+					if slices.Contains(dropped, m[1]) {
+						t.Errorf("alert %s names $labels.%s, which without (%s) drops", r.Alert, m[1], strings.Join(dropped, ", "))
+					}
+				}
+			}
+		}
+	}
+}
+
+var annotationLabel = regexp.MustCompile(`\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)`)
+
+// alertRule is one alerting rule of a PrometheusRule.
+type alertRule struct {
+	Alert, Expr, For string
+	Labels           map[string]string
+	Annotations      map[string]string
+}
+
+// alertRules returns the alerting rules of a rendered PrometheusRule.
+func alertRules(t *testing.T, rule *unstructured.Unstructured) []alertRule {
+	t.Helper()
+	var spec struct {
+		Groups []struct{ Rules []alertRule }
+	}
+	data, err := json.Marshal(rule.Object["spec"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	var out []alertRule
+	for _, g := range spec.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
+}
+
+// TestChartAlertsOnGroupProblems: invalid groups and pods waiting for a group that does not
+// exist are alerted on, as gangs pending long are: each alert on its gauge (a metric the
+// scheduler serves), one alert per reason (the aggregation keeps it), for some minutes (a
+// group the workload controller makes appears within seconds; a child created a moment
+// before its parent is Invalid as long), a warning whose description says what to do for
+// every reason the gauge has.
+func TestChartAlertsOnGroupProblems(t *testing.T) {
+	served := servedMetrics(t)
+	reasons := documentedLabelValues(t)
+	rule := objects(t, helm(t, append([]string{"template", "lockstep", "charts/lockstep", "--namespace", namespace}, monitoringOptions...)...))["PrometheusRule/"+namespace+"/lockstep-scheduler"]
+	if rule == nil {
+		t.Fatal("no PrometheusRule rendered")
+	}
+	rules := map[string]alertRule{}
+	for _, r := range alertRules(t, rule) {
+		rules[r.Alert] = r
+	}
+	for _, c := range []struct {
+		alert, metric, forAtLeast string
+		// everyReason: the description names each value of the gauge's reason label.
+		everyReason bool
+	}{
+		{alert: "LockstepInvalidGroups", metric: "lockstep_groups_invalid", forAtLeast: "5m"},
+		{alert: "LockstepPodsWaitingForMissingGroup", metric: "lockstep_pods_waiting_for_group", forAtLeast: "5m", everyReason: true},
+	} {
+		r, ok := rules[c.alert]
+		if !ok {
+			t.Errorf("no alert %s in %v", c.alert, keysOf(rules))
+			continue
+		}
+		sels, err := vectorSelectors(r.Expr)
+		if err != nil || len(sels) != 1 || sels[0].name != c.metric || !served[c.metric] {
+			t.Errorf("alert %s: %s selects %v (%v), want %s alone, a metric the scheduler serves", c.alert, r.Expr, sels, err, c.metric)
+		}
+		by, _ := aggregationLabels(r.Expr)
+		if len(by) != 1 || !slices.Contains(by[0], "reason") {
+			t.Errorf("alert %s: %s does not keep the reason: one alert for all reasons", c.alert, r.Expr)
+		}
+		if !strings.HasSuffix(strings.TrimSpace(r.Expr), "> 0") {
+			t.Errorf("alert %s: %s, want it to fire on any (> 0)", c.alert, r.Expr)
+		}
+		got, err1 := time.ParseDuration(r.For)
+		least, _ := time.ParseDuration(c.forAtLeast)
+		if err1 != nil || got < least {
+			t.Errorf("alert %s: for %q, want at least %s", c.alert, r.For, c.forAtLeast)
+		}
+		if r.Labels["severity"] != "warning" {
+			t.Errorf("alert %s: severity %q, want warning", c.alert, r.Labels["severity"])
+		}
+		if r.Annotations["summary"] == "" || !strings.Contains(r.Annotations["description"], "kubectl ") {
+			t.Errorf("alert %s: annotations %v, want a summary and a description with what to run", c.alert, r.Annotations)
+		}
+		if len(reasons[c.metric]) < 4 {
+			t.Fatalf("%s has reasons %v in docs/reference/metrics.md", c.metric, reasons[c.metric])
+		}
+		for _, reason := range reasons[c.metric] {
+			if c.everyReason && !regexp.MustCompile(`\b`+reason+`\b`).MatchString(r.Annotations["description"]) {
+				t.Errorf("alert %s: the description says nothing of reason %s", c.alert, reason)
+			}
+		}
+	}
+}
+
+// documentedLabelValues returns the values of the reason label of each metric the metrics
+// reference lists with one.
+func documentedLabelValues(t *testing.T) map[string][]string {
+	t.Helper()
+	ref, err := os.ReadFile(filepath.Join(root(t), "docs", "reference", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, m := range documentedReasons.FindAllStringSubmatch(string(ref), -1) {
+		for _, v := range strings.Split(m[2], ",") {
+			out[m[1]] = append(out[m[1]], strings.Trim(strings.TrimSpace(v), "`"))
+		}
+	}
+	return out
+}
+
+// documentedReasons is a row of the metrics reference with a reason label: name, values.
+var documentedReasons = regexp.MustCompile("(?m)^\\| `(lockstep_[a-z_]+)` \\| [a-z]+ \\| `reason`: ([^|;]+) \\|")
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

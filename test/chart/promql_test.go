@@ -199,6 +199,12 @@ func TestVectorSelectors(t *testing.T) {
 		{`sum(scheduler_pending_pods) by (queue) / on (job) group_left count(lockstep_leader offset 5m)`,
 			[]string{`scheduler_pending_pods{}`, `lockstep_leader{}`}},
 		{`{__name__="lockstep_leader", job="a,b"}`, []string{`lockstep_leader{__name__="lockstep_leader",job="a,b"}`}},
+		// Gauges by reason, kept by the aggregation (LockstepInvalidGroups,
+		// LockstepPodsWaitingForMissingGroup).
+		{`sum by (namespace, job, reason) (lockstep_groups_invalid{job="j",namespace="n"}) > 0`,
+			[]string{`lockstep_groups_invalid{job="j",namespace="n"}`}},
+		{`sum by (namespace, job, reason) (lockstep_pods_waiting_for_group{job="j",namespace="n",reason!="job"}) > 0`,
+			[]string{`lockstep_pods_waiting_for_group{job="j",namespace="n",reason!="job"}`}},
 	} {
 		got, err := vectorSelectors(c.expr)
 		if err != nil {
@@ -215,5 +221,51 @@ func TestVectorSelectors(t *testing.T) {
 	}
 	if _, err := vectorSelectors(`lockstep_leader{job=j}`); err == nil {
 		t.Errorf("an unquoted matcher value parsed")
+	}
+}
+
+// aggregationLabels returns the label lists of an expression's aggregations: those kept
+// (by) and those dropped (without).
+func aggregationLabels(expr string) (by, without [][]string) {
+	for _, m := range aggregationRE.FindAllStringSubmatch(expr, -1) {
+		var labels []string
+		for _, l := range strings.Split(m[2], ",") {
+			if l = strings.TrimSpace(l); l != "" {
+				labels = append(labels, l)
+			}
+		}
+		if m[1] == "by" {
+			by = append(by, labels)
+		} else {
+			without = append(without, labels)
+		}
+	}
+	return by, without
+}
+
+var aggregationRE = regexp.MustCompile(`\b(by|without)\s*\(([^)]*)\)`)
+
+// TestAggregationLabels: the label lists of the aggregations the chart's expressions use.
+func TestAggregationLabels(t *testing.T) {
+	for _, c := range []struct {
+		expr        string
+		by, without string
+	}{
+		{`sum by (namespace, job, reason) (lockstep_groups_invalid{job="j"}) > 0`, "namespace job reason", ""},
+		{`histogram_quantile(0.99, sum by (namespace, job, le) (rate(x_bucket[5m])))`, "namespace job le", ""},
+		{`sum without (instance) (x) / on (job) group_left count by (job) (y)`, "job", "instance"},
+		{`absent(lockstep_leader{job="j"})`, "", ""},
+	} {
+		by, without := aggregationLabels(c.expr)
+		join := func(ls [][]string) string {
+			var all []string
+			for _, l := range ls {
+				all = append(all, l...)
+			}
+			return strings.Join(all, " ")
+		}
+		if join(by) != c.by || join(without) != c.without {
+			t.Errorf("%s: by %v, without %v; want by %q, without %q", c.expr, by, without, c.by, c.without)
+		}
 	}
 }

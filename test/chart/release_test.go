@@ -113,13 +113,15 @@ var releaseOptions = []string{
 	"--set", "metrics.readerSubjects[0].kind=ServiceAccount,metrics.readerSubjects[0].name=prometheus,metrics.readerSubjects[0].namespace=monitoring",
 }
 
-// TestChartReleasesShareNoNames: two releases, in two namespaces or in one, make no object
-// of the same kind and name where they could meet — cluster-scoped objects (ClusterRoles,
-// ClusterRoleBindings), objects in namespaces not the release's (the kube-system
-// RoleBinding, the dashboard in Grafana's namespace), and everything in a shared namespace —,
-// hold different leases, and no selector of one matches the other's pods. The CRDs (crds/,
-// which helm template leaves out) are the one thing releases share: Helm installs them once
-// and never deletes them.
+// TestChartReleasesShareNoNames: two releases of different names, in two namespaces or in
+// one, make no object of the same kind and name where they could meet — cluster-scoped
+// objects (ClusterRoles, ClusterRoleBindings), objects in namespaces not the release's (the
+// kube-system RoleBinding, the dashboard in Grafana's namespace), and everything in a shared
+// namespace —, hold different leases, and no selector of one matches the other's pods. The
+// CRDs (crds/, which helm template leaves out) are the one thing releases share: Helm
+// installs them once and never deletes them. Two releases of one name in different
+// namespaces would make the same objects outside their namespaces, all of them: the chart
+// refuses the second (TestChartRefusesClashingReleases).
 func TestChartReleasesShareNoNames(t *testing.T) {
 	type release struct{ name, namespace string }
 	render := func(r release) map[string]*unstructured.Unstructured {
@@ -171,6 +173,15 @@ func TestChartReleasesShareNoNames(t *testing.T) {
 	}
 	sort.Strings(names)
 	t.Logf("release b's objects outside its namespace: %v", names)
+	// The same name in another namespace: every object outside the namespaces is the same.
+	twin := render(release{plain.name, "other"})
+	for k, o := range rendered[plain] {
+		outside := o.GetNamespace() == "" || o.GetNamespace() != plain.namespace
+		if outside != (twin[k] != nil) {
+			t.Errorf("%s of release %s in %s: outside its namespace %v, made by its namesake in other too %v",
+				k, plain.name, plain.namespace, outside, twin[k] != nil)
+		}
+	}
 	// With the CRDs, they are all the releases share.
 	x := objects(t, helm(t, append([]string{"template", "a", "charts/lockstep", "--namespace", namespace, "--include-crds"}, releaseOptions...)...))
 	y := objects(t, helm(t, append([]string{"template", "b", "charts/lockstep", "--namespace", "other", "--include-crds"}, releaseOptions...)...))

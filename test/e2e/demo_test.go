@@ -79,6 +79,11 @@ func TestDemo(t *testing.T) {
 	if first < 0 || jobSet < 0 || first > jobSet || !strings.Contains(out.String()[first:jobSet], "Scheduled: ") {
 		t.Errorf("the first examples were not placed and reported before the JobSet controller started (report at %d, JobSet at %d)", first, jobSet)
 	}
+	// How to use the cluster is said as soon as it is up, before the second stage (which may
+	// build for minutes on a first run).
+	if use := strings.Index(out.String(), "export KUBECONFIG="+c.Kubeconfig()); use < 0 || use > jobSet {
+		t.Errorf("the kubeconfig line comes at %d, after the second stage began (%d)", use, jobSet)
+	}
 	roots, err := c.Gangs(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +161,9 @@ func TestDemo(t *testing.T) {
 	checkJobSet(ctx, t, c)
 	checkKueue(ctx, t, c)
 	checkServing(ctx, t, c)
+	// Every kind the docs' kubectl get and describe commands name, and those make demo
+	// prints, is served, unambiguously (docs_test.go).
+	t.Run("DocsResources", func(t *testing.T) { checkDocsResources(t, c, out.String()) })
 
 	// The plugin, found by kubectl on PATH, shows the trees.
 	kubectl := func(args ...string) string {
@@ -169,8 +177,18 @@ func TestDemo(t *testing.T) {
 		}
 		return string(got)
 	}
-	if view := kubectl("lockstep", "get", "-A"); !strings.Contains(view, "CompositePodGroup demo/pretrain") || !strings.Contains(view, "z0 / ") {
+	view := kubectl("lockstep", "get", "-A")
+	if !strings.Contains(view, "CompositePodGroup demo/pretrain") || !strings.Contains(view, "z0 / ") {
 		t.Errorf("kubectl lockstep get -A:\n%s", view)
+	}
+	// Neither the plugin nor the demo logs the API server's warnings about the native
+	// groups' version, read on every call (they were a klog line each, 95 in one demo).
+	// (kubectl apply shows it once for the native example it applies, as kubectl does.)
+	if strings.Contains(view, "deprecated") || strings.Contains(view, "warnings.go") {
+		t.Errorf("kubectl lockstep get -A shows the API server's deprecation warnings:\n%s", view)
+	}
+	if strings.Contains(out.String(), "warnings.go") {
+		t.Errorf("the demo logs the API server's warnings:\n%s", out.String())
 	}
 	// explain agrees with the planner on the whale: the roomiest rack takes 4 of its 20 pods.
 	if why := kubectl("lockstep", "explain", "whale", "-n", "demo"); !strings.Contains(why, want) || !strings.Contains(why, "takes 4 of 20") ||

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -31,6 +30,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lockstep-sched/lockstep/pkg/cli"
 	"github.com/lockstep-sched/lockstep/pkg/generated/clientset/versioned"
 )
 
@@ -84,6 +84,9 @@ func (c *Cluster) Up(ctx context.Context) error {
 	} else if err := c.fresh(ctx); err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, filepath.Join(c.Dir, "logs"))
 	}
+	// The cluster is usable from here on; the second stage may build for minutes.
+	fmt.Fprintf(c.Out, "The cluster is up. To use it (the second stage below adds controllers meanwhile):\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n",
+		c.Kubeconfig(), c.Bin)
 	core, integrations, err := c.examples()
 	if err != nil {
 		return err
@@ -118,8 +121,15 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.Report(ctx, c.Out); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.Out, `
-The cluster keeps running. To use it:
+	fmt.Fprintln(c.Out)
+	c.usage()
+	fmt.Fprintf(c.Out, "Stop everything with: make demo-down\n")
+	return nil
+}
+
+// usage says how to use the cluster, once every example is placed.
+func (c *Cluster) usage() {
+	fmt.Fprintf(c.Out, `The cluster keeps running. To use it:
   export KUBECONFIG=%s
   export PATH=%s:$PATH
   kubectl get lockstep,jobsets,leaderworkersets,rayclusters -A
@@ -127,9 +137,9 @@ The cluster keeps running. To use it:
   kubectl lockstep get -A
   kubectl lockstep explain whale -n demo
   curl -sk -H "Authorization: Bearer $(kubectl create token %s -n %s)" %s | grep ^lockstep_
-Logs are in %s. Stop everything with: make demo-down
-`, c.Kubeconfig(), c.Bin, MetricsReader, lockstepNamespace, c.MetricsURL(), filepath.Join(c.Dir, "logs"))
-	return nil
+Logs are in %s (the scheduler's: %s).
+`, c.Kubeconfig(), c.Bin, MetricsReader, lockstepNamespace, c.MetricsURL(), filepath.Join(c.Dir, "logs"),
+		filepath.Join(c.Dir, "logs", "lockstep-scheduler.log"))
 }
 
 // integrationExamples are the examples that need a controller other than Kubernetes' own.
@@ -167,18 +177,6 @@ var (
 	integrationBinaries  = []string{"jobset-controller", "kueue-controller-manager", "lws-controller", "kuberay-operator"}
 )
 
-// lockedWriter serializes writes.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // anyAlive reports whether any of the named processes of the demo is alive.
 func (c *Cluster) anyAlive(names []string) bool {
 	pids := c.pids()
@@ -207,31 +205,15 @@ func (c *Cluster) buildIntegrations(ctx context.Context) error {
 	return c.build(ctx, "demo-controllers")
 }
 
-// build runs make target in the repository, showing its output, and a line every 30 s while
-// it runs silently.
+// build runs make target in the repository, showing its output: each long build of the
+// target says every 30 s what it still builds (hack/progress.sh), so nothing is added here.
 func (c *Cluster) build(ctx context.Context, target string) error {
-	out := &lockedWriter{w: c.Out} // make's output and the progress lines come from two goroutines
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", c.Root, target)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return err
+	cmd.Stdout, cmd.Stderr = c.Out, c.Out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("make %s: %w", target, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	start := time.Now()
-	tick := time.NewTicker(30 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				return fmt.Errorf("make %s: %w", target, err)
-			}
-			return nil
-		case <-tick.C:
-			fmt.Fprintf(out, "    ... still building (%s)\n", time.Since(start).Round(time.Second))
-		}
-	}
+	return nil
 }
 
 // Down stops every process of the demo and removes its work directory.
@@ -615,7 +597,12 @@ func (c *Cluster) Lockstep() (versioned.Interface, error) {
 func (c *Cluster) Client() (kubernetes.Interface, error) { return c.client() }
 
 func (c *Cluster) restConfig() (*rest.Config, error) {
-	return clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	cfg.WarningHandler = cli.NewWarningHandler(c.Out)
+	return cfg, nil
 }
 
 // kubectl runs bin/kubectl against the cluster, showing its output.

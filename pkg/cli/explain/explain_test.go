@@ -62,6 +62,15 @@ func pendingPods(group string, n int, cpu string) []*v1.Pod {
 	return out
 }
 
+// gpuPods are n pending members of group, each asking for 1 cpu and gpus nvidia.com/gpu.
+func gpuPods(group string, n int, gpus string) []*v1.Pod {
+	pods := pendingPods(group, n, "1")
+	for _, p := range pods {
+		p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse(gpus)
+	}
+	return pods
+}
+
 func cond(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Minute))}
 }
@@ -84,7 +93,7 @@ func TestExplain(t *testing.T) {
 			ref:      "pod/big-1",
 			wantRoom: map[string]int{"z0-b0-r0": 2, "z0-b0-r1": 2},
 			wantNext: []string{
-				"Room for 1 pod more, 4 cpu each, in rack z0-b0-r0: end or move pods there (1 pod of lower priority run there: a higher priority for the gang lets it preempt them), or add nodes labelled topology.kubernetes.io/rack=z0-b0-r0.",
+				"Room for 1 pod more, 4 cpu each, in rack z0-b0-r0: end or move pods there (1 pod runs there, 1 of lower priority: a higher priority for the gang lets it preempt them), or add nodes labelled topology.kubernetes.io/rack=z0-b0-r0.",
 				"Or a minCount of 2: what the roomiest rack takes.",
 				"Or a Preferred (not Required) rack constraint: the cluster as a whole has room for all 3.",
 			},
@@ -272,7 +281,7 @@ func TestRender(t *testing.T) {
     rack z0-b0-r0: 2 nodes, free 10 cpu: takes 2 of 3; 1 pod of lower priority there
     rack z0-b0-r1: 2 nodes, free 10 cpu: takes 2 of 3; 1 pod of lower priority there
   What would make it fit:
-    - Room for 1 pod more, 4 cpu each, in rack z0-b0-r0: end or move pods there (1 pod of lower priority run there: a higher priority for the gang lets it preempt them), or add nodes labelled topology.kubernetes.io/rack=z0-b0-r0.
+    - Room for 1 pod more, 4 cpu each, in rack z0-b0-r0: end or move pods there (1 pod runs there, 1 of lower priority: a higher priority for the gang lets it preempt them), or add nodes labelled topology.kubernetes.io/rack=z0-b0-r0.
     - Or a minCount of 2: what the roomiest rack takes.
     - Or a Preferred (not Required) rack constraint: the cluster as a whole has room for all 3.
 `
@@ -304,6 +313,8 @@ func TestExplainNeverAdvisesWhatWouldNotHelp(t *testing.T) {
 		wantRefused []Refusal
 		// never are words no advice may contain.
 		never []string
+		// empty: no pod runs on the cluster's nodes.
+		empty bool
 	}{
 		{
 			name:        "a node selector that matches no node: no rack is room, no cpu is blamed, no rack is to grow",
@@ -326,7 +337,7 @@ func TestExplainNeverAdvisesWhatWouldNotHelp(t *testing.T) {
 			wantRoom:    map[string]int{"z0-b0-r1": 2},
 			wantRefused: []Refusal{{Why: whyAffinity, Nodes: 2}},
 			wantNext: []string{
-				"Room for 1 pod more, 4 cpu each, in rack z0-b0-r1: end or move pods there (1 pod of lower priority run there: a higher priority for the gang lets it preempt them), or add nodes labelled topology.kubernetes.io/rack=z0-b0-r1 that match the pods' node selector disktype=ssd.",
+				"Room for 1 pod more, 4 cpu each, in rack z0-b0-r1: end or move pods there (1 pod runs there, 1 of lower priority: a higher priority for the gang lets it preempt them), or add nodes labelled topology.kubernetes.io/rack=z0-b0-r1 that match the pods' node selector disktype=ssd.",
 				"Or a minCount of 2: what the roomiest rack takes.",
 			},
 			never: []string{"z0-b0-r0", "Preferred"},
@@ -342,22 +353,66 @@ func TestExplainNeverAdvisesWhatWouldNotHelp(t *testing.T) {
 			pods:        pendingPods("t", 2, "1"),
 			wantRoom:    map[string]int{},
 			wantRefused: []Refusal{{Why: whyTaint + ": nvidia.com/gpu=present:NoSchedule", Nodes: 4}},
-			wantNext:    []string{"4 nodes carry a taint the pods do not tolerate (nvidia.com/gpu=present:NoSchedule): add a toleration for it to the pods, or remove the taint."},
+			wantNext:    []string{"4 nodes carry a taint the pods do not tolerate (nvidia.com/gpu=present:NoSchedule): add a toleration for nvidia.com/gpu=present:NoSchedule to the pods or remove the taint."},
 			never:       []string{"cpu", "add nodes"},
 		},
 		{
-			name:  "GPUs no node has: the GPUs are named, not the cpu, and ending pods is not advised",
-			group: lt.MakePodGroup().Namespace("demo").Name("gpu").Gang(2).Conditions(unschedulable).Obj(),
-			pods: func() []*v1.Pod {
-				pods := pendingPods("gpu", 2, "1")
-				for _, p := range pods {
-					p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("8")
-				}
-				return pods
-			}(),
+			name:     "GPUs no node has: the GPUs are named, not the cpu, and ending pods is not advised",
+			group:    lt.MakePodGroup().Namespace("demo").Name("gpu").Gang(2).Conditions(unschedulable).Obj(),
+			pods:     gpuPods("gpu", 2, "8"),
 			wantRoom: map[string]int{"cluster": 0},
-			wantNext: []string{"No node the pods may use can take even one of them with nothing else on it: they ask for 8 nvidia.com/gpu (no node the pods may use has any). Ask for less per pod, or add nodes with more."},
-			never:    []string{"end or move", "preempt", "minCount"},
+			wantNext: []string{"No node of the cluster has any nvidia.com/gpu (none of its 4 nodes lists it in its allocatable): check the resource's name for a typo, and that the device plugin that advertises it runs on the nodes that have the devices."},
+			never:    []string{"end or move", "preempt", "minCount", "Ask for less"},
+		},
+		{
+			name: "more GPUs than any node has: ask for less, or nodes with more",
+			nodes: func(nodes []v1.Node) {
+				nodes[0].Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("4")
+			},
+			group:    lt.MakePodGroup().Namespace("demo").Name("gpu").Gang(2).Conditions(unschedulable).Obj(),
+			pods:     gpuPods("gpu", 2, "8"),
+			wantRoom: map[string]int{"cluster": 0},
+			wantNext: []string{"No node the pods may use can take even one of them with nothing else on it: they ask for 8 nvidia.com/gpu (the most a node the pods may use has is 4). Ask for less per pod, or add nodes with more."},
+			never:    []string{"typo", "end or move"},
+		},
+		{
+			name: "a node selector with cordons and taints: the nodes it selects are advised on first, every change they need named",
+			nodes: func(nodes []v1.Node) {
+				nodes[0].Spec.Unschedulable = true // r0: not ssd, cordoned
+				nodes[1].Spec.Unschedulable = true
+				for _, i := range []int{2, 3} { // r1: ssd
+					nodes[i].Labels["disktype"] = "ssd"
+				}
+				nodes[2].Spec.Unschedulable = true
+				nodes[3].Spec.Taints = []v1.Taint{{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule}}
+			},
+			group:    lt.MakePodGroup().Namespace("demo").Name("ssd").Gang(2).Conditions(unschedulable).Obj(),
+			pods:     selected("ssd", 2, "1", map[string]string{"disktype": "ssd"}),
+			wantRoom: map[string]int{},
+			wantRefused: []Refusal{
+				{Why: whyTaint + ": gpu=true:NoSchedule", Nodes: 1},
+				{Why: whyCordoned, Nodes: 1},
+				{Why: whyAffinity, Also: []string{whyCordoned}, Nodes: 2},
+			},
+			wantNext: []string{
+				"1 node that matches the pods' node selector disktype=ssd carries a taint the pods do not tolerate (gpu=true:NoSchedule): add a toleration for gpu=true:NoSchedule to the pods or remove the taint.",
+				"1 node that matches the pods' node selector disktype=ssd is cordoned: uncordon it (kubectl uncordon).",
+				"2 nodes do not match the pods' node selector disktype=ssd and are cordoned: for the pods to use them, label them, and uncordon them (kubectl uncordon).",
+			},
+			never: []string{"4 nodes", "cpu"},
+		},
+		{
+			name:     "a rack where nothing runs: no pods to end there, its nodes are too few",
+			empty:    true,
+			group:    lt.MakePodGroup().Namespace("demo").Name("wide").Gang(3).Topology(lt.Required(lt.RackKey)).Conditions(unschedulable).Obj(),
+			pods:     pendingPods("wide", 3, "8"),
+			wantRoom: map[string]int{"z0-b0-r0": 2, "z0-b0-r1": 2},
+			wantNext: []string{
+				"Room for 1 pod more, 8 cpu each, in rack z0-b0-r0: nothing runs there, so its nodes are too few or too small: add nodes labelled topology.kubernetes.io/rack=z0-b0-r0.",
+				"Or a minCount of 2: what the roomiest rack takes.",
+				"Or a Preferred (not Required) rack constraint: the cluster as a whole has room for all 3.",
+			},
+			never: []string{"end or move", "preempt"},
 		},
 		{
 			name:     "preempting the lower-priority pods would not be enough: it is not suggested",
@@ -365,7 +420,7 @@ func TestExplainNeverAdvisesWhatWouldNotHelp(t *testing.T) {
 			pods:     pendingPods("wide", 3, "8"),
 			wantRoom: map[string]int{"z0-b0-r0": 1, "z0-b0-r1": 1},
 			wantNext: []string{
-				"Room for 2 pods more, 8 cpu each, in rack z0-b0-r0: end or move pods there, or add nodes labelled topology.kubernetes.io/rack=z0-b0-r0.",
+				"Room for 2 pods more, 8 cpu each, in rack z0-b0-r0: end or move pods there (1 pod runs there), or add nodes labelled topology.kubernetes.io/rack=z0-b0-r0.",
 				"Or a minCount of 1: what the roomiest rack takes.",
 			},
 			never: []string{"preempt", "Preferred"},
@@ -374,6 +429,9 @@ func TestExplainNeverAdvisesWhatWouldNotHelp(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := cluster()
+			if tc.empty {
+				in.Running = []v1.Pod{}
+			}
 			if tc.nodes != nil {
 				tc.nodes(in.Nodes)
 			}
@@ -443,11 +501,20 @@ func TestExplainWhatTheSchedulerNeverTries(t *testing.T) {
 	in.Composites = append(in.Composites,
 		*lt.MakeCompositePodGroup().Namespace("demo").Name("a").Gang(1).Parent("b").Obj(),
 		*lt.MakeCompositePodGroup().Namespace("demo").Name("b").Gang(1).Parent("a").Obj())
+	in.PodGroups = append(in.PodGroups, *lt.MakePodGroup().Namespace("demo").Name("orphan").Gang(1).Parent("gone").Obj())
 	for _, tc := range []struct {
-		ref, want string
+		ref  string
+		want []string
 	}{
-		{"pod/nowhere-0", "Create PodGroup nowhere in namespace demo (its pods wait for it and are never scheduled alone), or take the label scheduling.lockstep.dev/pod-group off the pods' template."},
-		{"lscpg/a", "Fix the group: its parents form a cycle: a → b → a."},
+		{"pod/nowhere-0", []string{"Create PodGroup nowhere in namespace demo (its pods wait for it and are never scheduled alone), or take the label scheduling.lockstep.dev/pod-group off the pods' template."}},
+		{"lscpg/a", []string{
+			"Fix the group: its parents form a cycle: a → b → a.",
+			"A group's parentCompositePodGroupName cannot be changed: delete one group of the cycle (a, say) and create it again with another parent, or none.",
+		}},
+		{"lspg/orphan", []string{
+			"Fix the group: parent CompositePodGroup gone not found.",
+			"Create CompositePodGroup gone in namespace demo; or, as parentCompositePodGroupName cannot be changed, delete PodGroup orphan and create it again with another parent, or none.",
+		}},
 	} {
 		ref, err := tree.ParseRef(tc.ref)
 		if err != nil {
@@ -457,7 +524,7 @@ func TestExplainWhatTheSchedulerNeverTries(t *testing.T) {
 		if len(es) != 1 {
 			t.Fatalf("explain %s: %d explanations, want 1: %+v", tc.ref, len(es), es)
 		}
-		if diff := cmp.Diff([]string{tc.want}, es[0].Next); diff != "" {
+		if diff := cmp.Diff(tc.want, es[0].Next); diff != "" {
 			t.Errorf("explain %s: next (-want +got):\n%s", tc.ref, diff)
 		}
 	}

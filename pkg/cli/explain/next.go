@@ -21,6 +21,8 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 	case g.Missing:
 		return []string{fmt.Sprintf("Create PodGroup %s in namespace %s (its pods wait for it and are never scheduled alone), or take the label %s off the pods' template.",
 			g.Name, g.Namespace, v1alpha1.PodGroupLabel)}
+	case g.Problem != "" && g.Parent != "":
+		return parentFix(g)
 	case g.Problem != "":
 		return []string{"Fix the group: " + g.Problem + "."}
 	case reason == v1alpha1.ReasonInvalid:
@@ -50,6 +52,10 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 	if r == nil {
 		return nil
 	}
+	if len(r.Absent) > 0 {
+		return []string{fmt.Sprintf("No node of the cluster has any %s (none of its %s lists it in its allocatable): check the resource's name for a typo, and that the device plugin that advertises it runs on the nodes that have the devices.",
+			strings.Join(r.Absent, " or "), count(len(x.in.Nodes), "node"))}
+	}
 	if r.Usable() == 0 && len(r.Refused) > 0 {
 		return refusedEverywhere(r, pending)
 	}
@@ -78,14 +84,25 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 	}
 	var out []string
 	missing := r.Need - best.Fits
-	fix := fmt.Sprintf("Room for %s more, %s each, in %s: end or move pods there", count(missing, "pod"), describe(r.Request, nil), where)
-	if best.Lower > 0 && best.FitsWithoutLower >= r.Need {
-		fix += fmt.Sprintf(" (%s of lower priority run there: a higher priority for the gang lets it preempt them)", count(best.Lower, "pod"))
+	fix := fmt.Sprintf("Room for %s more, %s each, in %s: ", count(missing, "pod"), describe(r.Request, nil), where)
+	if best.Running > 0 {
+		verb := "run"
+		if best.Running == 1 {
+			verb = "runs"
+		}
+		fix += fmt.Sprintf("end or move pods there (%s %s there", count(best.Running, "pod"), verb)
+		if best.Lower > 0 && best.FitsWithoutLower >= r.Need {
+			fix += fmt.Sprintf(", %d of lower priority: a higher priority for the gang lets it preempt them", best.Lower)
+		}
+		fix += "), or "
+	} else {
+		// Nothing runs there to end: its nodes are too few or too small.
+		fix += "nothing runs there, so its nodes are too few or too small: "
 	}
 	if r.Level != "" {
-		fix += fmt.Sprintf(", or add nodes labelled %s=%s%s", r.Level, best.Name, matching(pending))
+		fix += fmt.Sprintf("add nodes labelled %s=%s%s", r.Level, best.Name, matching(pending))
 	} else {
-		fix += ", or add nodes" + matching(pending)
+		fix += "add nodes" + matching(pending)
 	}
 	out = append(out, fix+".")
 	if bound := g.Pods.Bound; g.Policy == "gang" && best.Fits > 0 && bound+best.Fits < int(g.Min) {
@@ -100,24 +117,72 @@ func (x *explainer) next(g *tree.Group, e Explanation, pending []*v1.Pod) []stri
 	return out
 }
 
+// parentFix says how to mend a group whose parent is missing, is itself, or closes a cycle:
+// parentCompositePodGroupName cannot be changed once set, so the group is deleted and made
+// again (a missing parent may be created instead).
+func parentFix(g *tree.Group) []string {
+	out := []string{"Fix the group: " + g.Problem + "."}
+	switch {
+	case strings.HasPrefix(g.Problem, "its parents form a cycle"):
+		return append(out, fmt.Sprintf("A group's parentCompositePodGroupName cannot be changed: delete one group of the cycle (%s, say) and create it again with another parent, or none.", g.Name))
+	case strings.HasPrefix(g.Problem, "parent CompositePodGroup "):
+		return append(out, fmt.Sprintf("Create CompositePodGroup %s in namespace %s; or, as parentCompositePodGroupName cannot be changed, delete %s %s and create it again with another parent, or none.",
+			g.Parent, g.Namespace, g.Kind, g.Name))
+	}
+	return append(out, fmt.Sprintf("parentCompositePodGroupName cannot be changed: delete %s %s and create it again with another parent, or none.", g.Kind, g.Name))
+}
+
 // refusedEverywhere says what to change when every node refuses the pods before their
-// requests are looked at: the cordons, taints or selector that refuse them, most nodes first.
+// requests are looked at. Each suggestion names every reason that holds on its nodes, and
+// all the changes it takes for the pods to use them (a cordoned node the selector excludes
+// is not made usable by uncordoning it): the nodes the pods select first, then the others,
+// most nodes first.
 func refusedEverywhere(r *Room, pending []*v1.Pod) []string {
 	var out []string
+	selects := matching(pending) != ""
 	for _, f := range r.Refused {
-		switch {
-		case f.Why == whyAffinity:
-			out = append(out, fmt.Sprintf("%s do not match the pods' %s: label the nodes they should run on, or change the pods' selector.",
-				count(f.Nodes, "node"), selectorOf(pending[0])))
-		case strings.HasPrefix(f.Why, whyTaint):
-			_, taint, _ := strings.Cut(f.Why, ": ")
-			out = append(out, fmt.Sprintf("%s carry a taint the pods do not tolerate (%s): add a toleration for it to the pods, or remove the taint.",
-				count(f.Nodes, "node"), taint))
-		case f.Why == whyCordoned:
-			out = append(out, fmt.Sprintf("%s are cordoned: uncordon them (kubectl uncordon).", count(f.Nodes, "node")))
-		default:
-			out = append(out, fmt.Sprintf("%s refuse the pods: %s.", count(f.Nodes, "node"), f.Why))
+		// Verbs and pronouns for one node or several.
+		one := f.Nodes == 1
+		verb := func(several, single string) string {
+			if one {
+				return single
+			}
+			return several
 		}
+		them := verb("them", "it")
+		whys := append([]string{f.Why}, f.Also...)
+		if len(whys) == 1 && f.Why == whyAffinity {
+			out = append(out, fmt.Sprintf("%s %s the pods' %s: label the nodes they should run on, or change the pods' selector.",
+				count(f.Nodes, "node"), verb("do not match", "does not match"), selectorOf(pending[0])))
+			continue
+		}
+		var says, fixes []string
+		for _, why := range whys {
+			switch {
+			case why == whyAffinity:
+				says = append(says, verb("do not match", "does not match")+" the pods' "+selectorOf(pending[0]))
+				fixes = append(fixes, "label "+them)
+			case strings.HasPrefix(why, whyTaint):
+				_, taint, _ := strings.Cut(why, ": ")
+				says = append(says, fmt.Sprintf("%s a taint the pods do not tolerate (%s)", verb("carry", "carries"), taint))
+				fixes = append(fixes, fmt.Sprintf("add a toleration for %s to the pods or remove the taint", taint))
+			case why == whyCordoned:
+				says = append(says, verb("are", "is")+" cordoned")
+				fixes = append(fixes, "uncordon "+them+" (kubectl uncordon)")
+			default:
+				says = append(says, verb("refuse", "refuses")+" the pods: "+why)
+				fixes = append(fixes, "change that")
+			}
+		}
+		who := count(f.Nodes, "node")
+		if selects && f.Why != whyAffinity {
+			who += " that " + verb("match", "matches") + " the pods' " + selectorOf(pending[0])
+		}
+		fix := strings.Join(fixes, ", and ")
+		if len(fixes) > 1 {
+			fix = "for the pods to use " + them + ", " + fix
+		}
+		out = append(out, fmt.Sprintf("%s %s: %s.", who, strings.Join(says, " and "), fix))
 	}
 	return out
 }

@@ -83,7 +83,11 @@ func renderRoom(w io.Writer, r *Room) {
 		fmt.Fprintf(w, "    (%s are not counted)\n", r.Excluded)
 	}
 	for _, f := range r.Refused {
-		fmt.Fprintf(w, "    (%s not counted: %s)\n", count(f.Nodes, "node"), f.Why)
+		why := f.Why
+		if len(f.Also) > 0 {
+			why += "; and " + strings.Join(f.Also, "; and ")
+		}
+		fmt.Fprintf(w, "    (%s not counted: %s)\n", count(f.Nodes, "node"), why)
 	}
 	if len(r.Domains) == 0 {
 		fmt.Fprintf(w, "    no node the pods may use\n")

@@ -45,12 +45,20 @@ type Room struct {
 	// Short, when no usable node could take a pod even empty, names what every usable node
 	// has too little of ("16 cpu: the largest allocatable is 8").
 	Short string `json:"short,omitempty"`
+	// Absent names the resources the pods ask for that no node of the cluster lists in its
+	// allocatable (or lists as 0): a typo in the resource's name or a device plugin that does
+	// not run, not a lack of room.
+	Absent []string `json:"absent,omitempty"`
 }
 
-// Refusal is why some nodes are refused to the pods.
+// Refusal is why some nodes are refused to the pods: the deciding reason, and the others
+// that hold on the same nodes (each must go for the pods to use them). The pods' node
+// selector and required affinity decide first: a node they exclude is not one the pods
+// should run on, whatever else refuses it.
 type Refusal struct {
-	Why   string `json:"why"`
-	Nodes int    `json:"nodes"`
+	Why   string   `json:"why"`
+	Also  []string `json:"also,omitempty"`
+	Nodes int      `json:"nodes"`
 }
 
 // Usable is how many nodes the pods may use.
@@ -78,6 +86,8 @@ type Domain struct {
 	// domain could take once they were gone.
 	Lower            int `json:"lower"`
 	FitsWithoutLower int `json:"fitsWithoutLower"`
+	// Running counts the pods bound there: what ending or moving pods there could free.
+	Running int `json:"running"`
 }
 
 // title is how messages call the domain: its name, and where it is when another domain has
@@ -111,6 +121,7 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 	free := map[string]v1.ResourceList{}
 	freeOfLower := map[string]v1.ResourceList{} // free were the lower-priority pods gone
 	lower := map[string]int{}
+	bound := map[string]int{}
 	for i := range nodes {
 		free[nodes[i].Name] = allocatable(&nodes[i])
 		freeOfLower[nodes[i].Name] = allocatable(&nodes[i])
@@ -122,6 +133,7 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 			continue
 		}
 		subtract(f, request(p))
+		bound[p.Spec.NodeName]++
 		if corev1helpers.PodPriority(p) < priority {
 			lower[p.Spec.NodeName]++
 		} else {
@@ -131,12 +143,16 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 	byDomain := map[string][]*v1.Node{}
 	paths := map[string][]string{}
 	unlabelled := 0
-	refused := map[string]int{}
+	refused := map[string]*Refusal{}
 	var usable []*v1.Node
 	for i := range nodes {
 		n := &nodes[i]
-		if why := refusal(n, pending); why != "" {
-			refused[why]++
+		if whys := refusal(n, pending); len(whys) > 0 {
+			k := strings.Join(whys, "\x00")
+			if refused[k] == nil {
+				refused[k] = &Refusal{Why: whys[0], Also: whys[1:]}
+			}
+			refused[k].Nodes++
 			continue
 		}
 		usable = append(usable, n)
@@ -157,17 +173,27 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 	if unlabelled > 0 {
 		r.Excluded = fmt.Sprintf("%d nodes without the label %s", unlabelled, level)
 	}
-	for why, n := range refused {
-		r.Refused = append(r.Refused, Refusal{Why: why, Nodes: n})
-	}
-	sort.Slice(r.Refused, func(i, j int) bool {
-		if r.Refused[i].Nodes != r.Refused[j].Nodes {
-			return r.Refused[i].Nodes > r.Refused[j].Nodes
+	for _, f := range refused {
+		if len(f.Also) == 0 {
+			f.Also = nil
 		}
-		return r.Refused[i].Why < r.Refused[j].Why
+		r.Refused = append(r.Refused, *f)
+	}
+	// The nodes the pods select but something else refuses first: that is what keeps the
+	// pods off the nodes they ask for. Then the most nodes first.
+	sort.Slice(r.Refused, func(i, j int) bool {
+		a, b := r.Refused[i], r.Refused[j]
+		if (a.Why == whyAffinity) != (b.Why == whyAffinity) {
+			return b.Why == whyAffinity
+		}
+		if a.Nodes != b.Nodes {
+			return a.Nodes > b.Nodes
+		}
+		return strings.Join(append([]string{a.Why}, a.Also...), ",") < strings.Join(append([]string{b.Why}, b.Also...), ",")
 	})
 	r.Unchecked = unchecked(pending)
 	r.Short = short(pending, usable)
+	r.Absent = absent(r.Request, nodes)
 	named := map[string]int{}
 	for _, path := range paths {
 		named[path[len(path)-1]]++
@@ -191,6 +217,7 @@ func roomFor(pending []*v1.Pod, need int, levels []string, level string, pinned 
 			leftOfLower[n.Name] = freeOfLower[n.Name].DeepCopy()
 			add(d.Free, free[n.Name])
 			d.Lower += lower[n.Name]
+			d.Running += bound[n.Name]
 		}
 		d.Fits = fits(pending, ns, left)
 		d.FitsWithoutLower = d.Fits
@@ -262,7 +289,7 @@ func request(p *v1.Pod) v1.ResourceList {
 
 // admits reports whether a node takes the pod as far as its cordon, taints, node selector and
 // required node affinity go.
-func admits(n *v1.Node, p *v1.Pod) bool { return refuses(n, p) == "" }
+func admits(n *v1.Node, p *v1.Pod) bool { return len(refuses(n, p)) == 0 }
 
 // Why a node refuses a pod, as the scheduler's filters say it, and the prefixes next matches.
 const (
@@ -271,10 +298,15 @@ const (
 	whyAffinity = "the pods' node selector or required node affinity does not match"
 )
 
-// refuses says why a node does not take the pod ("" if it does), as far as its cordon,
-// taints (NoSchedule, NoExecute), node selector and required node affinity go: the filters
-// NodeUnschedulable, TaintToleration and NodeAffinity run first.
-func refuses(n *v1.Node, p *v1.Pod) string {
+// refuses says every reason a node does not take the pod (none if it does), the deciding
+// one first: its node selector and required node affinity (a node they exclude is not one
+// the pod asks for), then the node's cordon, then each taint (NoSchedule, NoExecute) it does
+// not tolerate — the filters NodeAffinity, NodeUnschedulable and TaintToleration.
+func refuses(n *v1.Node, p *v1.Pod) []string {
+	var whys []string
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); err != nil || !ok {
+		whys = append(whys, whyAffinity)
+	}
 	if n.Spec.Unschedulable {
 		tolerated := false
 		for _, t := range p.Spec.Tolerations {
@@ -283,32 +315,32 @@ func refuses(n *v1.Node, p *v1.Pod) string {
 			}
 		}
 		if !tolerated {
-			return whyCordoned
+			whys = append(whys, whyCordoned)
 		}
 	}
-	noSchedule := func(t *v1.Taint) bool {
-		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect != v1.TaintEffectNoSchedule && t.Effect != v1.TaintEffectNoExecute {
+			continue
+		}
+		if !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, t, true) {
+			whys = append(whys, fmt.Sprintf("%s: %s", whyTaint, t.ToString()))
+		}
 	}
-	if t, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, noSchedule, true); untolerated {
-		return fmt.Sprintf("%s: %s", whyTaint, t.ToString())
-	}
-	if ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); err != nil || !ok {
-		return whyAffinity
-	}
-	return ""
+	return whys
 }
 
-// refusal says why a node takes none of the pods ("" if it takes any): the first pod's
-// reason.
-func refusal(n *v1.Node, pods []*v1.Pod) string {
-	first := ""
+// refusal says why a node takes none of the pods (nothing if it takes any): the first pod's
+// reasons.
+func refusal(n *v1.Node, pods []*v1.Pod) []string {
+	var first []string
 	for i, p := range pods {
-		why := refuses(n, p)
-		if why == "" {
-			return ""
+		whys := refuses(n, p)
+		if len(whys) == 0 {
+			return nil
 		}
 		if i == 0 {
-			first = why
+			first = whys
 		}
 	}
 	return first
@@ -389,6 +421,29 @@ func short(pods []*v1.Pod, nodes []*v1.Node) string {
 		return "no single node the pods may use has all they ask for"
 	}
 	return strings.Join(lacking, ", ")
+}
+
+// absent names the resources of req that no node lists in its allocatable with more than 0
+// (cpu, memory and pods aside: every node has those).
+func absent(req v1.ResourceList, nodes []v1.Node) []string {
+	var out []string
+	for _, name := range sortedNames(req) {
+		q := req[name]
+		if q.IsZero() || name == v1.ResourceCPU || name == v1.ResourceMemory || name == v1.ResourcePods || name == v1.ResourceEphemeralStorage {
+			continue
+		}
+		has := false
+		for i := range nodes {
+			if a, ok := nodes[i].Status.Allocatable[name]; ok && !a.IsZero() {
+				has = true
+				break
+			}
+		}
+		if !has {
+			out = append(out, string(name))
+		}
+	}
+	return out
 }
 
 // sortedNames lists a resource list's names, cpu and memory first.

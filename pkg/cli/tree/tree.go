@@ -51,6 +51,9 @@ type Group struct {
 	// parent is missing, is itself, or its parents form a cycle; or it does not exist at all
 	// (Missing) and pods name it.
 	Problem string `json:"problem,omitempty"`
+	// Parent is the CompositePodGroup the group's spec names as its parent
+	// (parentCompositePodGroupName, which cannot be changed once set).
+	Parent string `json:"parent,omitempty"`
 	// Missing: no such PodGroup exists; the group is shown for the pods that name it.
 	Missing  bool     `json:"missing,omitempty"`
 	Children []*Group `json:"children,omitempty"`
@@ -191,6 +194,7 @@ func Build(in Inputs) []*Group {
 			roots = append(roots, g)
 			continue
 		}
+		g.Parent = pk.Name
 		parent, ok := byKey[pk]
 		switch {
 		case !ok:

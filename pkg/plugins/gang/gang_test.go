@@ -369,7 +369,7 @@ func TestDescribeCountsEveryNode(t *testing.T) {
 	statuses := framework.NewDefaultNodeToStatus()
 	statuses.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
 	statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gang g did not fit"))
-	want := "0/3 nodes are available: 1 Insufficient cpu, 2 gang g did not fit"
+	want := "0/3 nodes are available: 2 gang g did not fit, 1 Insufficient cpu"
 	if got := env.plugin.describe(statuses); got != want {
 		t.Errorf("describe = %q, want %q", got, want)
 	}

@@ -3,7 +3,6 @@ package gang
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -37,8 +36,9 @@ type explicitStatuses interface {
 	ForEachExplicitNode(fn func(nodeName string, status *fwk.Status))
 }
 
-// describe summarizes why the pod fit nowhere, like the scheduler's FitError:
-// "0/3 nodes are available: 3 Insufficient cpu".
+// describe summarizes why the pod fit nowhere, like the scheduler's FitError, every reason
+// given, the deciding first (podgroup.DecidingFirst): "0/3 nodes are available: 3
+// Insufficient cpu".
 func (pl *Gang) describe(statuses fwk.NodeToStatusReader) string {
 	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
@@ -64,10 +64,9 @@ func (pl *Gang) describe(statuses fwk.NodeToStatusReader) string {
 			count(statuses.Get(n.Node().Name), 1)
 		}
 	}
-	reasons := make([]string, 0, len(counts))
-	for r, n := range counts {
-		reasons = append(reasons, fmt.Sprintf("%d %s", n, r))
+	reasons := podgroup.DecidingFirst(counts)
+	for i, r := range reasons {
+		reasons[i] = fmt.Sprintf("%d %s", counts[r], r)
 	}
-	sort.Strings(reasons)
 	return fmt.Sprintf("0/%d nodes are available: %s", len(nodes), strings.Join(reasons, ", "))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -84,10 +85,14 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 		}
 	})
 	if !r.place(root) {
+		pods := r.pendingOf(root)
+		if absent := topo.absentFor(pods); r.most == 0 && len(absent) > 0 {
+			return nil, fmt.Sprintf("%s %s: %s", root.Key.Kind, root.Key.Name, absentMessage(absent))
+		}
 		msg := fmt.Sprintf("%s %s: not enough free capacity for %s on the nodes the pods may use; they could take %d",
-			root.Key.Kind, root.Key.Name, describePods(r.pendingOf(root)), r.most)
-		if why := commonest(r.reasons); why != "" {
-			msg += "; nodes with room refused them: " + why
+			root.Key.Kind, root.Key.Name, describePods(pods), r.most)
+		if whys := refusedFor(r.reasons); whys != "" {
+			msg += "; nodes with room refused them: " + whys
 		}
 		return nil, msg
 	}
@@ -257,15 +262,10 @@ func (a *anywhere) choose(pd *pending, n, start int, topo *topology, freeOf func
 	return -1
 }
 
-// commonest returns the reason given most often, "" if none.
-func commonest(reasons map[string]int) string {
-	best, n := "", 0
-	for r, c := range reasons {
-		if r != "" && (c > n || (c == n && r < best)) {
-			best, n = r, c
-		}
-	}
-	return best
+// refusedFor lists the reasons nodes with room gave, the deciding first, without counts: a
+// node is counted once per member it was tried for.
+func refusedFor(reasons map[string]int) string {
+	return strings.Join(podgroup.DecidingFirst(reasons), "; ")
 }
 
 // readyWith reports whether a tree is ready with the planned members added to the placed ones.

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -625,7 +626,7 @@ func newPodEligibility(pod *v1.Pod) podEligibility {
 // cordoning.
 func (e podEligibility) refusal(n *v1.Node) string {
 	if match, err := e.affinity.Match(n); err != nil || !match {
-		return "node(s) didn't match Pod's node affinity/selector"
+		return selectorMismatch
 	}
 	if n.Spec.Unschedulable {
 		if _, tolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), []v1.Taint{unschedulableTaint}, e.tolerations, nil, true); tolerated {
@@ -635,8 +636,55 @@ func (e podEligibility) refusal(n *v1.Node) string {
 	noSchedule := func(t *v1.Taint) bool {
 		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 	}
-	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, e.tolerations, noSchedule, true); untolerated {
-		return "node(s) had untolerated taint(s)"
+	if t, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, e.tolerations, noSchedule, true); untolerated {
+		// The taint is named (upstream's TaintToleration does not): it is what a person
+		// tolerates or removes.
+		return untoleratedTaint + " " + t.ToString()
 	}
 	return ""
+}
+
+// Why the pods may not use a node, in the words of upstream's Filter plugins; a taint's
+// reason names the taint.
+const (
+	selectorMismatch = podgroup.SelectorMismatch
+	untoleratedTaint = "node(s) had untolerated taint"
+)
+
+// listReasons renders every reason given and how many nodes gave it, the deciding first:
+// "3 node(s) had untolerated taint gpu=true:NoSchedule, 5 node(s) didn't match Pod's node
+// affinity/selector".
+func listReasons(reasons map[string]int) string {
+	whys := podgroup.DecidingFirst(reasons)
+	for i, why := range whys {
+		whys[i] = fmt.Sprintf("%d %s", reasons[why], why)
+	}
+	return strings.Join(whys, ", ")
+}
+
+// absent names the extended resources need asks for that no node of the cluster lists in
+// its allocatable (or lists as 0): a typo in the resource's name, or a device plugin that
+// does not run — no amount of room elsewhere would help.
+func (t *topology) absent(need capacity.Resources) []string {
+	var out []string
+	for name, v := range need.Scalar {
+		if v <= 0 {
+			continue
+		}
+		has := false
+		for _, n := range t.nodes {
+			if n.obj == nil {
+				continue
+			}
+			if q, ok := n.obj.Status.Allocatable[name]; ok && !q.IsZero() {
+				has = true
+				break
+			}
+		}
+		if !has {
+			out = append(out, string(name))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

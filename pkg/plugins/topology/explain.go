@@ -42,10 +42,18 @@ func (c *cluster) describeFailure(f failure) string {
 		sliced = " in such slices"
 	}
 	if f.level < 0 {
+		if absent := c.absentFor(f.pods); f.best == 0 && len(absent) > 0 {
+			return fmt.Sprintf("%s: %s", who, absentMessage(absent))
+		}
 		if sliced != "" {
 			return fmt.Sprintf("%s: not enough room for %s; the nodes it may use could take %d%s", who, what, f.best, sliced)
 		}
 		return fmt.Sprintf("%s: not enough free capacity for %s; the nodes it may use could take %d", who, what, f.best)
+	}
+	if f.best == 0 {
+		if absent := c.absentFor(f.pods); len(absent) > 0 {
+			return fmt.Sprintf("%s: %s", who, absentMessage(absent))
+		}
 	}
 	lvl := levelName(c.levels[f.level])
 	switch {
@@ -64,7 +72,7 @@ func (c *cluster) describeFailure(f failure) string {
 		if f.cands-f.ineligible == 1 {
 			where = "the one " + lvl
 		}
-		msg := fmt.Sprintf("%s: no %s can take %s: %s on every node with room in %s", who, lvl, what, refusalOf(f.refusal), where)
+		msg := fmt.Sprintf("%s: no %s can take %s: every node with room in %s refuses them: %s", who, lvl, what, where, refusalOf(f.refusal))
 		if f.ineligible > 0 {
 			msg += fmt.Sprintf("; %d other %ss have no node the pods may use (%s)", f.ineligible, lvl, f.why)
 		}
@@ -78,6 +86,21 @@ func (c *cluster) describeFailure(f failure) string {
 		msg += fmt.Sprintf("; %d other %ss have no node the pods may use (%s)", f.ineligible, lvl, f.why)
 	}
 	return msg
+}
+
+// absentFor names the extended resources the pods ask for that no node has at all.
+func (t *topology) absentFor(pods []*pending) []string {
+	var need capacity.Resources
+	for _, p := range pods {
+		need.Add(p.need)
+	}
+	return t.absent(need)
+}
+
+// absentMessage says that no node has any of the resources named, and what that likely is:
+// it is not a lack of room, and must not read like one.
+func absentMessage(absent []string) string {
+	return fmt.Sprintf("no node of the cluster has any %s (a typo in the resource's name, or a device plugin that does not run?)", strings.Join(absent, " or "))
 }
 
 // refusalOf names what a Filter refusal means for a gang: "running pods' anti-affinity" for

@@ -195,6 +195,22 @@ func tainted(nodes []*v1.Node) []*v1.Node {
 	return nodes
 }
 
+// labelled labels nodes key=value.
+func labelled(nodes []*v1.Node, key, value string) []*v1.Node {
+	for _, n := range nodes {
+		n.Labels[key] = value
+	}
+	return nodes
+}
+
+// selecting gives pods the node selector key=value.
+func selecting(pods []*v1.Pod, key, value string) []*v1.Pod {
+	for _, p := range pods {
+		p.Spec.NodeSelector = map[string]string{key: value}
+	}
+	return pods
+}
+
 // withRacksFrom renames the racks of nodes to start at first (r<first>...).
 func withRacksFrom(first int, nodes []*v1.Node) []*v1.Node {
 	for _, n := range nodes {
@@ -236,10 +252,18 @@ func TestRanksDomainsByEligibleSlots(t *testing.T) {
 		{name: "nine tainted racks with room and one eligible rack: the eligible one", pods: cpuPods(2, "2"), nodes: nineTaintedAndOne, rack: "r9"},
 		{name: "no eligible rack: said so, with the reason",
 			pods: cpuPods(2, "2"), nodes: tainted(rackNodes("64", "", 2, 2)),
-			refused: "PodGroup train: no rack has a node the pods may use (node(s) had untolerated taint(s))"},
+			refused: "PodGroup train: no rack has a node the pods may use (4 node(s) had untolerated taint dedicated=infra:NoSchedule)"},
 		{name: "the eligible rack too small: the explanation counts it alone",
 			pods: cpuPods(2, "2"), nodes: nineTaintedAndSmall,
-			refused: "PodGroup train: no rack has room for 2 pods × 2 cpu; the roomiest rack could take 1; 9 other racks have no node the pods may use (node(s) had untolerated taint(s))"},
+			refused: "PodGroup train: no rack has room for 2 pods × 2 cpu; the roomiest rack could take 1; 9 other racks have no node the pods may use (18 node(s) had untolerated taint dedicated=infra:NoSchedule)"},
+		{name: "the nodes the selector picks are tainted: the taint is named first, then the nodes the selector leaves out",
+			pods: selecting(cpuPods(2, "2"), "disktype", "ssd"), nodes: append(labelled(tainted(rackNodes("64", "", 2)), "disktype", "ssd"), withRacksFrom(1, rackNodes("64", "", 3))...),
+			refused: "PodGroup train: no rack has a node the pods may use (2 node(s) had untolerated taint dedicated=infra:NoSchedule, 3 node(s) didn't match Pod's node affinity/selector)"},
+		{name: "a resource no node has: a likely typo or missing device plugin, not a rack's room",
+			pods: gangPods("train", 2, func(w *st.PodWrapper) *st.PodWrapper {
+				return w.Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", "example.com/fgpa": "1"})
+			}), nodes: rackNodes("64", "8", 2, 2),
+			refused: "PodGroup train: no node of the cluster has any example.com/fgpa (a typo in the resource's name, or a device plugin that does not run?)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -279,7 +303,7 @@ func TestExplainsFilterRefusals(t *testing.T) {
 	if s.IsSuccess() {
 		t.Fatal("planned a gang every node refuses")
 	}
-	for _, want := range []string{"no rack can take 2 pods × 2 cpu", "running pods' anti-affinity", "on every node with room"} {
+	for _, want := range []string{"no rack can take 2 pods × 2 cpu", "running pods' anti-affinity", "every node with room"} {
 		if !strings.Contains(s.Message(), want) {
 			t.Errorf("explanation %q, want it to say %q", s.Message(), want)
 		}

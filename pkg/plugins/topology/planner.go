@@ -109,13 +109,13 @@ type failure struct {
 	pods  []*pending
 	best  int // the most of its pods any candidate domain could take
 	cands int
-	// ineligible counts the candidates with no node the pods may use; why is the commonest
-	// reason the fitter gave for their nodes.
+	// ineligible counts the candidates with no node the pods may use; why lists the reasons
+	// the fitter gave for their nodes (listReasons).
 	ineligible int
 	why        string
 	// refusing counts the nodes of the other candidates that have room for a pod but whose
 	// Filter refuses it (running pods' anti-affinity, spread, ports...), roomy those with room
-	// that take it; refusal is the commonest reason given.
+	// that take it; refusal lists the reasons given (listReasons).
 	refusing, roomy int
 	refusal         string
 	pin             string // why candidates were restricted, if they were
@@ -623,7 +623,7 @@ func (a packKey) compare(b packKey, levels int) int {
 }
 
 // fail records why g found no domain, from the same numbers the ranking uses: the candidate
-// domains with no node the pods may use (and the commonest reason), and how many of its pods
+// domains with no node the pods may use (and every reason, listReasons), and how many of its pods
 // the roomiest of the others could take.
 func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin string) {
 	var pods []*pending
@@ -645,14 +645,15 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 	}
 	var usable []room
 	refusals := map[string]int{}
+	var whys []string // why each node of the domain looked at is refused, until one is not
 	for _, d := range cands {
 		var slots int64
 		eligible, some := false, false
-		why := ""
+		whys = whys[:0]
 		for _, n := range d.nodes {
 			if rep != nil && !p.fit.eligible(rep.shape, n) {
-				if why == "" {
-					why = p.fit.ineligible(rep.shape, n)
+				if !eligible {
+					whys = append(whys, p.fit.ineligible(rep.shape, n))
 				}
 				continue
 			}
@@ -674,13 +675,15 @@ func (p *planner) fail(g *podgroup.GroupView, level int, cands []*domain, pin st
 		}
 		if !eligible {
 			f.ineligible++
-			reasons[why]++
+			for _, why := range whys {
+				reasons[why]++
+			}
 			continue
 		}
 		usable = append(usable, room{d, slots, some})
 	}
-	f.why = commonest(reasons)
-	f.refusal = commonest(refusals)
+	f.why = listReasons(reasons)
+	f.refusal = listReasons(refusals)
 	sort.SliceStable(usable, func(i, j int) bool { return usable[i].slots > usable[j].slots })
 	const maxExplained = 64
 	for i, r := range usable {

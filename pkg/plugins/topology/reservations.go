@@ -136,8 +136,8 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 		logger.V(2).Info("Reservation for a starving gang", "root", p.Root, "domain", nr.Domain, "priority", p.Priority,
 			"waited", now.Sub(p.WaitingSince).Round(time.Second), "blockers", len(nr.Blockers), "pods", nr.Pods)
 		if rec := pl.handle.EventRecorder(); rec != nil && p.Object != nil {
-			rec.Eventf(p.Object, nil, v1.EventTypeNormal, "Reserving", "Scheduling", "Reserving %s for %s after waiting %s: %d pods of priority up to %d must end first",
-				nr.Domain, nr.Pods, now.Sub(p.WaitingSince).Round(time.Second), len(nr.Blockers), c.HighestPodPriority())
+			rec.Eventf(p.Object, nil, v1.EventTypeNormal, "Reserving", "Scheduling", "Reserving %s for %s after waiting %s: %d pods of priority up to %d there must end first",
+				nr.Domain, nr.Pods, now.Sub(p.WaitingSince).Round(time.Second), blockersThere(nr), c.HighestPodPriority())
 		}
 	}
 	return msg
@@ -171,7 +171,7 @@ func (pl *Topology) holds(r *reservation.Reservation, topo *topology, infos []fw
 
 // describeReservation says what is held and how far it is from free, for the tree's condition
 // (reason Reserving): "rack r3 held since 12:04:05 UTC for 4 pods × 8 cpu: 2 of 4 nodes free;
-// waiting for 3 pods of priority up to 100 to end". It reads the reserved nodes and the
+// waiting for 3 pods of priority up to 100 there to end". It reads the reserved nodes and the
 // blockers' nodes only.
 func (pl *Topology) describeReservation(r *reservation.Reservation, topo *topology, infos []fwk.NodeInfo) string {
 	ready, left := 0, 0
@@ -181,11 +181,7 @@ func (pl *Topology) describeReservation(r *reservation.Reservation, topo *topolo
 			ready++
 		}
 	}
-	blockersOn := sets.New[string]()
-	for _, node := range r.Blockers {
-		blockersOn.Insert(node)
-	}
-	for name := range blockersOn {
+	for name := range blockersIn(r) {
 		ni := topo.infoOf(infos, name)
 		if ni == nil {
 			continue
@@ -199,9 +195,33 @@ func (pl *Topology) describeReservation(r *reservation.Reservation, topo *topolo
 	}
 	msg := fmt.Sprintf("%s held since %s for %s: %d of %d nodes free", r.Domain, r.Since.UTC().Format("15:04:05 MST"), r.Pods, ready, len(r.Need))
 	if left > 0 {
-		msg += fmt.Sprintf("; waiting for %d pods of priority up to %d to end", left, prio)
+		msg += fmt.Sprintf("; waiting for %d pods of priority up to %d there to end", left, prio)
 	}
 	return msg
+}
+
+// blockersIn returns the nodes the reservation holds that blockers run on. The blockers are
+// whole gangs, some of whose pods may run outside the domain: only those on its nodes must
+// end for the room to be there, and only they are counted.
+func blockersIn(r *reservation.Reservation) sets.Set[string] {
+	on := sets.New[string]()
+	for _, node := range r.Blockers {
+		if _, held := r.Need[node]; held || r.Closed.Has(node) {
+			on.Insert(node)
+		}
+	}
+	return on
+}
+
+// blockersThere counts the blockers on the nodes the reservation holds.
+func blockersThere(r *reservation.Reservation) int {
+	n := 0
+	for _, node := range r.Blockers {
+		if _, held := r.Need[node]; held || r.Closed.Has(node) {
+			n++
+		}
+	}
+	return n
 }
 
 // --- holding ---

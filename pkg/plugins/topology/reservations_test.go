@@ -80,7 +80,7 @@ func TestReserveTheRackFreeSoonestForTheLongestWaiter(t *testing.T) {
 	}
 	// The older gang starts starving: it takes over, at the same level.
 	msg := env.plugin.reserve(env.Ctx, trees["older"], starving("older", now.Add(-10*time.Minute)), infos)
-	if !strings.Contains(msg, "rack z1-r1 held since") || !strings.Contains(msg, "waiting for 2 pods of priority up to 0 to end") {
+	if !strings.Contains(msg, "rack z1-r1 held since") || !strings.Contains(msg, "waiting for 2 pods of priority up to 0 there to end") {
 		t.Fatalf("reservation %q, want rack z1-r1, its 2 pods in the way", msg)
 	}
 	if env.plans.reservations.Get(podgroup.PodGroupKey("ns", "younger")) != nil {
@@ -581,5 +581,41 @@ func TestReservationsNeverHoldTheSameRoom(t *testing.T) {
 	env.plugin.reserve(env.Ctx, trees["low"], low, infos)
 	if overlapping() {
 		t.Error("the lower gang's reservation came back to the room the higher one holds")
+	}
+}
+
+// A reservation's blockers are whole gangs, some of whose pods run outside its domain: its
+// condition and event count the pods there, which must end, not the gangs' pods elsewhere.
+func TestReservationCountsThePodsInItsDomain(t *testing.T) {
+	var pods []*v1.Pod
+	// Gang wide runs 2 pods in rack z0-r0 and 2 in z1-r1; the other racks hold pods of a
+	// ReplicaSet, which may never end.
+	for i, n := range []string{"z0-r0-h0", "z0-r0-h1", "z1-r1-h0", "z1-r1-h1"} {
+		pods = append(pods, running(fmt.Sprintf("wide-%d", i), n, "4", 0, "wide"))
+	}
+	for _, n := range []string{"z0-r1-h0", "z0-r1-h1", "z1-r0-h0", "z1-r0-h1"} {
+		web := st.MakePod().Namespace("ns").Name("web-" + n).UID("web-" + n).Node(n).SchedulerName(lt.SchedulerName).Req(lt.CPU("4"))
+		pods = append(pods, lt.ControlledBy(web, "apps/v1", "ReplicaSet", "web", "web").Obj())
+	}
+	big := lt.Members("ns", "big", 2, lt.CPU("4"))
+	groups := []runtime.Object{
+		lt.MakePodGroup().Namespace("ns").Name("wide").Gang(4).Obj(),
+		lt.MakePodGroup().Namespace("ns").Name("big").Gang(2).Topology(lt.Required(rackKey)).Obj(),
+	}
+	env := newTestEnvOpts(t, groups, append(pods, big...), labeledNodes("4"), podgrouptest.Options{Filters: true})
+	tree, ok := env.Components.Model.Gate().Tree(big[0])
+	if !ok {
+		t.Fatal("no tree for big")
+	}
+	msg := env.plugin.reserve(env.Ctx, tree, starving("big", time.Now().Add(-10*time.Minute)), env.NodeInfos(t))
+	if !strings.Contains(msg, "waiting for 2 pods of priority up to 0 there to end") {
+		t.Errorf("reservation %q, want the 2 pods of gang wide in the rack held, not its 4", msg)
+	}
+	r := env.plans.reservations.Get(podgroup.PodGroupKey("ns", "big"))
+	if r == nil {
+		t.Fatal("no reservation")
+	}
+	if got := blockersThere(r); got != 2 {
+		t.Errorf("%d blockers counted in %s, want 2 (blockers %v)", got, r.Domain, r.Blockers)
 	}
 }
