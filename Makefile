@@ -74,7 +74,9 @@ print-platforms:
 ## demo: a local cluster on 127.0.0.1 (control plane from k8s.io/kubernetes, KWOK nodes,
 ## lockstep) running the examples of manifests/examples; it keeps running
 demo: demo-core
-	$(GO) run ./hack/demo up
+	@echo "==> building the demo's driver (hack/demo)"
+	@hack/progress.sh "the demo's driver" $(GO) build -o $(BIN)/lockstep-demo ./hack/demo
+	$(BIN)/lockstep-demo up
 
 ## demo-down: stop everything make demo started
 demo-down:
