@@ -41,9 +41,6 @@ import (
 //   - helm install --dry-run=server refuses what install refuses; helm template, which reads
 //     no cluster, refuses nothing.
 func TestChartRefusesClashingReleases(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and a kube-apiserver")
-	}
 	kubeconfig, kube := startCluster(t)
 	ctx := context.Background()
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}, metav1.CreateOptions{}); err != nil {

@@ -86,8 +86,10 @@ func (a *anywhere) plan(root *podgroup.GroupView, topo *topology, infos []fwk.No
 	})
 	if !r.place(root) {
 		pods := r.pendingOf(root)
-		if absent := topo.absentFor(pods); r.most == 0 && len(absent) > 0 {
-			return nil, fmt.Sprintf("%s %s: %s", root.Key.Kind, root.Key.Name, absentMessage(absent))
+		if r.most == 0 {
+			if absent := topo.absentFor(pods); len(absent) > 0 {
+				return nil, fmt.Sprintf("%s %s: %s", root.Key.Kind, root.Key.Name, absentMessage(absent))
+			}
 		}
 		msg := fmt.Sprintf("%s %s: not enough free capacity for %s on the nodes the pods may use; they could take %d",
 			root.Key.Kind, root.Key.Name, describePods(pods), r.most)

@@ -41,19 +41,17 @@ func (c *cluster) describeFailure(f failure) string {
 		what += sliced
 		sliced = " in such slices"
 	}
-	if f.level < 0 {
-		if absent := c.absentFor(f.pods); f.best == 0 && len(absent) > 0 {
+	if f.best == 0 {
+		// Nothing fits anywhere: a resource no node has is the answer, not the room.
+		if absent := c.absentFor(f.pods); len(absent) > 0 {
 			return fmt.Sprintf("%s: %s", who, absentMessage(absent))
 		}
+	}
+	if f.level < 0 {
 		if sliced != "" {
 			return fmt.Sprintf("%s: not enough room for %s; the nodes it may use could take %d%s", who, what, f.best, sliced)
 		}
 		return fmt.Sprintf("%s: not enough free capacity for %s; the nodes it may use could take %d", who, what, f.best)
-	}
-	if f.best == 0 {
-		if absent := c.absentFor(f.pods); len(absent) > 0 {
-			return fmt.Sprintf("%s: %s", who, absentMessage(absent))
-		}
 	}
 	lvl := levelName(c.levels[f.level])
 	switch {

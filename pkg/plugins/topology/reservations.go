@@ -206,7 +206,7 @@ func (pl *Topology) describeReservation(r *reservation.Reservation, topo *topolo
 func blockersIn(r *reservation.Reservation) sets.Set[string] {
 	on := sets.New[string]()
 	for _, node := range r.Blockers {
-		if _, held := r.Need[node]; held || r.Closed.Has(node) {
+		if onHeldNode(r, node) {
 			on.Insert(node)
 		}
 	}
@@ -217,11 +217,17 @@ func blockersIn(r *reservation.Reservation) sets.Set[string] {
 func blockersThere(r *reservation.Reservation) int {
 	n := 0
 	for _, node := range r.Blockers {
-		if _, held := r.Need[node]; held || r.Closed.Has(node) {
+		if onHeldNode(r, node) {
 			n++
 		}
 	}
 	return n
+}
+
+// onHeldNode reports whether the reservation holds room on node, or closes it.
+func onHeldNode(r *reservation.Reservation, node string) bool {
+	_, held := r.Need[node]
+	return held || r.Closed.Has(node)
 }
 
 // --- holding ---
