@@ -25,10 +25,30 @@ type Gate struct {
 	// sortKeys are the queue-sort keys of the pods Admit let into the queue, fixed until the
 	// pod enters the queue again: QueueSort reads them under the queue's lock, lock-free.
 	sortKeys sync.Map // types.UID → SortKey
+	// turnHolders are the profiles that run LockstepScout (pkg/plugins/scout), which holds
+	// the members waiting their turn (AwaitsTurn) where LockstepGang lets them through.
+	turnHolders sync.Map // profile name → struct{}
 }
 
 // AddProfile registers a profile the model serves (see Model.AddProfile).
 func (g *Gate) AddProfile(p Profile) { g.m.AddProfile(p) }
+
+// HoldTurns registers a profile that runs LockstepScout.
+func (g *Gate) HoldTurns(profile string) { g.turnHolders.Store(profile, struct{}{}) }
+
+// TurnsHeld reports whether LockstepScout holds the members of profile that wait their turn.
+func (g *Gate) TurnsHeld(profile string) bool {
+	_, ok := g.turnHolders.Load(profile)
+	return ok
+}
+
+// AwaitsTurn answers LockstepScout's PreEnqueue: whether the member waits for its tree's
+// scout (another member) or for its tree's backoff to end, and the verdict saying so (Peek:
+// no side effects; a tree with no scout yet gets one from Admit, LockstepGang's).
+func (g *Gate) AwaitsTurn(pod *v1.Pod) (Verdict, bool) {
+	v := g.Peek(pod)
+	return v, v.Code.AwaitsTurn()
+}
 
 // VerdictCode says whether a pod may enter the scheduling queue or cycle.
 type VerdictCode int
@@ -65,6 +85,11 @@ const (
 var verdictNames = [...]string{"Proceed", "NotMember", "MissingGroup", "Invalid", "WaitingForPods", "BackingOff", "Syncing", "Unseen", "Suspended", "AwaitingKueue", "AwaitingScout"}
 
 func (c VerdictCode) String() string { return verdictNames[c] }
+
+// AwaitsTurn reports whether the verdict holds a member until its tree's scout or backoff
+// lets it in: holds only the group model ends (it activates the members), never a cluster
+// event the scheduling queue sees.
+func (c VerdictCode) AwaitsTurn() bool { return c == BackingOff || c == AwaitingScout }
 
 // Verdict is the answer to "may this pod be scheduled now?", with a message a person can act
 // on whenever the answer is no.

@@ -38,6 +38,7 @@ import (
 	"github.com/lockstep-sched/lockstep/pkg/leader"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/bind"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
+	"github.com/lockstep-sched/lockstep/pkg/plugins/scout"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/topology"
 	"github.com/lockstep-sched/lockstep/pkg/podgroup"
 )
@@ -104,6 +105,13 @@ func (s *Scheduler) Registry() frameworkruntime.Registry {
 				return nil, err
 			}
 			return gang.New(ctx, obj, h, c.groups.Model.Gate(), c.groups.Model.Permits())
+		},
+		scout.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			c, err := s.components(ctx, h)
+			if err != nil {
+				return nil, err
+			}
+			return scout.New(ctx, obj, h, c.groups.Model.Gate())
 		},
 		bind.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			c, err := s.components(ctx, h)

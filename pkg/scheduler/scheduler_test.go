@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-sched/lockstep/pkg/plugins/bind"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/gang"
+	"github.com/lockstep-sched/lockstep/pkg/plugins/scout"
 	"github.com/lockstep-sched/lockstep/pkg/plugins/topology"
 )
 
@@ -34,7 +35,7 @@ func TestCommandOffersKubeSchedulerAndLockstepFlags(t *testing.T) {
 // Every plugin of a Scheduler's registry is there, and two Schedulers share nothing.
 func TestRegistry(t *testing.T) {
 	a, b := New(Options{}), New(Options{})
-	for _, name := range []string{gang.Name, topology.Name, bind.Name} {
+	for _, name := range []string{gang.Name, scout.Name, topology.Name, bind.Name} {
 		if _, ok := a.Registry()[name]; !ok {
 			t.Errorf("plugin %s not registered", name)
 		}
@@ -42,8 +43,8 @@ func TestRegistry(t *testing.T) {
 	if a.Elected() == b.Elected() {
 		t.Error("two schedulers share their leadership")
 	}
-	if len(a.Plugins()) != 3 {
-		t.Errorf("%d plugin options, want 3", len(a.Plugins()))
+	if len(a.Plugins()) != 4 {
+		t.Errorf("%d plugin options, want 4", len(a.Plugins()))
 	}
 }
 

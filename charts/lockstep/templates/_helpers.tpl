@@ -89,6 +89,7 @@ profiles:
       multiPoint:
         enabled:
           - name: LockstepGang
+          - name: LockstepScout
           - name: LockstepTopology
             weight: 3
       queueSort:

@@ -36,6 +36,9 @@ type Gate interface {
 	// AddProfile registers the plugin's profile and its Job group timeout.
 	AddProfile(p podgroup.Profile)
 	Admit(logger klog.Logger, pod *v1.Pod) podgroup.Verdict
+	// TurnsHeld reports whether LockstepScout holds the profile's members that wait their
+	// turn (podgroup.VerdictCode.AwaitsTurn).
+	TurnsHeld(profile string) bool
 	// Check answers PreFilter; nodes is the number of nodes in the cycle's snapshot.
 	Check(logger klog.Logger, pod *v1.Pod, nodes int) podgroup.Verdict
 	// Queueable answers a queueing hint on room news: whether the member may proceed.

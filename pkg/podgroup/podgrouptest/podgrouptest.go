@@ -98,8 +98,8 @@ type PluginFactory func(ctx context.Context, fh fwk.Handle, groups *podgroup.Com
 type Plugin struct {
 	Name    string
 	Factory PluginFactory
-	// Points lists extension points: "QueueSort", "PreFilter", "Filter", "PostFilter", "PreScore",
-	// "Score", "Reserve", "Permit".
+	// Points lists extension points: "PreEnqueue", "QueueSort", "PreFilter", "Filter",
+	// "PostFilter", "PreScore", "Score", "Reserve", "Permit".
 	Points []string
 }
 
@@ -293,6 +293,8 @@ func permitPlugin(plugins []Plugin) string {
 
 func pluginSet(p *schedconfig.Plugins, point string) *schedconfig.PluginSet {
 	switch point {
+	case "PreEnqueue":
+		return &p.PreEnqueue
 	case "QueueSort":
 		return &p.QueueSort
 	case "PreFilter":

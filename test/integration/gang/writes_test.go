@@ -7,7 +7,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-sched/lockstep/pkg/apis/scheduling/v1alpha1"
@@ -87,4 +89,102 @@ func gangAttempts(t *testing.T, s *testenv.Scheduler) float64 {
 	t.Helper()
 	v, _ := testenv.Sample(s.Metrics(t), `lockstep_gang_attempts_total\{result="unschedulable"\}`)
 	return v
+}
+
+// Issue #58: a gang that fails the same way again and again writes nothing new, as kube's
+// event correlator aggregates repeated events. Its first failures write the group's
+// condition, its event, the members' PodScheduled and the scout's FailedScheduling event
+// (the second of which the scheduler's event broadcaster turns into a series with a count);
+// from then on, through the 50th failure, no pod, group or event of the namespace is
+// written. Each relabel of a node is news that retries the gang at once (whatever its
+// backoff), and the failure says the same each time.
+func TestTheFiftiethIdenticalFailureWritesNothing(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.Namespace(t, "identical")
+	env.CreateNodes(t, lt.MakeNode("n1", "4").Obj(), lt.MakeNode("n2", "4").Obj())
+	sched := env.StartScheduler(t, testenv.GangArgs{"backoffSeconds": 600})
+	// Three pods of 3 cpu on two nodes of 4: two fit, never the third.
+	env.CreatePodGroups(t, lt.MakePodGroup().Namespace(ns).Name("big").Gang(3).Obj())
+	env.CreatePods(t, lt.Members(ns, "big", 3, lt.CPU("3"))...)
+	env.WaitCondition(t, "PodGroup", ns, "big", metav1.ConditionFalse, v1alpha1.ReasonUnschedulable, "cannot fit")
+	members := names(3, "big")
+
+	start := gangAttempts(t, sched)
+	// News retries the gang at once, but no sooner than a second after its last try (the
+	// retry floor): a relabel, then the retry it prompts, until it failed n times since start.
+	fail := func(n int) {
+		t.Helper()
+		for i := 0; gangAttempts(t, sched) < start+float64(n); i++ {
+			before := gangAttempts(t, sched)
+			relabel(t, env, "n1", fmt.Sprintf("%d-%d", n, i))
+			testenv.Eventually(t, 30*time.Second, "the gang retried after a relabel", func() (bool, string) {
+				got := gangAttempts(t, sched)
+				return got > before, fmt.Sprintf("%v failed attempts, want more than %v", got-start, before-start)
+			})
+		}
+		env.WaitIdle(t)
+	}
+	fail(3)
+	pods, group, evs := resourceVersions(t, env, ns, members), groupVersion(t, env, ns, "big"), eventVersions(t, env, ns)
+	fail(50)
+	t.Logf("%v failed attempts of the gang", gangAttempts(t, sched)-start)
+	for name, rv := range resourceVersions(t, env, ns, members) {
+		if rv != pods[name] {
+			t.Errorf("pod %s written by a repeated failure: resourceVersion %s, was %s; PodScheduled %v", name, rv, pods[name], env.PodScheduled(t, ns, name))
+		}
+	}
+	if rv := groupVersion(t, env, ns, "big"); rv != group {
+		t.Errorf("PodGroup big written by a repeated failure: resourceVersion %s, was %s; condition %v", rv, group, env.GroupCondition(t, "PodGroup", ns, "big"))
+	}
+	now := eventVersions(t, env, ns)
+	for name, ev := range now {
+		if was, ok := evs[name]; !ok || was.ResourceVersion != ev.ResourceVersion {
+			t.Errorf("event written by a repeated failure: %s %s on %s %s: %q", ev.Reason, ev.Type, ev.Regarding.Kind, ev.Regarding.Name, ev.Note)
+		}
+	}
+	if len(now) != len(evs) {
+		t.Errorf("%d events after 50 failures, %d after 3", len(now), len(evs))
+	}
+	// The scout's failures are one event with a count, not one event each.
+	counted := false
+	for _, ev := range now {
+		if ev.Reason == "FailedScheduling" && ev.Series != nil && ev.Series.Count >= 2 {
+			counted = true
+		}
+	}
+	if !counted {
+		t.Errorf("no FailedScheduling event counts the repeated failures: %v", now)
+	}
+}
+
+// relabel sets a label of node to value: news for every waiting gang.
+func relabel(t *testing.T, env *testenv.Env, node, value string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{"lockstep.test/round":%q}}}`, value)
+	if _, err := env.Client.CoreV1().Nodes().Patch(context.Background(), node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func groupVersion(t *testing.T, env *testenv.Env, ns, name string) string {
+	t.Helper()
+	pg, err := env.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg.ResourceVersion
+}
+
+// eventVersions returns the events of namespace ns by name.
+func eventVersions(t *testing.T, env *testenv.Env, ns string) map[string]eventsv1.Event {
+	t.Helper()
+	list, err := env.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]eventsv1.Event{}
+	for _, ev := range list.Items {
+		out[ev.Name] = ev
+	}
+	return out
 }

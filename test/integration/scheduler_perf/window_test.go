@@ -13,11 +13,12 @@ import (
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 )
 
-// The waiting workloads (LockstepWaitingGangs, NativeWaitingGangs, PlainWaiting) measure rates
-// over a window in which nothing can be scheduled: apiserver writes, events and attempts per
-// minute. scheduler_perf gives no counter over a window: its metrics collector reads
-// histograms only (counters in metricsCollectorConfig yield no data item), resets nothing at
-// startCollectingMetrics, and the apiserver's counts are reset only between workloads. So the
+// The waiting workloads (LockstepWaitingGangs, LockstepWaitingAtScale, NativeWaitingGangs,
+// PlainWaiting) measure rates over a window in which nothing can be scheduled: apiserver
+// writes, events and attempts per minute. scheduler_perf gives no counter over a window: its
+// metrics collector reads histograms only (counters in metricsCollectorConfig yield no data
+// item), resets nothing at startCollectingMetrics, and the apiserver's counts are reset only
+// between workloads. So the
 // workload marks the window itself: it creates the ConfigMap bench-window-start right after
 // startCollectingMetrics and bench-window-stop right before stopCollectingMetrics
 // (templates/window-marker.yaml), and recordWindow snapshots the counters when it sees each
