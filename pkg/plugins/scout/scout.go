@@ -9,9 +9,9 @@
 // no cluster event, and the queue passes over the pods it holds at each event without asking
 // anything: held by LockstepGang, whose events a pending member's other holds need (a missing
 // group, too few pods), each of them was asked about every pod deletion, every pod created
-// and every group change — with 10,000 gangs of 8 waiting, 70,000 questions per event, most
-// of the scheduler's CPU. The queue's periodic flush of pods held for five minutes remains a
-// safety net, as for any held pod.
+// and every group change — with 10,000 gangs of 8 waiting, 70,000 questions per event, about
+// half of the scheduler's CPU (docs/benchmarks.md). The queue's periodic flush of pods held
+// for five minutes remains a safety net, as for any held pod.
 //
 // LockstepGang decides every hold (podgroup.Gate.Admit) and leaves these two to this plugin
 // in a profile that enables it; without it, LockstepGang holds them itself.
