@@ -66,6 +66,10 @@ func (f *Frameworks) Activate(logger klog.Logger, pods []*v1.Pod) {
 	h.Activate(logger, byKey)
 }
 
+// Hold sends pods back through PreEnqueue: the queue's activation runs it for a pod it holds
+// as unschedulable, and marks a pod in its cycle to go through it when it comes back.
+func (f *Frameworks) Hold(logger klog.Logger, pods []*v1.Pod) { f.Activate(logger, pods) }
+
 // Allow lets a waiting pod bind.
 func (f *Frameworks) Allow(pod *v1.Pod) {
 	f.onWaiting(pod, "allow", func(wp fwk.WaitingPod) { wp.Allow(f.plugin) })

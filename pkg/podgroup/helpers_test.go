@@ -24,6 +24,7 @@ type recorder struct {
 	mu        sync.Mutex
 	batches   int // Activate calls
 	activated []string
+	held      []string // sent back through PreEnqueue (Hold)
 	allowed   []string
 	rejected  map[string]string
 	evicted   []string
@@ -107,6 +108,23 @@ func (r *recorder) Activate(_ klog.Logger, pods []*v1.Pod) {
 	r.batches++
 	for _, p := range pods {
 		r.activated = append(r.activated, p.Name)
+	}
+}
+
+// takeHeld returns the pods sent back through PreEnqueue (Hold) since the last call.
+func (r *recorder) takeHeld() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.held
+	r.held = nil
+	return out
+}
+
+func (r *recorder) Hold(_ klog.Logger, pods []*v1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range pods {
+		r.held = append(r.held, p.Name)
 	}
 }
 

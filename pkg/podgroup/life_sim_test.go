@@ -231,6 +231,7 @@ func (w *lifeWorld) key(g *lifeGang) Key { return PodGroupKey("ns", g.name) }
 // --- the scheduler the model drives ---
 
 func (w *lifeWorld) Activate(logr.Logger, []*v1.Pod) {}
+func (w *lifeWorld) Hold(logr.Logger, []*v1.Pod)     {}
 
 func (w *lifeWorld) Allow(p *v1.Pod) {
 	lp := w.pods[p.UID]

@@ -118,6 +118,9 @@ type Profile struct {
 type Scheduler interface {
 	// Activate moves pods to the active queue, whatever held them back.
 	Activate(logger klog.Logger, pods []*v1.Pod)
+	// Hold sends pods that failed back through PreEnqueue, which holds them while their tree
+	// backs off: out of the scheduling queue's passes at cluster events (heldFromNowLocked).
+	Hold(logger klog.Logger, pods []*v1.Pod)
 	// Allow lets a pod waiting at Permit bind; Reject refuses it.
 	Allow(pod *v1.Pod)
 	Reject(pod *v1.Pod, msg string)
@@ -393,7 +396,9 @@ func (m *Model) validatorsLocked() []Validator {
 type effects struct {
 	logger   klog.Logger
 	activate []*v1.Pod
-	tell     []telling
+	// hold are pods that failed, to send back through PreEnqueue (Scheduler.Hold).
+	hold []*v1.Pod
+	tell []telling
 	// unnominate are members whose nominations their ended waits left (nominations.go).
 	unnominate []*v1.Pod
 	reject     []rejection
@@ -445,6 +450,9 @@ func (m *Model) apply(e *effects) {
 	}
 	m.permits.ended(e.ended)
 	m.activate(e.logger, e.activate)
+	if m.sched != nil && len(e.hold) > 0 {
+		m.sched.Hold(e.logger, e.hold)
+	}
 	if m.teller != nil && len(e.tell)+len(e.unnominate) > 0 {
 		// API writes, off the scheduling cycle that may have failed the gang.
 		m.telling.Add(1)

@@ -12,24 +12,32 @@ import (
 // with members that exist and have no node, pending since the earliest of those members was
 // created. A workload kept suspended (queued in Kueue) has no pods and is not pending; a
 // replacement member of a running gang is not a gang pending. Computed when the metrics are
-// scraped, from the model, so nothing is kept per gang for them.
+// scraped, from the model: group by group, from the earliest creation of each group's members
+// without a node, which the members' record keeps (Members.Unbound), not pod by pod.
 
 // PendingGangs counts the pending gangs and how long the oldest has been pending.
 func (m *Model) PendingGangs() (count int, oldest time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()
+	// The trees of more than one group, by root: the earliest creation of a member without a
+	// node (since), whether the tree is a gang (gang). A group that is its own root is counted
+	// at once, without them.
 	since := map[Key]time.Time{}
 	gang := map[Key]bool{}
-	for _, mem := range m.members.byUID {
-		if mem.Bound() || terminated(mem.Pod) {
+	for k, created := range m.members.Unbound() {
+		g := m.index.Get(k)
+		if !g.Exists() || g.problem != "" || g.Scheduled() {
+			continue // an invalid group's tree has no root (RootOf)
+		}
+		if _, ok := g.ParentKey(); !ok {
+			if g.IsGang() {
+				count++
+				oldest = max(oldest, now.Sub(created))
+			}
 			continue
 		}
-		g := m.index.Get(mem.Group)
-		if !g.Exists() || g.Scheduled() {
-			continue
-		}
-		root, ok := m.index.RootOf(mem.Group)
+		root, ok := m.index.RootOf(k)
 		if !ok {
 			continue
 		}
@@ -44,14 +52,14 @@ func (m *Model) PendingGangs() (count int, oldest time.Duration) {
 		if !isGang {
 			continue
 		}
-		if t, ok := since[root]; !ok || mem.Pod.CreationTimestamp.Time.Before(t) {
-			since[root] = mem.Pod.CreationTimestamp.Time
+		if t, ok := since[root]; !ok || created.Before(t) {
+			since[root] = created
 		}
 	}
 	for _, t := range since {
 		oldest = max(oldest, now.Sub(t))
 	}
-	return len(since), oldest
+	return count + len(since), oldest
 }
 
 // pendingSource is the model whose pending gangs the metrics report: the scheduler's (one

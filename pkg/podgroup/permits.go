@@ -730,6 +730,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		}
 		r.backoffUntil = now.Add(backoff)
 		p.armRetryLocked(root, r, r.backoffUntil)
+		eff.hold = append(eff.hold, p.heldFromNowLocked(tried)...)
 	}
 	eff.ended = append(eff.ended, root)
 	metrics.attempts.WithLabelValues(result).Inc()

@@ -68,11 +68,13 @@ func (m *Model) GroupProblems() (invalid, waiting map[string]int) {
 			invalid[m.index.invalidReason(g)]++
 		}
 	}
-	for _, mem := range m.members.byUID {
-		if mem.Bound() || terminated(mem.Pod) || m.index.Get(mem.Group).Exists() {
+	for k := range m.members.Unbound() {
+		if m.index.Get(k).Exists() {
 			continue
 		}
-		waiting[m.waitingReasonLocked(mem.Pod, mem.Group)]++
+		for mem := range m.members.UnboundIn(k) {
+			waiting[m.waitingReasonLocked(mem.Pod, k)]++
+		}
 	}
 	return invalid, waiting
 }

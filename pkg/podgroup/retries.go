@@ -7,6 +7,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
@@ -44,6 +46,25 @@ func (p *Permits) pokeLeftLocked(left *v1.Pod, why string) {
 // stalledLocked returns the roots held back after a failed attempt, those keep accepts (nil:
 // all).
 func (p *Permits) stalledLocked(keep func(*Round) bool) []Key { return p.attempts.heldRounds(keep) }
+
+// heldFromNowLocked returns the pending members among tried, those an attempt of a tree that
+// now backs off sent back to the scheduling queue as failed, to be held (Scheduler.Hold): their
+// PreEnqueue holds them (BackingOff, LockstepScout's) until the model retries the tree. Left where
+// the queue puts a pod that failed, each would be asked about every cluster event its
+// rejecting plugins registered, and the answer is never the queue's to give: the model
+// retries the tree, on news and at its backoff's end. 10,000 waiting gangs' scouts asked
+// about every pod deletion cost a sixth of a core at 15,000 nodes (docs/benchmarks.md).
+// Held while its cycle still runs (PostFilter), a member is marked for it by the queue and
+// goes through PreEnqueue when it comes back.
+func (p *Permits) heldFromNowLocked(tried sets.Set[types.UID]) []*v1.Pod {
+	var out []*v1.Pod
+	for uid := range tried {
+		if mem := p.m.members.Of(uid); mem != nil && !mem.Bound() {
+			out = append(out, mem.Pod)
+		}
+	}
+	return out
+}
 
 // maxQuietBackoff bounds how long a tree that keeps failing waits without news: as long as
 // upstream's scheduling queue keeps an unschedulable pod before it tries it again anyway.

@@ -89,8 +89,9 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		name      string
 		min, pods int
 		steps     []step
-		// activated are the pods the steps activated.
-		activated []string
+		// activated are the pods the steps activated; held those they sent back through
+		// PreEnqueue, to be held while the gang backs off (the pods its failed try sent back).
+		activated, held []string
 	}{{
 		name: "the first member admitted is the scout; the others wait, hints too",
 		min:  3, pods: 3,
@@ -148,11 +149,13 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		min:  3, pods: 3,
 		steps:     []step{admit(0, Proceed), check(0), fail(0), admit(0, BackingOff), admit(1, BackingOff), peek(1, BackingOff)},
 		activated: nil,
+		held:      []string{"a-0"},
 	}, {
 		name: "the scout that failed tries again (one pod carries the gang's condition and events)",
 		min:  3, pods: 3,
 		steps:     []step{admit(1, Proceed), check(1), fail(1), wait(10 * time.Second), admit(1, Proceed), admit(0, AwaitingScout)},
 		activated: []string{"a-1"},
+		held:      []string{"a-1"},
 	}, {
 		name: "a gated member is no scout: its gates hold it, the next member scouts",
 		min:  3, pods: 3,
@@ -163,6 +166,7 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 		min:  3, pods: 3,
 		steps:     []step{admit(1, Proceed), check(1), fail(1), gate(1), wait(10 * time.Second), admit(0, Proceed), admit(2, AwaitingScout)},
 		activated: []string{"a-0"},
+		held:      []string{"a-1"},
 	}, {
 		name: "a gang of one needs no scout",
 		min:  1, pods: 3,
@@ -180,6 +184,9 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 			}
 			if activated, _, _ := rec.take(); !cmp.Equal(activated, tc.activated) {
 				t.Errorf("activated %v, want %v", activated, tc.activated)
+			}
+			if held := rec.takeHeld(); !cmp.Equal(held, tc.held) {
+				t.Errorf("held %v, want %v", held, tc.held)
 			}
 		})
 	}

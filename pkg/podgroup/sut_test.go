@@ -23,6 +23,7 @@ var testPolicy = Policy{PermitTimeout: time.Minute, Backoff: 10 * time.Second}
 type simScheduler struct{ fw simFramework }
 
 func (s simScheduler) Activate(_ klog.Logger, pods []*v1.Pod) { s.fw.activate(pods) }
+func (s simScheduler) Hold(_ klog.Logger, pods []*v1.Pod)     { s.fw.activate(pods) }
 func (s simScheduler) Allow(p *v1.Pod)                        { s.fw.allow(p) }
 func (s simScheduler) Reject(p *v1.Pod, msg string)           { s.fw.reject(p, msg) }
 func (s simScheduler) Live(p *v1.Pod) bool                    { return s.fw.live(p) }

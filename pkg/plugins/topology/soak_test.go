@@ -418,6 +418,7 @@ func (c *stepClock) Step(d time.Duration) {
 type noScheduler struct{}
 
 func (noScheduler) Activate(klog.Logger, []*v1.Pod) {}
+func (noScheduler) Hold(klog.Logger, []*v1.Pod)     {}
 func (noScheduler) Allow(*v1.Pod)                   {}
 func (noScheduler) Reject(*v1.Pod, string)          {}
 func (noScheduler) Live(*v1.Pod) bool               { return true }
