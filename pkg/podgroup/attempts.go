@@ -214,7 +214,7 @@ func (as *Attempts) failMember(r *Round, uid types.UID, k Key) {
 func (as *Attempts) heldRounds(keep func(*Round) bool) []Key {
 	var roots []Key
 	for root, r := range as.held {
-		if as.rounds[root] != r || !r.heldBack() {
+		if !r.heldBack() { // a round leaves held with its root (ForgetGroup)
 			delete(as.held, root)
 			continue
 		}

@@ -99,12 +99,6 @@ func (n *nodeRoom) free(node string) (capacity.Resources, bool) {
 	return f, true
 }
 
-// helps reports whether news of room on node can help a gang whose smallest member needs
-// need: the node is unknown, or it can take that member now.
-func (n *nodeRoom) helps(node string, need capacity.Resources) bool {
-	return n.helpsWith(node, capacity.Resources{}, need)
-}
-
 // helpsWith reports whether node can take a member needing need once freed is added to what
 // the node has free: freed is what a pod that left requested, which the model may not have
 // counted yet (a queueing hint can run before the model's informer sees the pod go). Counted
