@@ -3,10 +3,8 @@ package gang
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -112,7 +110,7 @@ func TestReactionToNews(t *testing.T) {
 // to the gang bound is logged, not asserted. REACTION_NODES and REACTION_GANGS scale it
 // (defaults 200 and 50; docs/benchmarks.md records larger runs).
 func TestReactionUnderLoad(t *testing.T) {
-	nodes, gangs := envInt(t, "REACTION_NODES", 200), envInt(t, "REACTION_GANGS", 50)
+	nodes, gangs := testenv.EnvInt(t, "REACTION_NODES", 200), testenv.EnvInt(t, "REACTION_GANGS", 50)
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "load")
 	// Binds as they happen (a watch): listing every pod while room appears would be load of
@@ -251,19 +249,6 @@ func podScheduledFalse(p *v1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatalf("%s=%q: %v", name, s, err)
-	}
-	return n
 }
 
 // schedulerState describes the scheduler running in this process from its metrics: its queue
