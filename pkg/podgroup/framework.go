@@ -50,7 +50,9 @@ func (f *Frameworks) handle(profile string) fwk.Handle {
 	return nil
 }
 
-// Activate moves pods to the active queue.
+// Activate moves pods to the active queue, in their order: one pod per call of the queue's,
+// whose scheduling loop may pop between two (it walks a call's pods in map order;
+// Model.queueOrderLocked says why the order matters).
 func (f *Frameworks) Activate(logger klog.Logger, pods []*v1.Pod) {
 	if len(pods) == 0 {
 		return
@@ -59,11 +61,9 @@ func (f *Frameworks) Activate(logger klog.Logger, pods []*v1.Pod) {
 	if h == nil {
 		return
 	}
-	byKey := make(map[string]*v1.Pod, len(pods))
 	for _, p := range pods {
-		byKey[p.Namespace+"/"+p.Name] = p
+		h.Activate(logger, map[string]*v1.Pod{p.Namespace + "/" + p.Name: p})
 	}
-	h.Activate(logger, byKey)
 }
 
 // Hold sends pods back through PreEnqueue: the queue's activation runs it for a pod it holds

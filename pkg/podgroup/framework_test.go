@@ -4,7 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
@@ -71,5 +74,38 @@ func TestDroppedAllowIsRetriedForItsOwnWaitOnly(t *testing.T) {
 	f.Allow(wp.pod)
 	if !wp.allowed {
 		t.Error("a registered wait was not allowed")
+	}
+}
+
+// activatingHandle records the queue's Activate calls.
+type activatingHandle struct {
+	fwk.Handle
+	calls [][]string
+}
+
+func (h *activatingHandle) ProfileName() string { return testScheduler }
+
+func (h *activatingHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	var call []string
+	for k := range pods {
+		call = append(call, k)
+	}
+	h.calls = append(h.calls, call)
+}
+
+// The queue walks the pods of one Activate call in map order while its scheduling loop may
+// pop: Frameworks hands it one pod per call, in the order given.
+func TestActivateHandsPodsOverInOrder(t *testing.T) {
+	h := &activatingHandle{}
+	f := NewFrameworks("LockstepGang", nil)
+	f.Add(h)
+	var pods []*v1.Pod
+	for _, name := range []string{"urgent-0", "a-0", "b-0", "c-0", "d-0", "e-0"} {
+		pods = append(pods, lt.MakePod().Namespace("ns").Name(name).Obj())
+	}
+	f.Activate(bg, pods)
+	want := [][]string{{"ns/urgent-0"}, {"ns/a-0"}, {"ns/b-0"}, {"ns/c-0"}, {"ns/d-0"}, {"ns/e-0"}}
+	if !cmp.Equal(h.calls, want) {
+		t.Errorf("queue's Activate calls %v, want %v", h.calls, want)
 	}
 }

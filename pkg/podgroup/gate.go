@@ -373,11 +373,17 @@ func (k SortKey) Before(o SortKey) bool {
 }
 
 // cycleKey is the queue-sort key of a pod in its scheduling cycle: the one Admit gave it, or,
-// for a pod in no group, as QueueSort orders it but by its creation, not its queue time.
+// for a pod in no group, loneKey.
 func (g *Gate) cycleKey(pod *v1.Pod) SortKey {
 	if key, ok := g.SortKey(pod); ok {
 		return key
 	}
+	return loneKey(pod)
+}
+
+// loneKey is the queue-sort key of a pod in no group, as QueueSort orders it but by its
+// creation, not its queue time.
+func loneKey(pod *v1.Pod) SortKey {
 	return SortKey{Priority: corev1helpers.PodPriority(pod), Time: pod.CreationTimestamp.Time, Root: "Pod " + pod.Namespace + "/" + pod.Name}
 }
 

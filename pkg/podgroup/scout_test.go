@@ -553,3 +553,41 @@ func TestMemberThatFailedAfterTheScoutScoutsNext(t *testing.T) {
 		})
 	}
 }
+
+// News that retries many waiting trees hands their scouts to the queue in the order the
+// queue sorts them (a higher priority, then the older root first), whatever order the trees
+// joined the retry in: the queue pushes them one by one while its scheduling loop pops, and a
+// scout pushed before an earlier one would be tried first (Model.queueOrderLocked).
+func TestNewsActivatesScoutsInQueueOrder(t *testing.T) {
+	m, clk, rec := testModel(t)
+	gangs := []struct {
+		name    string
+		created time.Duration // after lt.Epoch
+		prio    int32
+	}{{"c", 3 * time.Second, 0}, {"a", time.Second, 0}, {"urgent", 5 * time.Second, 100}, {"d", 4 * time.Second, 0}, {"b", 2 * time.Second, 0}}
+	var scouts []*v1.Pod
+	for _, g := range gangs {
+		m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(g.name).Created(lt.Epoch.Add(g.created)).Gang(2).Obj())
+		for i := range 2 {
+			m.OnPod(nil, lt.Member("ns", g.name, i).Priority(g.prio).Obj())
+		}
+		scouts = append(scouts, lt.Member("ns", g.name, 0).Priority(g.prio).Obj())
+	}
+	for _, p := range scouts {
+		if v := m.Gate().Admit(bg, p); v.Code != Proceed {
+			t.Fatalf("Admit %s = %v %q, want its scout let in", p.Name, v.Code, v.Message)
+		}
+		m.Gate().Check(bg, p, 0)
+		m.Permits().Fail(bg, p, "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	}
+	clk.Step(DefaultRetryFloor + time.Millisecond) // past every floor, within every backoff
+	rec.take()
+	m.OnCapacity("node added")
+	clk.Step(newsDelay)
+	rec.mu.Lock()
+	activated := rec.activated
+	rec.mu.Unlock()
+	if want := []string{"urgent-0", "a-0", "b-0", "c-0", "d-0"}; !cmp.Equal(activated, want) {
+		t.Errorf("news activated %v, want %v (the queue's order)", activated, want)
+	}
+}

@@ -36,12 +36,19 @@ func (e *Env) Settled(t *testing.T, what string, cond func() (bool, string)) {
 // do on what it was told.
 func (e *Env) WaitIdle(t *testing.T) {
 	t.Helper()
+	e.WaitIdleWithin(t, time.Minute)
+}
+
+// WaitIdleWithin is WaitIdle for a test whose scheduler has more than a minute of work to do
+// (thousands of gangs, each tried again when news comes).
+func (e *Env) WaitIdleWithin(t *testing.T, timeout time.Duration) {
+	t.Helper()
 	e.mu.Lock()
 	scheds := append([]*Scheduler(nil), e.schedulers...)
 	e.mu.Unlock()
 	var last string
 	streak := 0
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		for _, s := range scheds {
 			if s.cancel == nil {
 				continue // stopped
@@ -55,19 +62,21 @@ func (e *Env) WaitIdle(t *testing.T) {
 		return streak >= 2, nil
 	})
 	if err != nil {
-		t.Fatalf("the scheduler never went idle in 60s: %s", last)
+		t.Fatalf("the scheduler never went idle in %s: %s", timeout, last)
 	}
 }
 
 // idle reports whether the scheduler is idle, or what it still does.
 func (s *Scheduler) idle(t *testing.T, e *Env) (bool, string) {
-	pending, err := e.pendingPods(s.profiles)
-	if err != nil {
-		return false, err.Error()
-	}
 	if s.sched == nil {
+		pending, err := e.pendingPods(s.profiles)
+		if err != nil {
+			return false, err.Error()
+		}
 		return s.processIdle(t, pending)
 	}
+	// The queue first: while it has work, the list of every pod (load of its own with tens of
+	// thousands, every 50 ms) is not needed.
 	q := s.sched.SchedulingQueue
 	queued, summary := q.PendingPods()
 	var active, backoff int
@@ -76,6 +85,10 @@ func (s *Scheduler) idle(t *testing.T, e *Env) (bool, string) {
 	}
 	if active+backoff > 0 {
 		return false, summary
+	}
+	pending, err := e.pendingPods(s.profiles)
+	if err != nil {
+		return false, err.Error()
 	}
 	waiting := func(uid types.UID) bool {
 		for _, fw := range s.sched.Profiles {
