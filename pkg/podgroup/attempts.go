@@ -113,8 +113,8 @@ type Round struct {
 	news   string
 	newsAt time.Time
 	// quietRetry: the current try is the backoff's end, no news prompted it; quiet counts
-	// the consecutive such tries that failed (quietBackoff). lookAgain: the backoff is the
-	// retry floor's second look after news.
+	// those that failed (quietBackoff); tries news prompted neither count nor reset it.
+	// lookAgain: the backoff is the retry floor's second look after news.
 	quietRetry, lookAgain bool
 	quiet                 int
 	// need is, resource by resource, the least a pending member requested when the tree last

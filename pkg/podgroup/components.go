@@ -31,6 +31,7 @@ type Components struct {
 	Model      *Model
 	Status     *StatusWriter
 	Frameworks *Frameworks
+	teller     *PodTeller
 	informers  externalversions.SharedInformerFactory
 }
 
@@ -68,7 +69,9 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 	}
 	factory := externalversions.NewSharedInformerFactory(opts.Client, 0)
 	groups := factory.Scheduling().V1alpha1()
-	frameworks := NewFrameworks(opts.PermitPlugin, handle.SharedInformerFactory().Core().V1().Pods().Lister())
+	pods := handle.SharedInformerFactory().Core().V1().Pods().Lister()
+	frameworks := NewFrameworks(opts.PermitPlugin, pods)
+	teller := NewTeller(handle.ClientSet(), pods)
 	status := NewStatusWriter(opts.Client, groups.PodGroups().Lister(), groups.CompositePodGroups().Lister(), opts.Recorder)
 	if opts.Admissions != nil {
 		status.admissions = opts.Admissions
@@ -76,7 +79,7 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 	model := New(Options{
 		Scheduler: frameworks,
 		Evictor:   NewEvictor(handle.ClientSet(), opts.Recorder),
-		Teller:    NewTeller(handle.ClientSet()),
+		Teller:    teller,
 		Status:    status,
 		Recorder:  opts.Recorder,
 		Observer:  opts.Observer,
@@ -94,16 +97,17 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 		return nil, err
 	}
 	pendingSource.Store(model) // lockstep_gangs_pending and lockstep_gang_oldest_pending_seconds
-	return &Components{Model: model, Status: status, Frameworks: frameworks, informers: factory}, nil
+	return &Components{Model: model, Status: status, Frameworks: frameworks, teller: teller, informers: factory}, nil
 }
 
 // Start starts lockstep's informers (the scheduler starts its own).
 func (c *Components) Start(ctx context.Context) { c.informers.Start(ctx.Done()) }
 
 // Lead starts what only the leader does: announcing what a standby kept to itself, and
-// writing status, until ctx is done.
+// writing status (the groups', and the members' the Teller writes), until ctx is done.
 func (c *Components) Lead(ctx context.Context) {
 	c.Model.Lead()
+	go c.teller.Run(ctx)
 	c.Status.Run(ctx, c.Model.Gate(), c.Model.HasSynced)
 }
 

@@ -4,7 +4,6 @@ import (
 	"sort"
 	"sync"
 	"testing"
-	"time"
 
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
 
@@ -33,8 +32,6 @@ type recorder struct {
 	// had when it was.
 	unnominated map[string]string
 	gone        sets.Set[types.UID]
-	// telling waits for the model's Teller writes that run (nil: the recorder polls).
-	telling func()
 }
 
 func (r *recorder) Unnominate(_ klog.Logger, p *v1.Pod) {
@@ -51,37 +48,20 @@ func (r *recorder) Tell(_ klog.Logger, pods []*v1.Pod, msg string) {
 	}
 }
 
-// takeTold waits for the Teller's writes to end, then returns and forgets what it was told.
-func (r *recorder) takeTold(want int) map[string]string { return r.takeWritten(&r.told, want) }
+// takeTold returns and forgets what the Teller was asked to tell (the model asks as it
+// applies an update's effects).
+func (r *recorder) takeTold() map[string]string { return r.takeWritten(&r.told) }
 
-// takeUnnominated waits for the Teller's writes to end, then returns and forgets the
-// nominations it cleared.
-func (r *recorder) takeUnnominated(want int) map[string]string {
-	return r.takeWritten(&r.unnominated, want)
-}
+// takeUnnominated returns and forgets the nominations the Teller was asked to clear.
+func (r *recorder) takeUnnominated() map[string]string { return r.takeWritten(&r.unnominated) }
 
-// takeWritten returns written, one of the Teller's records, once the Teller's writes the
-// model started have ended (without the model's: once it holds want pods, at most a
-// second), and starts it afresh.
-func (r *recorder) takeWritten(written *map[string]string, want int) map[string]string {
-	if r.telling != nil {
-		r.telling()
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		out := *written
-		*written = map[string]string{}
-		return out
-	}
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
-		r.mu.Lock()
-		if len(*written) >= want || time.Now().After(deadline) {
-			out := *written
-			*written = map[string]string{}
-			r.mu.Unlock()
-			return out
-		}
-		r.mu.Unlock()
-	}
+// takeWritten returns written, one of the Teller's records, and starts it afresh.
+func (r *recorder) takeWritten(written *map[string]string) map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := *written
+	*written = map[string]string{}
+	return out
 }
 
 func (r *recorder) Evict(_ klog.Logger, pods []*v1.Pod, _, _ string) {
@@ -170,7 +150,6 @@ func observedModel(t *testing.T, observer RoundObserver) (*Model, *simClock, *re
 	clk := newSimClock(epoch)
 	rec := &recorder{rejected: map[string]string{}, told: map[string]string{}, unnominated: map[string]string{}, gone: sets.New[types.UID]()}
 	m := New(Options{Scheduler: rec, Evictor: rec, Teller: rec, Clock: clk, Logger: logger, Observer: observer})
-	rec.telling = m.telling.Wait
 	m.AddProfile(Profile{Name: testScheduler})
 	return m, clk, rec
 }

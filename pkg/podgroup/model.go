@@ -39,18 +39,15 @@ import (
 // never while holding its lock, except Permits' allowing, which must not be interleaved
 // with a rejection (see Permits).
 type Model struct {
-	mu      sync.Mutex
-	index   *Index
-	members *Members
-	book    *filing.Book
-	permits *Permits
-	gate    *Gate
-	sched   Scheduler
-	evictor Evictor
-	teller  Teller
-	// telling counts the Teller's writes running off the scheduling cycle (tests wait for
-	// them: what was to be told has been).
-	telling  sync.WaitGroup
+	mu       sync.Mutex
+	index    *Index
+	members  *Members
+	book     *filing.Book
+	permits  *Permits
+	gate     *Gate
+	sched    Scheduler
+	evictor  Evictor
+	teller   Teller
 	status   StatusQueue
 	recorder events.EventRecorder
 	clock    Clock
@@ -454,18 +451,14 @@ func (m *Model) apply(e *effects) {
 	if m.sched != nil && len(e.hold) > 0 {
 		m.sched.Hold(e.logger, e.hold)
 	}
-	if m.teller != nil && len(e.tell)+len(e.unnominate) > 0 {
-		// API writes, off the scheduling cycle that may have failed the gang.
-		m.telling.Add(1)
-		go func(logger klog.Logger, tell []telling, unnominate []*v1.Pod) {
-			defer m.telling.Done()
-			for _, t := range tell {
-				m.teller.Tell(logger, t.pods, t.msg)
-			}
-			for _, p := range unnominate {
-				m.teller.Unnominate(logger, p)
-			}
-		}(e.logger, e.tell, e.unnominate)
+	if m.teller != nil {
+		// Queued: API writes, off the scheduling cycle that may have failed the gang.
+		for _, t := range e.tell {
+			m.teller.Tell(e.logger, t.pods, t.msg)
+		}
+		for _, p := range e.unnominate {
+			m.teller.Unnominate(e.logger, p)
+		}
 	}
 	if m.evictor != nil {
 		// Only the release timer (its own goroutine) evicts: no scheduling cycle waits.

@@ -110,11 +110,7 @@ func (tc strayCase) run(t *testing.T, m *Model, rec *recorder, pods []*v1.Pod) {
 	}
 	old, cur := tc.seen(pods)
 	m.OnPod(old, cur)
-	want := 0
-	if tc.want {
-		want = 1
-	}
-	got := rec.takeUnnominated(want)
+	got := rec.takeUnnominated()
 	if tc.want && got[pods[0].Name] != "n1" {
 		t.Errorf("stray nomination of n1 not cleared: %v", got)
 	}
@@ -123,7 +119,7 @@ func (tc strayCase) run(t *testing.T, m *Model, rec *recorder, pods []*v1.Pod) {
 	}
 	if tc.want {
 		m.OnPod(cur, nominated(cur, "n1")) // once answered, the record is gone
-		if extra := rec.takeUnnominated(0); len(extra) != 0 {
+		if extra := rec.takeUnnominated(); len(extra) != 0 {
 			t.Errorf("cleared again %v", extra)
 		}
 	}

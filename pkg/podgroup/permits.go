@@ -681,10 +681,11 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		p.armReleaseLocked(root, r, max(backoff, p.retryFloor))
 		if r.quietRetry {
 			// Tried again for no news, and failed again: the next try without news waits
-			// twice as long (quietBackoff).
+			// twice as long (quietBackoff). A try news prompted neither counts nor resets it:
+			// the news was spent, and whatever else can help comes as news too. Reset, every
+			// node added sent each waiting gang back to tries 10 s, 20 s, 40 s... apart: at
+			// 15,000 nodes, 2500 gangs made 2654 timed tries in the 42 s after one node.
 			r.quiet++
-		} else {
-			r.quiet = 0
 		}
 		r.quietRetry = false
 		prompted := r.newsAt // the news retry this attempt was, if any (catchUpLocked)

@@ -73,10 +73,11 @@ func (p *Permits) heldFromNowLocked(tried sets.Set[types.UID]) []*v1.Pod {
 const maxQuietBackoff = 5 * time.Minute
 
 // quietBackoff is how long a tree that failed waits for news before it is tried anyway: the
-// backoff, doubled for each of the quiet consecutive tries (tries no news prompted) that
-// failed, at most maxQuietBackoff. A gang that cannot fit is tried again on news that can help
-// it; without news, less and less often: ten thousand waiting gangs in a quiet cluster cost
-// a few tries a second, not a thousand.
+// backoff, doubled for each of the quiet tries (tries no news prompted) that failed, at most
+// maxQuietBackoff; tries news prompted in between neither count nor reset them, as upstream's
+// backoff grows with a pod's attempts, not with events. A gang that cannot fit is tried again
+// on news that can help it; without news, less and less often: ten thousand waiting gangs in
+// a cluster cost a few tries a second, not a thousand, nodes added or not.
 func quietBackoff(backoff time.Duration, quiet int) time.Duration {
 	if backoff >= maxQuietBackoff {
 		return backoff

@@ -271,22 +271,28 @@ func TestQuietTriesSpreadOut(t *testing.T) {
 	pods := addPods(m, "a", 2)
 	pol := testPolicy
 	pol.ReserveAfter = 0
-	var gaps []time.Duration
-	rec.take()
-	last := clk.Now()
-	m.Permits().Fail(bg, pods[0], "no room", pol)
-	for len(gaps) < 4 {
-		clk.Step(time.Second)
-		if activated, _, _ := rec.take(); len(activated) > 0 {
-			gaps = append(gaps, clk.Now().Sub(last).Round(time.Second))
-			last = clk.Now()
-			m.Permits().Fail(bg, pods[0], "no room", pol)
+	// quietGaps fails the gang's try now, then each quiet try, and returns the n gaps.
+	quietGaps := func(n int) []time.Duration {
+		var gaps []time.Duration
+		last := clk.Now()
+		m.Permits().Fail(bg, pods[0], "no room", pol)
+		for len(gaps) < n {
+			clk.Step(time.Second)
+			if activated, _, _ := rec.take(); len(activated) > 0 {
+				gaps = append(gaps, clk.Now().Sub(last).Round(time.Second))
+				last = clk.Now()
+				m.Permits().Fail(bg, pods[0], "no room", pol)
+			}
 		}
+		return gaps
 	}
-	if want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second}; !cmp.Equal(gaps, want) {
+	rec.take()
+	if gaps, want := quietGaps(4), []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second}; !cmp.Equal(gaps, want) {
 		t.Errorf("quiet tries after %v, want %v", gaps, want)
 	}
-	// News: tried at once; its failure brings back the floor, then the plain backoff.
+	// News: tried at once; its failure brings back the floor, one more look, then the quiet
+	// tries go on where they were (four failed: 160 s), neither counted nor reset by news. Reset,
+	// each node added would send every waiting gang back to tries 10 s apart.
 	clk.Step(2 * time.Second)
 	m.OnCapacity("node added")
 	clk.Step(newsDelay)
@@ -298,10 +304,8 @@ func TestQuietTriesSpreadOut(t *testing.T) {
 	if activated, _, _ := rec.take(); len(activated) != 1 {
 		t.Fatalf("after a failure news prompted, activated %v at the floor, want a scout", activated)
 	}
-	m.Permits().Fail(bg, pods[0], "no room", pol)
-	clk.Step(10 * time.Second)
-	if activated, _, _ := rec.take(); len(activated) != 1 {
-		t.Errorf("the next quiet try after news: activated %v at 10 s, want a scout", activated)
+	if gaps, want := quietGaps(2), []time.Duration{160 * time.Second, maxQuietBackoff}; !cmp.Equal(gaps, want) {
+		t.Errorf("quiet tries after news after %v, want %v (news neither counts nor resets them)", gaps, want)
 	}
 
 	// reserveAfter: tried when the gang has waited that long.

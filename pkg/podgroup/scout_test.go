@@ -222,7 +222,7 @@ func TestMembersTheScoutTriedForAreTold(t *testing.T) {
 	m.Gate().Check(bg, pods[0], 0)
 	msg := m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
 	want := map[string]string{"a-1": msg, "a-2": msg}
-	if told := rec.takeTold(2); !cmp.Equal(told, want) {
+	if told := rec.takeTold(); !cmp.Equal(told, want) {
 		t.Errorf("told %v, want %v", told, want)
 	}
 	// Their condition says it now (the scout's too, written by the framework).
@@ -233,7 +233,7 @@ func TestMembersTheScoutTriedForAreTold(t *testing.T) {
 		pods[i] = said
 	}
 	m.Permits().Fail(bg, pods[1], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
-	if told := rec.takeTold(1); len(told) != 0 {
+	if told := rec.takeTold(); len(told) != 0 {
 		t.Errorf("told %v again, want nothing", told)
 	}
 }
