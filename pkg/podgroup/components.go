@@ -31,7 +31,6 @@ type Components struct {
 	Model      *Model
 	Status     *StatusWriter
 	Frameworks *Frameworks
-	teller     *PodTeller
 	informers  externalversions.SharedInformerFactory
 }
 
@@ -72,6 +71,7 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 	pods := handle.SharedInformerFactory().Core().V1().Pods().Lister()
 	frameworks := NewFrameworks(opts.PermitPlugin, pods)
 	teller := NewTeller(handle.ClientSet(), pods)
+	go teller.Run(ctx) // it has nothing to write where no scheduling cycle runs (a standby)
 	status := NewStatusWriter(opts.Client, groups.PodGroups().Lister(), groups.CompositePodGroups().Lister(), opts.Recorder)
 	if opts.Admissions != nil {
 		status.admissions = opts.Admissions
@@ -97,17 +97,16 @@ func NewComponents(ctx context.Context, handle fwk.Handle, opts ComponentOptions
 		return nil, err
 	}
 	pendingSource.Store(model) // lockstep_gangs_pending and lockstep_gang_oldest_pending_seconds
-	return &Components{Model: model, Status: status, Frameworks: frameworks, teller: teller, informers: factory}, nil
+	return &Components{Model: model, Status: status, Frameworks: frameworks, informers: factory}, nil
 }
 
 // Start starts lockstep's informers (the scheduler starts its own).
 func (c *Components) Start(ctx context.Context) { c.informers.Start(ctx.Done()) }
 
 // Lead starts what only the leader does: announcing what a standby kept to itself, and
-// writing status (the groups', and the members' the Teller writes), until ctx is done.
+// writing status, until ctx is done.
 func (c *Components) Lead(ctx context.Context) {
 	c.Model.Lead()
-	go c.teller.Run(ctx)
 	c.Status.Run(ctx, c.Model.Gate(), c.Model.HasSynced)
 }
 

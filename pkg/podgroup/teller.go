@@ -106,7 +106,7 @@ func (t *PodTeller) want(logger klog.Logger, pod *v1.Pod, set func(*tellWant)) {
 	t.queue.Add(key)
 }
 
-// Run writes until ctx is done (the leader only: a standby's scheduler tries nothing).
+// Run writes until ctx is done.
 func (t *PodTeller) Run(ctx context.Context) {
 	defer t.queue.ShutDown()
 	for range tellWorkers {
