@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -131,7 +132,11 @@ func TestTellerWritesWhatEachPodNeeds(t *testing.T) {
 	teller.Unnominate(logger, nominated("left", "n1"))
 	teller.Unnominate(logger, nominated("renominated", "n1"))
 	teller.Unnominate(logger, nominated("both", "n1"))
-	runTeller(t, teller)
+	// One worker's steps, run here until nothing is queued: every write the Teller would make
+	// has been made when the loop ends.
+	for teller.queue.Len() > 0 {
+		teller.next(context.Background())
+	}
 
 	type written struct {
 		Condition string
@@ -142,11 +147,6 @@ func TestTellerWritesWhatEachPodNeeds(t *testing.T) {
 		"left":    {Cleared: true},
 		"both":    {Condition: "second", Cleared: true},
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for sent.count() < len(want) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // a write that should not be has had its turn
 	sent.mu.Lock()
 	defer sent.mu.Unlock()
 	got := map[string]written{}
@@ -195,7 +195,7 @@ func TestTellerKeepsFewWritesInFlight(t *testing.T) {
 	}
 	var mu sync.Mutex
 	inFlight, most := 0, 0
-	release := make(chan struct{})
+	release := make(chan struct{}) // one write may end per value sent
 	teller, sent := newTestTeller(t, func() {
 		mu.Lock()
 		inFlight++
@@ -210,14 +210,25 @@ func TestTellerKeepsFewWritesInFlight(t *testing.T) {
 		teller.Tell(logger, []*v1.Pod{p}, "waits")
 	}
 	runTeller(t, teller)
-	time.Sleep(200 * time.Millisecond) // the writes that can start have
-	close(release)
-	deadline := time.Now().Add(10 * time.Second)
-	for sent.count() < len(pods) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	inFlightNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight
 	}
-	if n := sent.count(); n != len(pods) {
-		t.Errorf("%d pods written, want %d", n, len(pods))
+	// Writes end one at a time, each once tellWorkers are waiting: a worker too many would
+	// have its write waiting too by the time the remaining ones end.
+	for range pods {
+		if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return inFlightNow() >= min(tellWorkers, len(pods)-sent.count()), nil
+		}); err != nil {
+			t.Fatalf("%d writes in flight, %d written: %v", inFlightNow(), sent.count(), err)
+		}
+		release <- struct{}{}
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return sent.count() == len(pods), nil
+	}); err != nil {
+		t.Errorf("%d pods written, want %d", sent.count(), len(pods))
 	}
 	mu.Lock()
 	defer mu.Unlock()
