@@ -112,6 +112,10 @@ type Round struct {
 	// news prompted last ran.
 	news   string
 	newsAt time.Time
+	// newsRoom is the node whose room the news armed now is about, while it is the only news
+	// since the last failure; roomTry is the retry it prompted (roomSpentLocked).
+	newsRoom string
+	roomTry  roomTry
 	// quietRetry: the current try is the backoff's end, no news prompted it; quiet counts
 	// those that failed (quietBackoff); tries news prompted neither count nor reset it.
 	// lookAgain: the backoff is the retry floor's second look after news.

@@ -45,6 +45,9 @@ type Permits struct {
 	goneTimer Timer
 	// batches are the retries news armed that have not run yet (newsLocked).
 	batches []*newsBatch
+	// news counts the news that retried a tree (newsLocked): a retry room news prompted is
+	// spent only if none came since (roomSpentLocked).
+	news uint64
 	// cycles counts the scheduling cycles the model saw (Gate.Check), lastCycle is the sort
 	// key of the pod of the latest (scout.go).
 	cycles    uint64

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -370,4 +371,100 @@ func TestMayFree(t *testing.T) {
 
 	gangWithWaiters(m, rec, "a", 2, 1)
 	expect("a gang member reserved", ask{0, false, true})
+}
+
+// A tree that room news on a node retried, and whose scout finds that room taken by its
+// cycle, with no other news since, is not tried: it waits again for the backoff the news cut
+// short. Room still there, news since, or news of two rooms, and it is tried.
+func TestRoomTakenBeforeItsTryIsNoTry(t *testing.T) {
+	cpu := func(q string) map[v1.ResourceName]string { return map[v1.ResourceName]string{v1.ResourceCPU: q} }
+	taker := lt.MakePod().Namespace("other").Name("taker").UID("taker").Req(cpu("4")).Node("n2").Obj()
+	tests := []struct {
+		name string
+		// news comes within newsDelay of n2's; then meanwhile before the scout's cycle.
+		news, meanwhile func(m *Model)
+		tried           bool
+	}{{
+		name:      "the room is taken",
+		meanwhile: func(m *Model) { m.OnPod(nil, taker) },
+	}, {
+		name:  "the room is still there",
+		tried: true,
+	}, {
+		name: "the room is taken, and a pod left another node",
+		meanwhile: func(m *Model) {
+			m.OnPod(nil, taker)
+			m.OnPodDelete(lt.MakePod().Namespace("other").Name("x").UID("x").Req(cpu("4")).Node("n1").Obj())
+		},
+		tried: true,
+	}, {
+		name: "news of room on two nodes, the later one taken",
+		news: func(m *Model) { m.OnNodeAdd(lt.MakeNode("n3", "4").Obj()) },
+		meanwhile: func(m *Model) {
+			m.OnPod(nil, lt.MakePod().Namespace("other").Name("taker").UID("taker").Req(cpu("4")).Node("n3").Obj())
+		},
+		tried: true,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk, rec := testModel(t)
+			m.OnNodeAdd(lt.MakeNode("n1", "4").Obj())
+			m.OnPod(nil, lt.MakePod().Namespace("other").Name("x").UID("x").Req(cpu("4")).Node("n1").Obj())
+			m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+			pods := []*v1.Pod{lt.Member("ns", "a", 0).Req(cpu("2")).Obj(), lt.Member("ns", "a", 1).Req(cpu("2")).Obj()}
+			for _, p := range pods {
+				m.OnPod(nil, p)
+			}
+			if v := m.Gate().Admit(bg, pods[0]); v.Code != Proceed {
+				t.Fatalf("Admit = %v %q, want the scout let in", v.Code, v.Message)
+			}
+			m.Gate().Check(bg, pods[0], 1)
+			m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+			root := PodGroupKey("ns", "a")
+			m.mu.Lock()
+			resume := m.permits.attempts.Round(root).retryAt
+			m.mu.Unlock()
+			clk.Step(2 * time.Second) // past the retry floor, within the backoff
+			rec.take()
+			m.OnNodeAdd(lt.MakeNode("n2", "4").Obj())
+			if tc.news != nil {
+				tc.news(m)
+			}
+			clk.Step(newsDelay)
+			activated, _, _ := rec.take()
+			if len(activated) == 0 || len(slices.Compact(activated)) != 1 {
+				t.Fatalf("news activated %v, want the gang's scout", activated)
+			}
+			scout := pods[0]
+			if activated[0] == pods[1].Name {
+				scout = pods[1]
+			}
+			if tc.meanwhile != nil {
+				tc.meanwhile(m)
+			}
+			m.mu.Lock()
+			nodes := m.room.nodes()
+			m.mu.Unlock()
+			v := m.Gate().Check(bg, scout, nodes)
+			if tried := v.Code == Proceed; tried != tc.tried {
+				t.Fatalf("scout's cycle: %v %q, want tried %v", v.Code, v.Message, tc.tried)
+			}
+			if tc.tried {
+				return
+			}
+			// It waits for the rest of the backoff the news cut short: held out of the queue
+			// until then, retried at its end.
+			if v := m.Gate().Admit(bg, scout); v.Code != BackingOff {
+				t.Errorf("Admit after the spent try = %v %q, want BackingOff", v.Code, v.Message)
+			}
+			clk.Step(resume.Sub(clk.Now()) - time.Millisecond)
+			if activated, _, _ := rec.take(); len(activated) != 0 {
+				t.Errorf("activated %v before the backoff's end", activated)
+			}
+			clk.Step(time.Millisecond)
+			if activated, _, _ := rec.take(); len(activated) != 1 {
+				t.Errorf("activated %v at the backoff's end, want the gang's scout", activated)
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -589,5 +590,56 @@ func TestNewsActivatesScoutsInQueueOrder(t *testing.T) {
 	rec.mu.Unlock()
 	if want := []string{"urgent-0", "a-0", "b-0", "c-0", "d-0"}; !cmp.Equal(activated, want) {
 		t.Errorf("news activated %v, want %v (the queue's order)", activated, want)
+	}
+}
+
+// News for more trees than newsChunk retries them a chunk at a time, in the queue's order
+// across chunks: the tree the queue puts first reaches it with the first chunk, not after
+// every tree has been retried, and the queue never holds a later scout without the earlier
+// ones.
+func TestNewsRetriesTreesAChunkAtATime(t *testing.T) {
+	m, clk, rec := testModel(t)
+	type gang struct {
+		name    string
+		created time.Time
+		prio    int32
+	}
+	n := 2*newsChunk + 1
+	var gangs []gang
+	want := []string{"urgent-0"}
+	for i := range n {
+		name := "g" + strconv.Itoa(1000+i)
+		gangs = append(gangs, gang{name, lt.Epoch.Add(time.Duration(i) * time.Second), 0})
+		want = append(want, name+"-0")
+	}
+	slices.Reverse(gangs) // they join the news the oldest last, the urgent one in the second chunk
+	gangs = slices.Insert(gangs, newsChunk, gang{"urgent", lt.Epoch.Add(time.Hour), 100})
+	for _, g := range gangs {
+		m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(g.name).Created(g.created).Gang(2).Obj())
+		for i := range 2 {
+			m.OnPod(nil, lt.Member("ns", g.name, i).Priority(g.prio).Obj())
+		}
+		scout := lt.Member("ns", g.name, 0).Priority(g.prio).Obj()
+		if v := m.Gate().Admit(bg, scout); v.Code != Proceed {
+			t.Fatalf("Admit %s = %v %q, want its scout let in", scout.Name, v.Code, v.Message)
+		}
+		m.Gate().Check(bg, scout, 0)
+		m.Permits().Fail(bg, scout, "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+	}
+	clk.Step(DefaultRetryFloor + time.Millisecond)
+	rec.take()
+	rec.mu.Lock()
+	rec.batches = 0
+	rec.mu.Unlock()
+	m.OnCapacity("node added")
+	clk.Step(newsDelay)
+	rec.mu.Lock()
+	activated, calls := rec.activated, rec.batches
+	rec.mu.Unlock()
+	if !cmp.Equal(activated, want) {
+		t.Errorf("news activated %v, want %v (the queue's order)", activated, want)
+	}
+	if wantCalls := (n + newsChunk) / newsChunk; calls != wantCalls {
+		t.Errorf("news activated its %d scouts in %d calls, want %d of at most %d", n+1, calls, wantCalls, newsChunk)
 	}
 }

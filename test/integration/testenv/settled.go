@@ -75,17 +75,15 @@ func (s *Scheduler) idle(t *testing.T, e *Env) (bool, string) {
 		}
 		return s.processIdle(t, pending)
 	}
-	// The queue first: while it has work, the list of every pod (load of its own with tens of
-	// thousands, every 50 ms) is not needed.
+	// The queue's active and backoff queues first, each read under its own lock: while they
+	// have work, neither the queue's list of every pending pod (taken under the lock its
+	// event handlers need: a fifth of the CPU of a test with 20,000 waiting pods, polled every
+	// 50 ms) nor the API's is needed.
 	q := s.sched.SchedulingQueue
-	queued, summary := q.PendingPods()
-	var active, backoff int
-	if _, err := fmt.Sscanf(summary, "activeQ:%d; backoffQ:%d", &active, &backoff); err != nil {
-		return false, "reading the queue: " + summary
+	if active, backoff := len(q.PodsInActiveQ()), len(q.PodsInBackoffQ()); active+backoff > 0 {
+		return false, fmt.Sprintf("activeQ:%d; backoffQ:%d", active, backoff)
 	}
-	if active+backoff > 0 {
-		return false, summary
-	}
+	queued, _ := q.PendingPods()
 	pending, err := e.pendingPods(s.profiles)
 	if err != nil {
 		return false, err.Error()
