@@ -280,6 +280,51 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 	}
 }
 
+// A domain's Version moves at every read of a node the topology keeps, a preemption's dry run
+// reading its simulated nodes from copies and back included: a kept bound whose domain's
+// Version moved while its nodes' generations did not still stands (it is not read again), and
+// one whose node changed is read afresh.
+func TestKeptBoundStandsWhileItsNodesDo(t *testing.T) {
+	nodes := []*v1.Node{lt.MakeNode("a0", "4").Obj(), lt.MakeNode("b0", "4").Obj()}
+	running := []*v1.Pod{
+		lt.Member("ns", "low", 0).Req(lt.CPU("4")).Priority(1).Node("a0").Obj(),
+		lt.GroupPod("ns", "b0-pod", "").Req(lt.CPU("4")).Priority(2000).Node("b0").Obj(),
+	}
+	c := newCluster(nodes, running, map[string]int32{"low": 1})
+	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 1, Pending: lt.Members("ns", "hi", 1, lt.CPU("4"))}
+	dry := &firstFit{tree: tree, domains: []Domain{{Name: "rack a", Nodes: []string{"a0"}}, {Name: "rack b", Nodes: []string{"b0"}}}}
+	c.version(dry.domains)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := New(noPlugins{}, c.trees, nil, nil)
+	e.bounds.now = func() time.Time { return now }
+	p := podgroup.Preemptor{Root: tree.Key, Priority: 100}
+	readAt := func() time.Time {
+		t.Helper()
+		if got := e.Cheapest(context.Background(), dry, tree, p, c.infos, Preempt); got == nil || got.Domain.Name != "rack a" {
+			t.Fatalf("chose %v, want rack a", got)
+		}
+		b, ok := e.bounds.shapes[e.newDecision(dry, tree, p, c.infos, Preempt, newScratch(len(c.infos))).shape()].get(dry.domains[0].id(), 0)
+		if !ok || b.reading.version != dry.domains[0].Version {
+			t.Fatalf("rack a's bound kept %v at version %d, want kept at %d", ok, b.reading.version, dry.domains[0].Version)
+		}
+		return b.reading.at
+	}
+	first := readAt()
+	now = now.Add(time.Second)
+	for i := range dry.domains {
+		dry.domains[i].Version += 10 // a dry run's read and read back; no node changed
+	}
+	if at := readAt(); !at.Equal(first) {
+		t.Errorf("rack a bounded again at %v after its Version moved with no node changed; want its bound of %v", at, first)
+	}
+	now = now.Add(time.Second)
+	c.returns(t, running[0])
+	c.version(dry.domains)
+	if at := readAt(); !at.Equal(now) {
+		t.Errorf("rack a's bound read at %v after its node changed; want read afresh at %v", at, now)
+	}
+}
+
 // The bounds a shape's first decision reads, one per domain, all at once, expire a few at a
 // time over the last quarter of boundTTL, not all in one decision that reads every domain
 // again; each domain is bounded again once, with a life of its own, so they stay spread.
