@@ -372,6 +372,18 @@ func (k SortKey) Before(o SortKey) bool {
 	return k.Root < o.Root
 }
 
+// compare is Before as a sort's comparison: -1 if k leaves the queue first, 1 if o does, 0
+// for keys equal in every way Before reads.
+func (k SortKey) compare(o SortKey) int {
+	switch {
+	case k.Before(o):
+		return -1
+	case o.Before(k):
+		return 1
+	}
+	return 0
+}
+
 // cycleKey is the queue-sort key of a pod in its scheduling cycle: the one Admit gave it, or,
 // for a pod in no group, loneKey.
 func (g *Gate) cycleKey(pod *v1.Pod) SortKey {

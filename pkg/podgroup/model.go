@@ -504,16 +504,7 @@ func (m *Model) queueOrderLocked(pods []*v1.Pod) {
 	for _, p := range pods {
 		keys[p.UID] = m.queueKeyLocked(p)
 	}
-	slices.SortStableFunc(pods, func(a, b *v1.Pod) int {
-		ka, kb := keys[a.UID], keys[b.UID]
-		switch {
-		case ka.Before(kb):
-			return -1
-		case kb.Before(ka):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(pods, func(a, b *v1.Pod) int { return keys[a.UID].compare(keys[b.UID]) })
 }
 
 // queueKeyLocked is the key Admit would give pod now: its tree's for a member (Gate.Admit),

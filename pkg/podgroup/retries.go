@@ -28,8 +28,9 @@ func (p *Permits) pokeStalledLocked(why string) { p.newsLocked(p.stalledLocked(n
 // pokeRoomLocked retries the trees held back after a failed attempt that room on node can
 // help: those it can take a member of, and those whose members' needs are not known
 // (room.go). A tree whose scout finds the room taken by then, with no other news since, is
-// not tried (roomSpentLocked). The node's free room is read once, not per tree: a pod deleted is news for every
-// held tree, and 10,000 waiting gangs each looking the node up again cost 8 ms a deletion.
+// not tried (roomSpentLocked). The node's free room is read once, not per tree: a pod deleted
+// is news for every held tree, and 10,000 waiting gangs each looking the node up again cost
+// 8 ms a deletion.
 func (p *Permits) pokeRoomLocked(node, why string) {
 	free, known := p.m.room.free(node)
 	p.newsLocked(p.stalledLocked(func(r *Round) bool { return !r.needKnown || !known || free.Fits(r.need) }), why, node)
@@ -359,18 +360,13 @@ func (p *Permits) queueOrderRootsLocked(roots []Key) {
 	}
 	slices.SortStableFunc(roots, func(a, b Key) int {
 		ka, kb := keys[a], keys[b]
-		switch {
-		case ka.known != kb.known:
+		if ka.known != kb.known {
 			if ka.known {
 				return -1
 			}
 			return 1
-		case ka.key.Before(kb.key):
-			return -1
-		case kb.key.Before(ka.key):
-			return 1
 		}
-		return 0
+		return ka.key.compare(kb.key)
 	})
 }
 
