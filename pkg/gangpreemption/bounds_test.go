@@ -226,20 +226,28 @@ func TestKeptBoundsAreFreshBounds(t *testing.T) {
 	}
 }
 
+// twoRacks is a cluster of two racks of one node: rack a's holds a gang pod of priority 1,
+// rack b's a pod of priority 2000; and the tree of one 4-CPU member that may preempt the
+// first, with the racks as its domains (no Versions).
+func twoRacks() (c *cluster, running []*v1.Pod, tree *podgroup.GroupView, dry *firstFit) {
+	nodes := []*v1.Node{lt.MakeNode("a0", "4").Obj(), lt.MakeNode("b0", "4").Obj()}
+	running = []*v1.Pod{
+		lt.Member("ns", "low", 0).Req(lt.CPU("4")).Priority(1).Node("a0").Obj(),
+		lt.GroupPod("ns", "b0-pod", "").Req(lt.CPU("4")).Priority(2000).Node("b0").Obj(),
+	}
+	c = newCluster(nodes, running, map[string]int32{"low": 1})
+	tree = &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 1, Pending: lt.Members("ns", "hi", 1, lt.CPU("4"))}
+	dry = &firstFit{tree: tree, domains: []Domain{{Name: "rack a", Nodes: []string{"a0"}}, {Name: "rack b", Nodes: []string{"b0"}}}}
+	return c, running, tree, dry
+}
+
 // TestKeptBoundLivesBoundTTL: what the group model says of a pod can change with no node
 // changing (here a running gang's priority is raised above the tree's). The kept bound stands
 // until boundTTL has passed since it was bounded; then the domain is bounded afresh, and
 // nothing is chosen. A decision of another shape, or a domain whose node changed, never
 // reads it.
 func TestKeptBoundLivesBoundTTL(t *testing.T) {
-	nodes := []*v1.Node{lt.MakeNode("a0", "4").Obj(), lt.MakeNode("b0", "4").Obj()}
-	running := []*v1.Pod{
-		lt.Member("ns", "low", 0).Req(lt.CPU("4")).Priority(1).Node("a0").Obj(),
-		lt.GroupPod("ns", "b0-pod", "").Req(lt.CPU("4")).Priority(2000).Node("b0").Obj(),
-	}
-	c := newCluster(nodes, running, map[string]int32{"low": 1})
-	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 1, Pending: lt.Members("ns", "hi", 1, lt.CPU("4"))}
-	dry := &firstFit{tree: tree, domains: []Domain{{Name: "rack a", Nodes: []string{"a0"}}, {Name: "rack b", Nodes: []string{"b0"}}}}
+	c, running, tree, dry := twoRacks()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	e := New(noPlugins{}, c.trees, nil, nil)
 	e.bounds.now = func() time.Time { return now }
@@ -285,14 +293,7 @@ func TestKeptBoundLivesBoundTTL(t *testing.T) {
 // Version moved while its nodes' generations did not still stands (it is not read again), and
 // one whose node changed is read afresh.
 func TestKeptBoundStandsWhileItsNodesDo(t *testing.T) {
-	nodes := []*v1.Node{lt.MakeNode("a0", "4").Obj(), lt.MakeNode("b0", "4").Obj()}
-	running := []*v1.Pod{
-		lt.Member("ns", "low", 0).Req(lt.CPU("4")).Priority(1).Node("a0").Obj(),
-		lt.GroupPod("ns", "b0-pod", "").Req(lt.CPU("4")).Priority(2000).Node("b0").Obj(),
-	}
-	c := newCluster(nodes, running, map[string]int32{"low": 1})
-	tree := &podgroup.GroupView{Key: podgroup.PodGroupKey("ns", "hi"), Gang: true, Min: 1, Pending: lt.Members("ns", "hi", 1, lt.CPU("4"))}
-	dry := &firstFit{tree: tree, domains: []Domain{{Name: "rack a", Nodes: []string{"a0"}}, {Name: "rack b", Nodes: []string{"b0"}}}}
+	c, running, tree, dry := twoRacks()
 	c.version(dry.domains)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	e := New(noPlugins{}, c.trees, nil, nil)
