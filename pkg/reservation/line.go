@@ -146,3 +146,30 @@ func (rs *Reservations) firstLocked(root podgroup.Key, w Waiter, now time.Time) 
 		rs.dropWaiterLocked(q.root)
 	}
 }
+
+// Ahead returns a tree whose turn comes before root's at w's level and priority whatever
+// root's own dry run would find: a live reservation's tree that does not give way to root,
+// or the tree at the front of the line, which has waited longer and was checked to fit. A
+// starving tree behind one needs no dry run yet (its verdict would decide nothing): with
+// thousands starving behind one reservation, their dry runs were most of the scheduler's CPU.
+// Only the front is read: a front not checked yet names nobody, and root runs its own.
+func (rs *Reservations) Ahead(root podgroup.Key, w Waiter) (podgroup.Key, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if k, ok := rs.holderLocked(root, w); ok {
+		return k, true
+	}
+	now := rs.now()
+	me := queued{since: w.Since, root: root}
+	for {
+		s := rs.line[lineOf(w)]
+		if len(s) == 0 || s[0].root == root || !s[0].before(me) {
+			return podgroup.Key{}, false
+		}
+		o := rs.waiters[s[0].root]
+		if !expired(o, now) {
+			return s[0].root, !o.Checked.IsZero() && o.Fits
+		}
+		rs.dropWaiterLocked(s[0].root)
+	}
+}

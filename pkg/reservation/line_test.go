@@ -14,7 +14,9 @@ import (
 // checked), trees forgotten and gone, and the clock moving past waiterTTL: Turn names the
 // tree an oracle that reads every waiter names (of root and the trees of its level and
 // priority that still ask and may fit, the one waiting since the earliest, roots breaking
-// ties), and once every tree is gone the store keeps no waiter and no place in a line.
+// ties), Ahead names the front of the line before an attempt when it is another tree, ahead
+// of root and checked to fit, and once every tree is gone the store keeps no waiter and no
+// place in a line.
 func TestTurnIsTheLongestWaiterThatMayFit(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 1))
@@ -49,6 +51,24 @@ func TestTurnIsTheLongestWaiterThatMayFit(t *testing.T) {
 				w.Checked, w.Fits = now, true
 			case 1:
 				w.Checked = now
+			}
+			// Ahead, asked before the attempt records w: the front of w's line (the earliest of
+			// the trees there that still ask and may fit, root's last place included) if it is
+			// another tree, before w, checked to fit.
+			var front podgroup.Key
+			var frontW Waiter
+			for k, o := range oracle {
+				if now.Sub(o.Seen) > waiterTTL || o.Level != w.Level || o.Priority != w.Priority || (!o.Checked.IsZero() && !o.Fits) {
+					continue
+				}
+				if front == (podgroup.Key{}) || o.Since.Before(frontW.Since) || (o.Since.Equal(frontW.Since) && k.Less(front)) {
+					front, frontW = k, o
+				}
+			}
+			wantAhead := front != (podgroup.Key{}) && front != root && !frontW.Checked.IsZero() && frontW.Fits &&
+				(frontW.Since.Before(w.Since) || (frontW.Since.Equal(w.Since) && front.Less(root)))
+			if got, ok := rs.Ahead(root, w); ok != wantAhead || (ok && got != front) {
+				t.Fatalf("seed %d, step %d: Ahead of %v at level %d, priority %d: %v %v, want %v %v", seed, step, root, w.Level, w.Priority, got, ok, front, wantAhead)
 			}
 			want := root
 			best := w

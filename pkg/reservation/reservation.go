@@ -281,13 +281,22 @@ func (rs *Reservations) Turn(root podgroup.Key, w Waiter) podgroup.Key {
 	defer rs.mu.Unlock()
 	now := rs.now()
 	rs.setWaiterLocked(root, w)
-	for k := range rs.byRoot {
-		if r := rs.liveLocked(k); r != nil && k != root && r.Level == w.Level && r.Priority == w.Priority && !r.YieldsTo(w.Priority, w.Since) {
-			return k
-		}
+	if k, ok := rs.holderLocked(root, w); ok {
+		return k
 	}
 	rs.sweepLocked(now)
 	return rs.firstLocked(root, w, now)
+}
+
+// holderLocked returns the tree, other than root, holding a live reservation at w's level and
+// priority that does not give way to root, if any.
+func (rs *Reservations) holderLocked(root podgroup.Key, w Waiter) (podgroup.Key, bool) {
+	for k := range rs.byRoot {
+		if r := rs.liveLocked(k); r != nil && k != root && r.Level == w.Level && r.Priority == w.Priority && !r.YieldsTo(w.Priority, w.Since) {
+			return k, true
+		}
+	}
+	return podgroup.Key{}, false
 }
 
 // forgetWaiter drops a tree from the line (it cannot fit even with room freed, or it is

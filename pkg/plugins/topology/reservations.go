@@ -68,18 +68,25 @@ func (pl *Topology) reserve(ctx context.Context, tree *podgroup.GroupView, p pod
 	// Its dry runs see the reservations of trees that waited less give way to it.
 	tree.WaitingSince = since
 	w := reservation.Waiter{Level: level, Priority: p.Priority, Since: since, Seen: now}
-	if old, ok := rs.WaiterOf(p.Root); ok && now.Sub(old.Checked) < fitRecheck {
-		w.Checked, w.Fits = old.Checked, old.Fits
+	if old, ok := rs.WaiterOf(p.Root); ok && old.Level == level && old.Priority == p.Priority {
+		w.Checked, w.Fits = old.Checked, old.Fits // a verdict for the same level and priority
 	}
 	var c *gangpreemption.Choice
-	if w.Checked.IsZero() {
+	if now.Sub(w.Checked) >= fitRecheck {
 		// Whether it could fit once the pods in the way ended is known before its turn: a
-		// tree that could not does not hold back those behind it.
-		c = pl.cheapestDomain(ctx, tree, p, infos, gangpreemption.Reserve)
-		w.Checked, w.Fits = now, c != nil
+		// tree that could not does not hold back those behind it. Behind a tree whose turn
+		// comes first whatever this one finds, the verdict decides nothing yet: it keeps the
+		// one it had (none: it waits in the line unchecked).
+		if ahead, ok := rs.Ahead(p.Root, w); ok {
+			logger.V(4).Info("Gang starves behind another that goes first; no dry run yet", "root", p.Root, "next", ahead)
+		} else {
+			c = pl.cheapestDomain(ctx, tree, p, infos, gangpreemption.Reserve)
+			w.Checked, w.Fits = now, c != nil
+		}
 	}
-	if first := rs.Turn(p.Root, w); first != p.Root || !w.Fits {
-		if !w.Fits {
+	unfit := !w.Checked.IsZero() && !w.Fits
+	if first := rs.Turn(p.Root, w); first != p.Root || unfit {
+		if unfit {
 			rs.Release(p.Root, "released")
 			logger.V(4).Info("Gang starves but would not fit even with room freed; nothing is reserved", "root", p.Root)
 		} else {

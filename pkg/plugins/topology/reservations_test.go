@@ -98,6 +98,65 @@ func TestReserveTheRackFreeSoonestForTheLongestWaiter(t *testing.T) {
 	}
 }
 
+// A starving gang behind one whose turn comes first runs no dry run of its own: its verdict
+// would decide nothing yet. It keeps the one it had (none: it waits in the line unchecked),
+// and runs one once nobody goes first: then it takes its turn. One that has waited longer
+// than the reservation's gang still runs its own, and takes the level over.
+func TestStarvingGangBehindAReservationRunsNoDryRun(t *testing.T) {
+	pods := append(runningRack("z0-r0", 0), runningRack("z0-r1", 0)...)
+	pods = append(pods, runningRack("z1-r0", 0)...)
+	pods = append(pods, runningRack("z1-r1", 0)...)
+	env, trees := reservationEnv(t, pods, "oldest", "older", "younger", "youngest")
+	rs := env.plans.reservations
+	now := time.Now()
+	rs.SetClock(func() time.Time { return now })
+	infos := env.NodeInfos(t)
+	gangs := map[string]podgroup.Preemptor{}
+	for i, g := range []string{"oldest", "older", "younger", "youngest"} {
+		gangs[g] = starving(g, now.Add(-time.Duration(40-10*i)*time.Minute))
+	}
+	reserve := func(g string) string { return env.plugin.reserve(env.Ctx, trees[g], gangs[g], infos) }
+	checked := func(g string) time.Time {
+		w, _ := rs.WaiterOf(podgroup.PodGroupKey("ns", g))
+		return w.Checked
+	}
+	// younger, alone, is checked and holds the rack level; older has waited longer: it runs
+	// its own dry run and takes over.
+	if msg := reserve("younger"); msg == "" {
+		t.Fatal("the only starving gang got no reservation")
+	}
+	checkedYounger := now
+	now = now.Add(time.Second)
+	if msg := reserve("older"); msg == "" {
+		t.Fatal("a gang that waited longer than the reservation's did not take it over")
+	}
+	// Past fitRecheck, younger and youngest fail behind older's reservation: no dry run.
+	now = now.Add(fitRecheck + time.Second)
+	for _, g := range []string{"younger", "youngest"} {
+		if msg := reserve(g); msg != "" {
+			t.Fatalf("%s reserved %q behind older's reservation", g, msg)
+		}
+	}
+	if got := checked("younger"); !got.Equal(checkedYounger) {
+		t.Errorf("younger's fit checked at %v behind older's reservation, want its verdict of %v kept", got, checkedYounger)
+	}
+	if got := checked("youngest"); !got.IsZero() {
+		t.Errorf("youngest's fit checked at %v behind older's reservation, want no dry run", got)
+	}
+	// The oldest has waited longer than older: it is checked and takes over.
+	if msg := reserve("oldest"); msg == "" || checked("oldest") != now {
+		t.Fatalf("the oldest gang reserved %q, checked at %v; want its dry run now, and the level", msg, checked("oldest"))
+	}
+	// The oldest and older are gone: nobody goes first; younger runs a dry run and takes its
+	// turn.
+	rs.TreeGone(podgroup.PodGroupKey("ns", "oldest"))
+	rs.TreeGone(podgroup.PodGroupKey("ns", "older"))
+	now = now.Add(time.Second)
+	if msg := reserve("younger"); msg == "" || checked("younger") != now {
+		t.Errorf("younger reserved %q, checked at %v, once nobody went first; want its dry run now, and the level", msg, checked("younger"))
+	}
+}
+
 // A gang that could not fit even if every pod of its priority or below ended holds nobody
 // back: the gang behind it gets the reservation.
 func TestUnfittableGangHoldsNothingBack(t *testing.T) {
