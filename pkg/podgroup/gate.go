@@ -314,7 +314,7 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int)
 
 // sortKeyLocked is the queue-sort key of a member pod of root's tree, queued by time t.
 func (m *Model) sortKeyLocked(pod *v1.Pod, root Key, t time.Time) SortKey {
-	return SortKey{Priority: m.priorityLocked(pod, root), Finishing: m.halfBoundLocked(root), Time: t, Root: root.String()}
+	return SortKey{Priority: m.priorityLocked(pod, root), Finishing: !m.permits.attempts.Ended(root) || m.halfBoundLocked(root), Time: t, Root: root.String()}
 }
 
 func (m *Model) awaitingScoutLocked(k, root Key, scout types.UID) Verdict {
@@ -344,20 +344,25 @@ func (m *Model) halfBoundLocked(root Key) bool {
 }
 
 // SortKey is what QueueSort orders a gang member by: its tree's priority (the root's
-// priorityClassName, else the pod's), whether the tree is half bound, the later of its
+// priorityClassName, else the pod's), whether the tree is part placed, the later of its
 // root's creation and last failure, and the root's key, so that members of one tree leave
 // the queue together.
 type SortKey struct {
 	Priority int32
-	// Finishing: part of the tree is bound but it was never scheduled whole (a leader died
-	// between its binds). Within a priority, such trees go first.
+	// Finishing: part of the tree is placed but it is not scheduled whole: an attempt is under
+	// way (members reserved or waiting at Permit, the rest let in when it started), or a
+	// leader died between its binds. Within a priority, such trees go first: the room their
+	// plan holds waits for them. Behind the scouts of thousands of older trees that news
+	// retried, an attempt's members came out of the queue after its wait had timed out, and
+	// each next tree's attempt did the same (10,000 gangs at 15,000 nodes,
+	// test/integration/gang's TestReactionUnderLoad).
 	Finishing bool
 	Time      time.Time
 	Root      string
 }
 
 // Before reports whether a pod of key k leaves the queue before one of key o: a higher
-// priority, a half-bound tree first, the earlier time, then the root's key (QueueSort breaks
+// priority, a part-placed tree first, the earlier time, then the root's key (QueueSort breaks
 // the remaining ties by when each pod was queued).
 func (k SortKey) Before(o SortKey) bool {
 	if k.Priority != o.Priority {

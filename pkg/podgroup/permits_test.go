@@ -896,6 +896,49 @@ func TestSortKeyIsFixedWhileQueued(t *testing.T) {
 	}
 }
 
+// The members let in when their tree's attempt started leave the queue before the scouts of
+// older trees of their priority — the room their plan holds waits for them — but not before
+// a tree of a higher priority; once the attempt failed, their tree's scout is queued by its own key.
+func TestAttemptUnderWayGoesFirst(t *testing.T) {
+	m, clk, _ := testModel(t)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("old").Gang(2).Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("young").Gang(2).Created(lt.Epoch.Add(time.Minute)).Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("urgent").Gang(2).Created(lt.Epoch.Add(time.Hour)).Obj())
+	old, young := addPods(m, "old", 2), addPods(m, "young", 2)
+	var urgent []*v1.Pod
+	for i := range 2 {
+		urgent = append(urgent, lt.Member("ns", "urgent", i).Priority(100).Obj())
+		m.OnPod(nil, urgent[i])
+	}
+	for _, scout := range []*v1.Pod{old[0], young[0], urgent[0]} {
+		if v := m.Gate().Admit(bg, scout); v.Code != Proceed {
+			t.Fatalf("Admit %s: %v", scout.Name, v)
+		}
+	}
+	m.Permits().Reserve(bg, assumed(young[0], "n1"), "n1") // young's attempt starts
+	if v := m.Gate().Admit(bg, young[1]); v.Code != Proceed {
+		t.Fatalf("Admit young-1 once its tree's attempt started: %v", v)
+	}
+	member, _ := m.Gate().SortKey(young[1])
+	oldScout, _ := m.Gate().SortKey(old[0])
+	urgentScout, _ := m.Gate().SortKey(urgent[0])
+	if !member.Before(oldScout) {
+		t.Errorf("young-1, its attempt under way (%+v), leaves the queue after old's scout (%+v)", member, oldScout)
+	}
+	if !urgentScout.Before(member) {
+		t.Errorf("young-1 (%+v) leaves the queue before the scout of a higher priority (%+v)", member, urgentScout)
+	}
+	m.Permits().Unreserve(bg, assumed(young[0], "n1"))
+	m.Permits().Fail(bg, young[0], "no room", testPolicy)
+	clk.Step(testPolicy.Backoff)
+	if v := m.Gate().Admit(bg, young[0]); v.Code != Proceed {
+		t.Fatalf("Admit young's scout after the backoff: %v", v)
+	}
+	if k, _ := m.Gate().SortKey(young[0]); k.Finishing || !oldScout.Before(k) {
+		t.Errorf("young's scout's key once its attempt failed: %+v, want its tree's own, after old's scout (%+v)", k, oldScout)
+	}
+}
+
 // Nodes deleted are remembered a while (a member placed there from a cache that had not lost
 // the node yet is refused), not for ever: autoscalers never reuse a name, and nothing is kept
 // per node the cluster ever had.
