@@ -129,21 +129,26 @@ func (rs *Reservations) sweepLocked(now time.Time) {
 // firstLocked returns whose turn it is in the line of w, which root waits in: the first
 // tree in it that still asks, root if none goes before it.
 func (rs *Reservations) firstLocked(root podgroup.Key, w Waiter, now time.Time) podgroup.Key {
+	if k, _, ok := rs.frontLocked(root, w, now); ok {
+		return k
+	}
+	return root
+}
+
+// frontLocked returns the tree at the front of w's line, and what the line knows of it, if
+// it is another tree that still asks and goes before root; those that stopped asking are
+// dropped on the way.
+func (rs *Reservations) frontLocked(root podgroup.Key, w Waiter, now time.Time) (podgroup.Key, Waiter, bool) {
 	me := queued{since: w.Since, root: root}
-	k := lineOf(w)
 	for {
-		s := rs.line[k]
-		if len(s) == 0 {
-			return root
+		s := rs.line[lineOf(w)]
+		if len(s) == 0 || s[0].root == root || !s[0].before(me) {
+			return podgroup.Key{}, Waiter{}, false
 		}
-		q := s[0]
-		if q.root == root || !q.before(me) {
-			return root
+		if o := rs.waiters[s[0].root]; !expired(o, now) {
+			return s[0].root, o, true
 		}
-		if o := rs.waiters[q.root]; !expired(o, now) {
-			return q.root
-		}
-		rs.dropWaiterLocked(q.root)
+		rs.dropWaiterLocked(s[0].root)
 	}
 }
 
@@ -159,17 +164,8 @@ func (rs *Reservations) Ahead(root podgroup.Key, w Waiter) (podgroup.Key, bool) 
 	if k, ok := rs.holderLocked(root, w); ok {
 		return k, true
 	}
-	now := rs.now()
-	me := queued{since: w.Since, root: root}
-	for {
-		s := rs.line[lineOf(w)]
-		if len(s) == 0 || s[0].root == root || !s[0].before(me) {
-			return podgroup.Key{}, false
-		}
-		o := rs.waiters[s[0].root]
-		if !expired(o, now) {
-			return s[0].root, !o.Checked.IsZero() && o.Fits
-		}
-		rs.dropWaiterLocked(s[0].root)
+	if k, o, ok := rs.frontLocked(root, w, rs.now()); ok && !o.Checked.IsZero() && o.Fits {
+		return k, true
 	}
+	return podgroup.Key{}, false
 }
