@@ -198,14 +198,15 @@ func TestSuspendResizeDelete(t *testing.T) {
 	setSuspend := func(suspend bool, parallelism int32) {
 		t.Helper()
 		ctx := context.Background()
-		cur, err := e.Client.BatchV1().Jobs(e.ns).Get(ctx, "elastic", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cur.Spec.Parallelism, cur.Spec.Completions, cur.Spec.Suspend = ptr.To(parallelism), ptr.To(parallelism), ptr.To(suspend)
-		if _, err := e.Client.BatchV1().Jobs(e.ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		testenv.OnLatest(t, func() error {
+			cur, err := e.Client.BatchV1().Jobs(e.ns).Get(ctx, "elastic", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.Parallelism, cur.Spec.Completions, cur.Spec.Suspend = ptr.To(parallelism), ptr.To(parallelism), ptr.To(suspend)
+			_, err = e.Client.BatchV1().Jobs(e.ns).Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
 	}
 	setSuspend(false, 3)
 	_, pgs := e.waitGroups(1, 1)
@@ -335,14 +336,15 @@ func TestJobQueuedPastTheGroupTimeoutIsAGang(t *testing.T) {
 	job := e.createJob(lt.MakeJob().Namespace(e.ns).Name("queued").Indexed(4).Req(lt.CPU("1")).Suspend(true).Obj())
 	time.Sleep(5 * time.Second) // queued past the timeout
 
-	cur, err := e.Client.BatchV1().Jobs(e.ns).Get(context.Background(), job.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Suspend = ptr.To(false)
-	if _, err := e.Client.BatchV1().Jobs(e.ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.OnLatest(t, func() error {
+		cur, err := e.Client.BatchV1().Jobs(e.ns).Get(context.Background(), job.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Suspend = ptr.To(false)
+		_, err = e.Client.BatchV1().Jobs(e.ns).Update(context.Background(), cur, metav1.UpdateOptions{})
+		return err
+	})
 	// Admitted: the pods exist, the PodGroup not yet (the workload controller is slow to
 	// come): they wait for it.
 	e.waitPods(job.Name, 4, 0)

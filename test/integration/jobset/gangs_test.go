@@ -385,15 +385,16 @@ func TestSuspendedJobSetBindsWholeWhenResumed(t *testing.T) {
 	if n := len(e.pods("train")); n != 0 {
 		t.Fatalf("suspended JobSet has %d pods", n)
 	}
-	cur, err := e.jobsets.Get(ctx, "train", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedField(cur.Object, false, "spec", "suspend"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.jobsets.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.OnLatest(t, func() error {
+		cur, err := e.jobsets.Get(ctx, "train", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(cur.Object, false, "spec", "suspend"); err != nil {
+			return err
+		}
+		_, err = e.jobsets.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	e.waitBound("train", 6, 6)
 }

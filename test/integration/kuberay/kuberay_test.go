@@ -145,11 +145,12 @@ func (e *rayEnv) getCluster(name string) *unstructured.Unstructured {
 // updateCluster changes RayCluster name with change and writes it back.
 func (e *rayEnv) updateCluster(name string, change func(rc *unstructured.Unstructured)) {
 	e.t.Helper()
-	rc := e.getCluster(name)
-	change(rc)
-	if _, err := e.dyn.Resource(testenv.RayClusterGVR).Namespace(e.ns).Update(context.Background(), rc, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatalf("updating RayCluster %s: %v", name, err)
-	}
+	testenv.OnLatest(e.t, func() error {
+		rc := e.getCluster(name)
+		change(rc)
+		_, err := e.dyn.Resource(testenv.RayClusterGVR).Namespace(e.ns).Update(context.Background(), rc, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // setWorkers sets the replicas of RayCluster cluster's worker group, with workersToDelete

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/ptr"
@@ -174,6 +175,17 @@ func (e *Env) Placement(t *testing.T, ns string) map[string]string {
 		out[p.Name] = p.Spec.NodeName
 	}
 	return out
+}
+
+// OnLatest runs change, a read, edit and write of one object, again on the latest
+// version while the write conflicts: controllers and the scheduler write the objects a
+// test edits (a Job's or a PodGroup's status, a pod's conditions), as they would under
+// kubectl edit.
+func OnLatest(t testing.TB, change func() error) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, change); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Eventually polls cond until it holds or the timeout passes, then fails the test with what
@@ -397,14 +409,15 @@ func Gated(p *v1.Pod) *v1.Pod {
 func (e *Env) Ungate(t *testing.T, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := e.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.SchedulingGates = nil
-	if _, err := e.Client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	OnLatest(t, func() error {
+		p, err := e.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Spec.SchedulingGates = nil
+		_, err = e.Client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // DeletePods deletes pods at once (no grace period).
@@ -429,25 +442,24 @@ func (e *Env) DeleteNode(t *testing.T, name string) {
 func (e *Env) SetMinCount(t *testing.T, ns, name string, minCount int32) {
 	t.Helper()
 	ctx := context.Background()
-	if e.GroupAPI == podgroup.APINative {
-		pg, err := e.Client.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+	OnLatest(t, func() error {
+		if e.GroupAPI == podgroup.APINative {
+			pg, err := e.Client.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pg.Spec.SchedulingPolicy.Gang.MinCount = minCount // mutable, as lockstep's
+			_, err = e.Client.SchedulingV1beta1().PodGroups(ns).Update(ctx, pg, metav1.UpdateOptions{})
+			return err
+		}
+		pg, err := e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		pg.Spec.SchedulingPolicy.Gang.MinCount = minCount // mutable, as lockstep's
-		if _, err := e.Client.SchedulingV1beta1().PodGroups(ns).Update(ctx, pg, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	pg, err := e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Spec.SchedulingPolicy.Gang.MinCount = minCount
-	if _, err := e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Update(ctx, pg, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+		pg.Spec.SchedulingPolicy.Gang.MinCount = minCount
+		_, err = e.Lockstep.SchedulingV1alpha1().PodGroups(ns).Update(ctx, pg, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // WaitWaiting waits until every named pod waits at Permit for its gang: it holds a node

@@ -454,23 +454,15 @@ func deletePodGroup(name string) step {
 	return func(h *h) {
 		ctx := context.Background()
 		pgs := h.Client.SchedulingV1beta1().PodGroups(h.ns)
-		pg, err := pgs.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		for len(pg.Finalizers) > 0 {
+		testenv.OnLatest(h.t, func() error {
+			pg, err := pgs.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || len(pg.Finalizers) == 0 {
+				return err
+			}
 			pg.Finalizers = nil
-			_, err := pgs.Update(ctx, pg, metav1.UpdateOptions{})
-			if err == nil {
-				break
-			}
-			if !apierrors.IsConflict(err) { // lockstep wrote its status meanwhile: again
-				h.t.Fatal(err)
-			}
-			if pg, err = pgs.Get(ctx, name, metav1.GetOptions{}); err != nil {
-				h.t.Fatal(err)
-			}
-		}
+			_, err = pgs.Update(ctx, pg, metav1.UpdateOptions{})
+			return err
+		})
 		if err := pgs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			h.t.Fatal(err)
 		}
