@@ -332,15 +332,18 @@ func (m *Model) halfBoundLocked(root Key) bool {
 	if m.index.Get(root).Life().Placed() {
 		return false
 	}
-	for _, pk := range m.index.PodGroupsOf(root) {
-		switch m.index.Get(pk).Life().State() {
-		case Held, Pending, Waiting: // not placed; not evicted by a release or a preemption
-			if m.members.BoundOrRan(pk) > 0 {
-				return true
-			}
+	half := false
+	m.index.visit(root, func(g *Group) bool { // allocates nothing: asked for every queued tree
+		if g.Key().Kind != KindPodGroup {
+			return true
 		}
-	}
-	return false
+		switch g.Life().State() {
+		case Held, Pending, Waiting: // not placed; not evicted by a release or a preemption
+			half = m.members.BoundOrRan(g.Key()) > 0
+		}
+		return !half
+	})
+	return half
 }
 
 // SortKey is what QueueSort orders a gang member by: its tree's priority (the root's

@@ -283,6 +283,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 				ends         time.Time
 			}
 			floors := map[Key]floor{}
+			holds := false // whether a floor holds back others
 			// What the plans say of the trees that preempted, asked once per tree.
 			type victims struct{ preempted, waiting bool }
 			awaiting := map[Key]victims{}
@@ -296,12 +297,14 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 						// A tree with no member left (known false) holds no other back:
 						// nothing of it will be tried.
 						key, known := p.treeKeyLocked(root, r)
-						floors[root] = floor{key: key, known: known, holds: known && !p.preemptingLocked(root), ends: ends}
+						f := floor{key: key, known: known, holds: known && !p.preemptingLocked(root), ends: ends}
+						floors[root], holds = f, holds || f.holds
 					}
 				}
 			}
 			later := &newsBatch{why: b.why, armed: b.armed}
 			var laterAt time.Time
+			var tried []keyedRoot // each tree's key, read once
 			for _, root := range b.roots {
 				r := p.attempts.Round(root)
 				if r == nil || !r.heldBack() {
@@ -316,9 +319,9 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 					p.retryLocked(eff, root, b.why)
 					continue
 				}
+				key, known := p.treeKeyLocked(root, r)
 				wait, held := floors[root]
-				if !held {
-					key, known := p.treeKeyLocked(root, r)
+				if !held && holds {
 					for _, f := range floors {
 						if f.holds && (!known || f.key.Before(key)) && f.ends.After(wait.ends) {
 							held, wait.ends = true, f.ends
@@ -326,16 +329,16 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 					}
 				}
 				if held {
-					p.joinLocked(later, root, r)
+					p.joinAsLocked(later, root, key, known)
 					if wait.ends.After(laterAt) {
 						laterAt = wait.ends
 					}
 					continue
 				}
-				retry = append(retry, root)
+				tried = append(tried, keyedRoot{root, key, known})
 			}
 			p.armBatchLocked(later, laterAt)
-			p.queueOrderRootsLocked(retry)
+			retry = queueOrderRoots(tried)
 			p.retryHeldLocked(eff, retry[:min(newsChunk, len(retry))], b.why)
 		})
 		for i := newsChunk; i < len(retry); i += newsChunk {
@@ -346,28 +349,32 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 	})
 }
 
-// queueOrderRootsLocked sorts roots in the order the queue will try their trees (their keys
-// as of now), those with no member left to try last.
-func (p *Permits) queueOrderRootsLocked(roots []Key) {
-	type keyed struct {
-		key   SortKey
-		known bool
-	}
-	keys := make(map[Key]keyed, len(roots))
-	for _, root := range roots {
-		key, known := p.treeKeyLocked(root, p.attempts.RoundOf(root))
-		keys[root] = keyed{key, known}
-	}
-	slices.SortStableFunc(roots, func(a, b Key) int {
-		ka, kb := keys[a], keys[b]
-		if ka.known != kb.known {
-			if ka.known {
-				return -1
-			}
+// keyedRoot is a tree's root and queue-sort key, if it has a member left to try (known).
+type keyedRoot struct {
+	root  Key
+	key   SortKey
+	known bool
+}
+
+// queueOrderRoots returns the roots of trees in the order the queue will try them (by their
+// keys), those with no member left to try last, in the order given.
+func queueOrderRoots(trees []keyedRoot) []Key {
+	slices.SortStableFunc(trees, func(a, b keyedRoot) int {
+		switch {
+		case a.known != b.known && a.known:
+			return -1
+		case a.known != b.known:
 			return 1
+		case !a.known:
+			return 0
 		}
-		return ka.key.compare(kb.key)
+		return a.key.compare(b.key)
 	})
+	roots := make([]Key, len(trees))
+	for i, t := range trees {
+		roots[i] = t.root
+	}
+	return roots
 }
 
 // retryHeldLocked retries those of roots' trees that are still held back: news, a backoff or

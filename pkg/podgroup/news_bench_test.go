@@ -1,0 +1,68 @@
+package podgroup
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	lt "github.com/lockstep-sched/lockstep/pkg/testing"
+)
+
+// BenchmarkNewsToWaitingGangs times what a node added to a full cluster costs the model
+// with many gangs waiting for room: the news, and the batch that retries them (every chunk:
+// the simulated clock runs them one after the other).
+func BenchmarkNewsToWaitingGangs(b *testing.B) {
+	for _, gangs := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("%dGangs", gangs), func(b *testing.B) {
+			var news, first time.Duration
+			var stepped time.Time
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				sched := &firstActivation{recorder: &recorder{rejected: map[string]string{}}}
+				m := New(Options{Scheduler: sched, Clock: newSimClock(epoch), Logger: klog.Background()})
+				clk := m.clock.(*simClock)
+				m.AddProfile(Profile{Name: testScheduler})
+				m.OnNodeAdd(lt.MakeNode("full", "4").Obj())
+				m.OnPod(nil, lt.MakePod().Namespace("other").Name("x").UID("x").Req(lt.CPU("4")).Node("full").Obj())
+				for g := 0; g < gangs; g++ {
+					name := fmt.Sprintf("g%05d", g)
+					m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(8).Obj())
+					pods := make([]*v1.Pod, 8)
+					for j := range pods {
+						pods[j] = lt.Member("ns", name, j).Req(lt.CPU("1")).Obj()
+						m.OnPod(nil, pods[j])
+					}
+					m.Gate().Admit(bg, pods[0])
+					m.Gate().Check(bg, pods[0], 1)
+					m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+				}
+				clk.Step(2 * time.Second) // past the retry floor, within the backoff
+				b.StartTimer()
+				start := time.Now()
+				m.OnNodeAdd(lt.MakeNode(fmt.Sprintf("new%d", i), "8").Obj())
+				news += time.Since(start)
+				sched.first, stepped = time.Time{}, time.Now()
+				clk.Step(newsDelay)
+				first += sched.first.Sub(stepped)
+			}
+			b.ReportMetric(float64(news.Milliseconds())/float64(b.N), "news-ms/op")
+			b.ReportMetric(float64(first.Milliseconds())/float64(b.N), "first-scout-ms/op")
+		})
+	}
+}
+
+// firstActivation notes when the model first hands pods to the queue.
+type firstActivation struct {
+	*recorder
+	first time.Time
+}
+
+func (f *firstActivation) Activate(logger klog.Logger, pods []*v1.Pod) {
+	if f.first.IsZero() {
+		f.first = time.Now()
+	}
+	f.recorder.Activate(logger, pods)
+}
