@@ -80,7 +80,7 @@ func TestAnywhere(t *testing.T) {
 			root := tc.tree()
 			var a anywhere
 			infos := nodeInfos(tc.nodes)
-			topo := buildTopology(levels, infos)
+			topo := buildTopology(levels, infos, nil)
 			plan, why := a.plan(root, topo, infos, nil, newSpecFitter(newEligibility(topo.nodes)))
 			if tc.fail != "" {
 				if plan != nil || !strings.Contains(why, tc.fail) {

@@ -85,11 +85,10 @@ func (n *node) domainOf(level int) (string, bool) {
 // It is built once and kept across plans while the nodes and their topology labels stay
 // the same (a new Node object with the same labels does not rebuild it).
 type topology struct {
-	levels  []string
-	objs    []*v1.Node
-	nodes   []*node
-	byName  map[string]*node
-	members map[string][]*node
+	levels []string
+	objs   []*v1.Node
+	nodes  []*node
+	byName map[string]*node
 	// sub lists, per domain key ("" for anywhere) and deeper level, the domains inside it.
 	sub map[string]map[int][]*domain
 	// domains are the domains by key; anywhere is the domain of every node.
@@ -211,7 +210,7 @@ func (tc *topologyCache) checkAllLocked(levels []string, infos []fwk.NodeInfo) *
 	if tc.last != nil {
 		base = tc.last.lastVersion() + 1
 	}
-	tc.last = buildTopology(levels, infos)
+	tc.last = buildTopology(levels, infos, tc.last)
 	tc.last.base, tc.last.version = base, base
 	return tc.last
 }
@@ -317,15 +316,36 @@ func freeOf(ni fwk.NodeInfo) capacity.Resources {
 	return capacity.FreeOn(ni)
 }
 
-func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
+// buildTopology builds the topology of infos. prev, if not nil, is the topology of the same
+// levels that infos replace (a node added or deleted since): what it read of a Node object
+// infos still hold (its path and size, and which pod specs may use it) is taken from it, not
+// read again. A node added to a cluster of 15,000 made the next plan read every node's
+// labels and check every node's eligibility again, on the path from the node's arrival to
+// the gang bound on it (test/integration/gang's TestReactionUnderLoad).
+func buildTopology(levels []string, infos []fwk.NodeInfo, prev *topology) *topology {
 	t := &topology{levels: levels, objs: make([]*v1.Node, len(infos)), byName: make(map[string]*node, len(infos)),
-		members: map[string][]*node{}, sub: map[string]map[int][]*domain{},
+		sub:  map[string]map[int][]*domain{},
 		gens: make([]int64, len(infos)), free: make([]capacity.Resources, len(infos))}
+	if prev != nil {
+		prev.mu.Lock() // its objects and eligibility, which plans refresh under it
+		defer prev.mu.Unlock()
+	}
+	var was []int // the index in prev of each node prev read from the same object; -1 for none
+	if prev != nil {
+		was = make([]int, len(infos))
+	}
 	for i, ni := range infos {
 		n := ni.Node()
 		t.objs[i], t.gens[i], t.free[i] = n, ni.GetGeneration(), freeOf(ni)
 		nd := &node{idx: i}
-		if n != nil {
+		if was != nil {
+			was[i] = -1
+		}
+		switch old := prev.sameNode(n); {
+		case old != nil:
+			nd.name, nd.path, nd.keys, nd.obj, nd.cpu = old.name, old.path, old.keys, old.obj, old.cpu
+			was[i] = old.idx
+		case n != nil:
 			nd.name, nd.path = n.Name, pathOf(n, levels)
 			nd.setObj(n)
 			nd.keys = make([]string, len(nd.path))
@@ -356,7 +376,6 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 			if k == "" {
 				continue
 			}
-			t.members[k] = append(t.members[k], n)
 			d := domains[k]
 			if d == nil {
 				d = &domain{level: l, key: k, id: len(domains) + 1} // anywhere is 0
@@ -379,10 +398,25 @@ func buildTopology(levels []string, infos []fwk.NodeInfo) *topology {
 	t.versions = make([]uint64, len(domains)+1)
 	for _, byLevel := range t.sub {
 		for _, ds := range byLevel {
-			sort.Slice(ds, func(i, j int) bool { return ds[i].key < ds[j].key })
+			slices.SortFunc(ds, func(a, b *domain) int { return strings.Compare(a.key, b.key) })
 		}
 	}
+	if prev != nil && prev.elig != nil {
+		t.elig = prev.elig.carried(t.nodes, was)
+	}
 	return t
+}
+
+// sameNode returns t's node read from Node object n, nil if t has none (or t is nil). The
+// caller holds t.mu.
+func (t *topology) sameNode(n *v1.Node) *node {
+	if t == nil || n == nil {
+		return nil
+	}
+	if old := t.byName[n.Name]; old != nil && t.objs[old.idx] == n {
+		return old
+	}
+	return nil
 }
 
 func pathOf(n *v1.Node, levels []string) []string {
@@ -596,6 +630,28 @@ func eligibilityKey(pod *v1.Pod) string {
 		return string(pod.UID) // cannot happen; a key of its own is always right
 	}
 	return string(key)
+}
+
+// carried returns e for nodes, of which the i-th was e's node was[i] (-1: a node e has not
+// checked, or whose Node object changed since): the answers for those nodes are kept, the
+// others are checked when first asked about. Rooms are not kept: they are by domain, and
+// nodes are in new domains.
+func (e *eligibility) carried(nodes []*node, was []int) *eligibility {
+	out := newEligibility(nodes)
+	for key, old := range e.cache {
+		el := &eligible{pe: old.pe, nodes: nodes, state: make([]int8, len(nodes)), reasons: map[int]string{}, rooms: map[string][]roomOf{}}
+		for i, j := range was {
+			if j < 0 {
+				continue
+			}
+			el.state[i] = old.state[j]
+			if why, ok := old.reasons[j]; ok {
+				el.reasons[i] = why
+			}
+		}
+		out.cache[key] = el
+	}
+	return out
 }
 
 // of returns where pod may run.

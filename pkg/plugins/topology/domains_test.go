@@ -71,7 +71,7 @@ func TestDomainsOfNodesMissingLevels(t *testing.T) {
 		{zone: "z0", block: "b0", rack: "r1", name: "n2", cpu: 8},
 		{name: "n3", cpu: 8}, // host only
 	}
-	top := buildTopology(levels, nodeInfos(nodes))
+	top := buildTopology(levels, nodeInfos(nodes), nil)
 	keys := func(level int) []string {
 		var out []string
 		for _, d := range top.sub[""][level] {
@@ -274,7 +274,7 @@ func TestDomainCapacityFollowsNodeObjects(t *testing.T) {
 // for a node the list does not have.
 func TestInfoOfFindsTheListsOwnInfo(t *testing.T) {
 	infos := nodeInfos(grid(1, 1, 2, 2, 8))
-	top := buildTopology(levels, infos)
+	top := buildTopology(levels, infos, nil)
 	copied := append([]fwk.NodeInfo(nil), infos...)
 	copied[2] = infos[2].Snapshot()
 	reversed := slices.Clone(infos)
@@ -297,5 +297,72 @@ func TestInfoOfFindsTheListsOwnInfo(t *testing.T) {
 				t.Errorf("infoOf(%s) = %v, want %v", tc.node, got, tc.want)
 			}
 		})
+	}
+}
+
+// A topology built anew after nodes were added or deleted (from the one it replaces) is the
+// topology built from nothing: the same nodes, paths, sizes, domains and eligibility. What it
+// took from the old one is what the old one read of the Node objects it still holds: their
+// eligibility is known without checking them again; a new node, and one whose object changed
+// (relabelled into another rack, tainted), is checked when first asked about.
+func TestTopologyRebuiltFromTheLastIsBuiltFromNothing(t *testing.T) {
+	infos := nodeInfos(grid(2, 1, 2, 2, 8))
+	var tc topologyCache
+	old := tc.get(levels, infos)
+	pods := []*v1.Pod{podOf("p", 1, 0), podOf("q", 1, 0)}
+	pods[1].Spec.NodeSelector = map[string]string{zoneKey: "z1"}
+	for _, p := range pods {
+		for i := range infos {
+			old.eligibility().of(p).allows(i)
+		}
+	}
+	// Node 0 deleted (every other node's index moves), node 3 moved to another rack, node 5
+	// tainted, a node added.
+	moved := infos[3].Node().DeepCopy()
+	moved.Labels[rackKey] = "z0-b0-r9"
+	infos[3].(*framework.NodeInfo).SetNode(moved)
+	tainted := infos[5].Node().DeepCopy()
+	tainted.Spec.Taints = []v1.Taint{{Key: "dedicated", Effect: v1.TaintEffectNoSchedule}}
+	infos[5].(*framework.NodeInfo).SetNode(tainted)
+	added := nodeInfos([]testNode{{zone: "z1", block: "z1-b0", rack: "z1-b0-r0", name: "added", cpu: 4}})
+	grown := append(slices.Clone(infos[1:]), added...)
+
+	got := tc.get(levels, grown)
+	if got == old {
+		t.Fatal("the topology was not rebuilt for a node added and one deleted")
+	}
+	want := buildTopology(levels, grown, nil)
+	for i, n := range want.nodes {
+		g := got.nodes[i]
+		if g.name != n.name || !slices.Equal(g.path, n.path) || !slices.Equal(g.keys, n.keys) || g.cpu != n.cpu || g.obj != n.obj {
+			t.Errorf("node %d: %s %v %v %d, want %s %v %v %d", i, g.name, g.path, g.keys, g.cpu, n.name, n.path, n.keys, n.cpu)
+		}
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(got.domains)), slices.Sorted(maps.Keys(want.domains))) {
+		t.Errorf("domains %v, want %v", slices.Sorted(maps.Keys(got.domains)), slices.Sorted(maps.Keys(want.domains)))
+	}
+	for key, d := range want.domains {
+		var gotNodes, wantNodes []string
+		for _, n := range got.domains[key].nodes {
+			gotNodes = append(gotNodes, n.name)
+		}
+		for _, n := range d.nodes {
+			wantNodes = append(wantNodes, n.name)
+		}
+		if !slices.Equal(gotNodes, wantNodes) || got.domains[key].cpu != d.cpu {
+			t.Errorf("domain %s: %v (%d), want %v (%d)", key, gotNodes, got.domains[key].cpu, wantNodes, d.cpu)
+		}
+	}
+	for _, p := range pods {
+		kept := got.eligibility().of(p)
+		for i, n := range got.nodes {
+			changed := n.name == "added" || i == 2 || i == 4 // the new node, node 3 and node 5 of before
+			if known := kept.state[i] != 0; known == changed {
+				t.Errorf("pod %s, node %s: eligibility known before asked %v, want %v", p.Name, n.name, known, !changed)
+			}
+			if g, w := kept.why(i), want.eligibility().of(p).why(i); g != w {
+				t.Errorf("pod %s, node %s: refused for %q, want %q", p.Name, n.name, g, w)
+			}
+		}
 	}
 }

@@ -195,5 +195,5 @@ func domainsOf(out outcome, c *cluster, g *podgroup.GroupView, level int) map[st
 
 // clusterOf builds a cluster of infos with the default levels.
 func clusterOf(infos []fwk.NodeInfo, promised map[string]capacity.Resources) *cluster {
-	return newCluster(buildTopology(levels, infos), promised)
+	return newCluster(buildTopology(levels, infos, nil), promised)
 }

@@ -2,10 +2,12 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/lockstep-sched/lockstep/pkg/podgroup/podgrouptest"
 	lt "github.com/lockstep-sched/lockstep/pkg/testing"
@@ -45,6 +47,23 @@ func BenchmarkPlanRackRequired(b *testing.B) {
 		b.Run(fmt.Sprintf("%dNodes", nodes), func(b *testing.B) {
 			for b.Loop() {
 				if plan, _ := env.plugin.planTree(env.Ctx, tree, infos, nil); plan == nil {
+					b.Fatal("no plan for a gang in an empty cluster")
+				}
+			}
+		})
+		// A node added (or gone) since the last plan: the next plan reads the cluster anew,
+		// as the plan of the first gang news retries for a new node does.
+		added := framework.NewNodeInfo()
+		added.SetNode(lt.MakeNode("added", "4").Obj())
+		grown := append(slices.Clone(infos), added)
+		b.Run(fmt.Sprintf("%dNodes_NodeAdded", nodes), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				cur := infos
+				if i++; i%2 == 1 {
+					cur = grown
+				}
+				if plan, _ := env.plugin.planTree(env.Ctx, tree, cur, nil); plan == nil {
 					b.Fatal("no plan for a gang in an empty cluster")
 				}
 			}
