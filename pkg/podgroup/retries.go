@@ -173,6 +173,7 @@ func (b *newsBatch) ahead(own SortKey, tries func(Key) bool) (Key, bool) {
 //
 // room is the node whose room the news is about, if that is all it is about.
 func (p *Permits) newsLocked(roots []Key, why, room string) {
+	start := time.Now()
 	b := &newsBatch{why: why, armed: p.m.clock.Now()}
 	for _, root := range roots {
 		r := p.attempts.Round(root)
@@ -189,6 +190,9 @@ func (p *Permits) newsLocked(roots []Key, why, room string) {
 		p.joinLocked(b, root, r)
 	}
 	p.news++ // even if it retries none: a tree in the queue may have a use for it
+	if len(b.roots) > 0 {
+		p.m.logger.V(4).Info("News retries waiting gangs", "why", why, "gangs", len(b.roots), "of", len(roots), "in", time.Since(start), "after", newsDelay)
+	}
 	p.armBatchLocked(b, p.m.clock.Now().Add(newsDelay))
 }
 
@@ -272,6 +276,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 	p.batches = append(p.batches, b)
 	m.clock.AfterFunc(at.Sub(m.clock.Now()), func() {
 		var retry []Key // the trees to retry, in the order the queue will try them
+		start := time.Now()
 		m.update(m.logger, func(eff *effects) {
 			p.batches = slices.DeleteFunc(p.batches, func(x *newsBatch) bool { return x == b })
 			now := m.clock.Now()
@@ -340,6 +345,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 			p.armBatchLocked(later, laterAt)
 			retry = queueOrderRoots(tried)
 			p.retryHeldLocked(eff, retry[:min(newsChunk, len(retry))], b.why)
+			m.logger.V(4).Info("News batch retries its gangs", "why", b.why, "gangs", len(retry), "heldBack", len(later.roots), "late", m.clock.Now().Sub(b.armed)-newsDelay, "firstChunkIn", time.Since(start))
 		})
 		for i := newsChunk; i < len(retry); i += newsChunk {
 			m.update(m.logger, func(eff *effects) {
