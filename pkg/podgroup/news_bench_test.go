@@ -46,6 +46,9 @@ func BenchmarkNewsToWaitingGangs(b *testing.B) {
 				news += time.Since(start)
 				sched.first, stepped = time.Time{}, time.Now()
 				clk.Step(newsDelay)
+				if sched.first.IsZero() {
+					b.Fatal("the news retried no gang")
+				}
 				first += sched.first.Sub(stepped)
 			}
 			b.ReportMetric(float64(news.Milliseconds())/float64(b.N), "news-ms/op")
