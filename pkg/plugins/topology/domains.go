@@ -326,12 +326,10 @@ func buildTopology(levels []string, infos []fwk.NodeInfo, prev *topology) *topol
 	t := &topology{levels: levels, objs: make([]*v1.Node, len(infos)), byName: make(map[string]*node, len(infos)),
 		sub:  map[string]map[int][]*domain{},
 		gens: make([]int64, len(infos)), free: make([]capacity.Resources, len(infos))}
+	var was []int // the index in prev of each node prev read from the same object; -1 for none
 	if prev != nil {
 		prev.mu.Lock() // its objects and eligibility, which plans refresh under it
 		defer prev.mu.Unlock()
-	}
-	var was []int // the index in prev of each node prev read from the same object; -1 for none
-	if prev != nil {
 		was = make([]int, len(infos))
 	}
 	for i, ni := range infos {
@@ -639,7 +637,7 @@ func eligibilityKey(pod *v1.Pod) string {
 func (e *eligibility) carried(nodes []*node, was []int) *eligibility {
 	out := newEligibility(nodes)
 	for key, old := range e.cache {
-		el := &eligible{pe: old.pe, nodes: nodes, state: make([]int8, len(nodes)), reasons: map[int]string{}, rooms: map[string][]roomOf{}}
+		el := newEligible(old.pe, nodes)
 		for i, j := range was {
 			if j < 0 {
 				continue
@@ -660,10 +658,14 @@ func (e *eligibility) of(pod *v1.Pod) *eligible {
 	if el, hit := e.cache[key]; hit {
 		return el
 	}
-	el := &eligible{pe: newPodEligibility(pod), nodes: e.nodes, state: make([]int8, len(e.nodes)), reasons: map[int]string{},
-		rooms: map[string][]roomOf{}}
+	el := newEligible(newPodEligibility(pod), e.nodes)
 	e.cache[key] = el
 	return el
+}
+
+// newEligible answers for pe on nodes, none checked yet.
+func newEligible(pe podEligibility, nodes []*node) *eligible {
+	return &eligible{pe: pe, nodes: nodes, state: make([]int8, len(nodes)), reasons: map[int]string{}, rooms: map[string][]roomOf{}}
 }
 
 // podEligibility checks one pod against nodes.
