@@ -118,9 +118,10 @@ type Round struct {
 	roomTry  roomTry
 	// quietRetry: the current try is the backoff's end, no news prompted it; quiet counts
 	// those that failed (quietBackoff); tries news prompted neither count nor reset it.
-	// lookAgain: the backoff is the retry floor's second look after news.
-	quietRetry, lookAgain bool
-	quiet                 int
+	// lookAgain: the backoff is the retry floor's second look after news. newsTry: the
+	// current (or last failed) try is a retry news prompted (armBatchLocked).
+	quietRetry, lookAgain, newsTry bool
+	quiet                          int
 	// need is, resource by resource, the least a pending member requested when the tree last
 	// failed whole (needKnown): room on a node that cannot fit it is no news for the tree.
 	need      capacity.Resources

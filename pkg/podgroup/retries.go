@@ -158,6 +158,7 @@ func (b *newsBatch) ahead(own SortKey, tries func(Key) bool) (Key, bool) {
 // maybe on a snapshot without the news), and so do the trees the queue puts after it; the
 // others do not wait for it: at 600 waiting gangs, a batch that waited for the floor of the
 // tree that failed last waited a second, while the scouts of younger gangs took the room.
+// Not a tree that missed the news (Round.missed): it was in its cycle when the news came.
 //
 // A tree that preempted is retried by no news while the pods it evicts are still there: its
 // members go where its plan says once they are gone, and before that every try fails (a
@@ -221,6 +222,18 @@ func (p *Permits) catchUpLocked(root Key, r *Round, prompted time.Time) {
 		p.joinLocked(b, root, r)
 		r.news, r.newsRoom = b.why, ""
 	}
+}
+
+// missed reports whether r's tree failed a try that was in its scheduling cycle when
+// b's news came, and that no news prompted (its backoff's end, its first try): that try could
+// not have seen the news, and the news retries it at once, floor or not. Held for its floor,
+// an urgent gang whose timed try was in its cycle when a node came held every waiting gang
+// behind it for up to a second. A retry news prompted keeps its floor even if more news came
+// during its cycle: under churn news comes during most cycles, and a tree retried after each
+// would be tried as fast as cycles run. A tree that failed before the news came keeps it too:
+// it was just tried.
+func (r *Round) missed(b *newsBatch) bool {
+	return !r.newsTry && r.triedAt.Before(b.armed) && r.lastFailure.After(b.armed)
 }
 
 // joinLocked adds root's tree to b.
@@ -298,7 +311,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 						awaiting[root] = victims{preempted, waiting}
 						continue // no floor: see below
 					}
-					if ends := r.lastFailure.Add(p.retryFloor); now.Before(ends) {
+					if ends := r.lastFailure.Add(p.retryFloor); now.Before(ends) && !r.missed(b) {
 						// A tree with no member left (known false) holds no other back:
 						// nothing of it will be tried.
 						key, known := p.treeKeyLocked(root, r)
@@ -590,6 +603,7 @@ func (p *Permits) retryLocked(eff *effects, root Key, why string) {
 	m := p.m
 	r := p.attempts.RoundOf(root)
 	r.roomTry = roomTry{}
+	r.newsTry = r.news != ""
 	if r.news != "" {
 		if r.newsRoom != "" {
 			r.roomTry = roomTry{node: r.newsRoom, news: p.news, resume: r.retryAt}

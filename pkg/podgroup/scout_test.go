@@ -515,6 +515,58 @@ func TestATreeNewsRetriedThatFailsAtOnceGoesFirst(t *testing.T) {
 	}
 }
 
+// A tree whose timed try was in its scheduling cycle when news came, and that failed after
+// it (on a snapshot without the news), is retried with the news at once, not at the end of
+// its retry floor: its try could not have seen the news. Held for its floor, the urgent gang
+// held every waiting gang behind it for up to a second (test/integration/gang's
+// TestReactionUnderLoad at 10,000 gangs). A retry news prompted that fails while more news
+// comes keeps its floor: under churn that would be a try per cycle.
+func TestATreeInItsCycleWhenNewsComesIsRetriedWithIt(t *testing.T) {
+	cpu := map[v1.ResourceName]string{v1.ResourceCPU: "2"}
+	m, clk, rec := testModel(t)
+	m.OnNodeAdd(lt.MakeNode("n1", "2").Obj())
+	m.OnPod(nil, lt.MakePod().Namespace("other").Name("filler").UID("filler").Req(cpu).Node("n1").Obj())
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("urgent").Gang(2).Obj())
+	urgent := []*v1.Pod{lt.Member("ns", "urgent", 0).Req(cpu).Priority(100).Obj(), lt.Member("ns", "urgent", 1).Req(cpu).Priority(100).Obj()}
+	for _, p := range urgent {
+		m.OnPod(nil, p)
+	}
+	try := func() {
+		t.Helper()
+		if v := m.Gate().Admit(bg, urgent[0]); v.Code != Proceed {
+			t.Fatalf("Admit = %v %q, want its scout let in", v.Code, v.Message)
+		}
+		m.Gate().Check(bg, urgent[0], 0)
+	}
+	fail := func() { m.Permits().Fail(bg, urgent[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy) }
+	try()
+	fail()
+	clk.Step(testPolicy.Backoff) // its backoff ends: its scout is queued again
+	try()                        // its timed try reaches its cycle
+	rec.take()
+	clk.Step(time.Millisecond)
+	m.OnNodeAdd(lt.MakeNode("n2", "4").Obj()) // room for it, after its cycle's snapshot
+	clk.Step(time.Millisecond)
+	fail()
+	clk.Step(newsDelay)
+	if activated, _, _ := rec.take(); !slices.Contains(activated, "urgent-0") {
+		t.Fatalf("activated %v when news retried the waiting trees, want urgent's scout: its failed try began before the news", activated)
+	}
+	try() // the news's retry
+	clk.Step(time.Millisecond)
+	m.OnNodeAdd(lt.MakeNode("n3", "4").Obj())
+	clk.Step(time.Millisecond)
+	fail() // at once, as more news came
+	clk.Step(newsDelay)
+	if activated, _, _ := rec.take(); len(activated) != 0 {
+		t.Errorf("activated %v when the second news was retried, want urgent held for its floor: it failed a retry news prompted", activated)
+	}
+	clk.Step(DefaultRetryFloor)
+	if activated, _, _ := rec.take(); !slices.Contains(activated, "urgent-0") {
+		t.Errorf("activated %v at the end of its floor, want urgent's scout", activated)
+	}
+}
+
 // Where the scheduler places members one by one (here, members with inter-pod anti-affinity),
 // the order can decide whether the gang fits: a member that failed after the scout was
 // placed scouts the next try. A gang whose members only room decides keeps its scout (one
