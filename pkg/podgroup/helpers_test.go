@@ -193,3 +193,18 @@ func reservePermit(m *Model, p *v1.Pod) PermitDecision {
 // admittedOrScouted reports whether a verdict lets a member into the queue, or holds it only
 // while its tree's scout tries the tree for all.
 func admittedOrScouted(v Verdict) bool { return v.Code == Proceed || v.Code == AwaitingScout }
+
+// tryScout lets the scout p into the queue and into its scheduling cycle (PreEnqueue, then
+// PreFilter's check).
+func tryScout(t *testing.T, m *Model, p *v1.Pod) {
+	t.Helper()
+	if v := m.Gate().Admit(bg, p); v.Code != Proceed {
+		t.Fatalf("Admit %s = %v %q, want its scout let in", p.Name, v.Code, v.Message)
+	}
+	m.Gate().Check(bg, p, 0)
+}
+
+// failScout fails the scout p's cycle for want of room.
+func failScout(m *Model, p *v1.Pod) {
+	m.Permits().Fail(bg, p, "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+}

@@ -479,14 +479,8 @@ func TestATreeNewsRetriedThatFailsAtOnceGoesFirst(t *testing.T) {
 		}
 		return pods
 	}
-	try := func(p *v1.Pod) {
-		t.Helper()
-		if v := m.Gate().Admit(bg, p); v.Code != Proceed {
-			t.Fatalf("Admit %s = %v %q, want its scout let in", p.Name, v.Code, v.Message)
-		}
-		m.Gate().Check(bg, p, 0)
-	}
-	fail := func(p *v1.Pod) { m.Permits().Fail(bg, p, "0/1 nodes are available: 1 Insufficient cpu", testPolicy) }
+	try := func(p *v1.Pod) { tryScout(t, m, p) }
+	fail := func(p *v1.Pod) { failScout(m, p) }
 	low, urgent := gang("low", 0), gang("urgent", 100)
 	try(low[0])
 	fail(low[0])
@@ -531,14 +525,8 @@ func TestATreeInItsCycleWhenNewsComesIsRetriedWithIt(t *testing.T) {
 	for _, p := range urgent {
 		m.OnPod(nil, p)
 	}
-	try := func() {
-		t.Helper()
-		if v := m.Gate().Admit(bg, urgent[0]); v.Code != Proceed {
-			t.Fatalf("Admit = %v %q, want its scout let in", v.Code, v.Message)
-		}
-		m.Gate().Check(bg, urgent[0], 0)
-	}
-	fail := func() { m.Permits().Fail(bg, urgent[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy) }
+	try := func() { tryScout(t, m, urgent[0]) }
+	fail := func() { failScout(m, urgent[0]) }
 	try()
 	fail()
 	clk.Step(testPolicy.Backoff) // its backoff ends: its scout is queued again
