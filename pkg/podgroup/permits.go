@@ -698,7 +698,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 			backoff = min(backoff, p.retryFloor)
 			r.newsAt, r.lookAgain = time.Time{}, true
 		} else {
-			backoff = quietBackoff(backoff, r.quiet)
+			backoff = spread(quietBackoff(backoff, r.quiet), root, r.id)
 		}
 		p.attempts.stall(r)
 		r.lastFailure = now

@@ -154,7 +154,7 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 	}, {
 		name: "the scout that failed tries again (one pod carries the gang's condition and events)",
 		min:  3, pods: 3,
-		steps:     []step{admit(1, Proceed), check(1), fail(1), wait(10 * time.Second), admit(1, Proceed), admit(0, AwaitingScout)},
+		steps:     []step{admit(1, Proceed), check(1), fail(1), wait(backoffEnds), admit(1, Proceed), admit(0, AwaitingScout)},
 		activated: []string{"a-1"},
 		held:      []string{"a-1"},
 	}, {
@@ -165,7 +165,7 @@ func TestScoutTriesTheTreeForAll(t *testing.T) {
 	}, {
 		name: "a retry sends a member that is not gated",
 		min:  3, pods: 3,
-		steps:     []step{admit(1, Proceed), check(1), fail(1), gate(1), wait(10 * time.Second), admit(0, Proceed), admit(2, AwaitingScout)},
+		steps:     []step{admit(1, Proceed), check(1), fail(1), gate(1), wait(backoffEnds), admit(0, Proceed), admit(2, AwaitingScout)},
 		activated: []string{"a-0"},
 		held:      []string{"a-1"},
 	}, {
@@ -362,7 +362,7 @@ func scoutRetried(t *testing.T) (*Model, *simClock, *recorder, []*v1.Pod) {
 	m.Gate().Admit(bg, pods[0])
 	m.Gate().Check(bg, pods[0], 1)
 	m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
-	clk.Step(testPolicy.Backoff) // the timed retry queues the scout again
+	clk.Step(backoffEnds) // the timed retry queues the scout again
 	rec.take()
 	return m, clk, rec, pods
 }
@@ -486,7 +486,7 @@ func TestATreeNewsRetriedThatFailsAtOnceGoesFirst(t *testing.T) {
 	fail(low[0])
 	try(urgent[0])
 	fail(urgent[0])
-	clk.Step(testPolicy.Backoff) // both backoffs end: their scouts are queued again
+	clk.Step(backoffEnds) // both backoffs end: their scouts are queued again
 	try(low[0])
 	fail(low[0]) // low failed again: within its floor when news comes
 	clk.Step(DefaultRetryFloor / 2)
@@ -529,8 +529,8 @@ func TestATreeInItsCycleWhenNewsComesIsRetriedWithIt(t *testing.T) {
 	fail := func() { failScout(m, urgent[0]) }
 	try()
 	fail()
-	clk.Step(testPolicy.Backoff) // its backoff ends: its scout is queued again
-	try()                        // its timed try reaches its cycle
+	clk.Step(backoffEnds) // its backoff ends: its scout is queued again
+	try()                 // its timed try reaches its cycle
 	rec.take()
 	clk.Step(time.Millisecond)
 	m.OnNodeAdd(lt.MakeNode("n2", "4").Obj()) // room for it, after its cycle's snapshot

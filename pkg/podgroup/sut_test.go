@@ -19,6 +19,10 @@ type modelSUT struct {
 // testPolicy is the gang policy of the manifests' configuration.
 var testPolicy = Policy{PermitTimeout: time.Minute, Backoff: 10 * time.Second}
 
+// backoffEnds is long enough for testPolicy's first quiet backoff to end, however it is
+// spread.
+var backoffEnds = testPolicy.Backoff + time.Duration(quietSpread*float64(testPolicy.Backoff))
+
 // simScheduler lets the world play the scheduler of a Model.
 type simScheduler struct{ fw simFramework }
 
