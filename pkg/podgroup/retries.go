@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -527,11 +528,11 @@ func (p *Permits) yieldLocked(logger klog.Logger, pod *v1.Pod, root Key, nodes i
 		r.quietRetry = false
 		p.newsLocked(p.stalledLocked(nil), why, "")
 		logger.V(4).Info("Gang yields to a node the scheduler has and lockstep has not heard of yet", "pod", klog.KObj(pod), "root", root, "nodes", nodes)
-		return p.yieldMessageLocked(pod, nodes, fmt.Sprintf("gang %s lets the waiting gangs try %s first; it is tried again with them", root.Name, why)), true
+		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s lets the waiting gangs try %s first; it is tried again with them", root.Name, why)), true
 	}
 	if node, spent := p.roomSpentLocked(root, r); spent {
 		logger.V(4).Info("Gang not tried: the room news retried it for is taken, and no other news came", "pod", klog.KObj(pod), "root", root, "node", node, "retryAt", r.retryAt)
-		return p.yieldMessageLocked(pod, nodes, fmt.Sprintf("gang %s: the room on node %s it was retried for is taken; it is tried again when the cluster changes", root.Name, node)), true
+		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s: the room on node %s it was retried for is taken; it is tried again when the cluster changes", root.Name, node)), true
 	}
 	if len(p.batches) == 0 {
 		return "", false
@@ -549,44 +550,64 @@ func (p *Permits) yieldLocked(logger klog.Logger, pod *v1.Pod, root Key, nodes i
 		}
 		p.attempts.stall(r)
 		r.news, r.newsRoom, r.quietRetry = b.why, "", false
-		return p.yieldMessageLocked(pod, nodes, fmt.Sprintf("gang %s lets gangs that go before it in the queue try first (%s); it is tried again with them", root.Name, b.why)), true
+		return p.yieldMessageLocked(pod, fmt.Sprintf("gang %s lets gangs that go before it in the queue try first (%s); it is tried again with them", root.Name, b.why)), true
 	}
 	return "", false
 }
 
 // yieldMessageLocked is what a yielding scout is told: what its PodScheduled condition says
-// already (why its gang waits), so that the scheduler's failure handler writes nothing (a
-// status write per yield, in the scheduling cycle, made each yield cost ten times a try); why
-// otherwise, which is written once. The scheduler writes the condition as its FitError reads:
-// "0/<nodes> nodes are available: <PreFilter's message>. <PostFilter's message>", where
-// PostFilter's is HeldPostFilterMessage for a held member; what it is told is the PreFilter
-// message that reads as the condition. Told the condition whole, each yield wrapped it once
-// more, and the pod's condition grew at every yield, each a write.
-func (p *Permits) yieldMessageLocked(pod *v1.Pod, nodes int, why string) string {
+// already (why its gang waits, from its last attempt), so that the scheduler's failure handler
+// writes nothing, or only the node count if that changed: a status write per yield, in the
+// scheduling cycle, made each yield cost ten times a try, and a yield that said why it yielded
+// cost two writes per waiting gang for every piece of news (this one, then the next try's).
+// Why it yields is said only where the condition says nothing of an attempt yet. The scheduler
+// writes the condition as its FitError reads: "0/<nodes> nodes are available: <PreFilter's
+// message>. <PostFilter's message>", where PostFilter's is HeldPostFilter's for a member the gang
+// refused; what the scout is told is the PreFilter message that reads as the condition. Told
+// the condition whole, each yield wrapped it once more, and the pod's condition grew at every
+// yield, each a write.
+func (p *Permits) yieldMessageLocked(pod *v1.Pod, why string) string {
 	if mem := p.m.members.Of(pod.UID); mem != nil {
-		if _, c := podutil.GetPodCondition(&mem.Pod.Status, v1.PodScheduled); c != nil &&
-			c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
-			if inner, ok := heldFitMessage(c.Message, nodes); ok {
-				return inner
-			}
+		if pre, _, ok := fitMessage(&mem.Pod.Status); ok {
+			return pre
 		}
 	}
 	return why
 }
 
 // HeldPostFilterMessage is what PostFilter says of a member its gang held (LockstepTopology's
-// PostFilter): its preemption, if any, was decided when the gang's attempt failed.
+// PostFilter) where the member's condition says nothing of an attempt: its preemption, if any,
+// was decided when the gang's attempt failed.
 const HeldPostFilterMessage = "preemption: the gang backs off"
 
-// heldFitMessage returns the PreFilter message with which the scheduler's FitError for a held
-// member on nodes nodes reads msg, if there is one.
-func heldFitMessage(msg string, nodes int) (string, bool) {
-	prefix := fmt.Sprintf("0/%d nodes are available: ", nodes)
-	suffix := ". " + HeldPostFilterMessage
-	if len(msg) <= len(prefix)+len(suffix) || !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, suffix) {
-		return "", false
+// HeldPostFilter is what PostFilter says of a member its gang refused before Filter ran: what
+// its condition says already of the gang's last attempt's preemption, so that the condition is
+// not rewritten (see yieldMessageLocked), or HeldPostFilterMessage.
+func HeldPostFilter(pod *v1.Pod) string {
+	if _, post, ok := fitMessage(&pod.Status); ok {
+		return post
 	}
-	return msg[len(prefix) : len(msg)-len(suffix)], true
+	return HeldPostFilterMessage
+}
+
+// fitMessage splits a pod's Unschedulable PodScheduled condition, if it reads as the
+// scheduler's FitError for a member whose PreFilter failed ("0/<nodes> nodes are available:
+// <pre>. <post>", post being a preemption's "preemption: ..."), into its PreFilter and
+// PostFilter messages.
+func fitMessage(status *v1.PodStatus) (pre, post string, ok bool) {
+	_, c := podutil.GetPodCondition(status, v1.PodScheduled)
+	if c == nil || c.Status != v1.ConditionFalse || c.Reason != v1.PodReasonUnschedulable {
+		return "", "", false
+	}
+	count, rest, ok := strings.Cut(strings.TrimPrefix(c.Message, "0/"), " nodes are available: ")
+	if _, err := strconv.Atoi(count); !ok || err != nil || !strings.HasPrefix(c.Message, "0/") {
+		return "", "", false
+	}
+	pre, post, ok = strings.Cut(rest, ". preemption: ")
+	if !ok || pre == "" {
+		return "", "", false
+	}
+	return pre, "preemption: " + post, true
 }
 
 // unseenGrace is how long the scheduler's snapshot may hold more nodes than the model has

@@ -387,43 +387,94 @@ func TestScoutYieldsToANodeTheModelHasNotSeen(t *testing.T) {
 	}
 }
 
-// A scout that yields again and again is told what its PodScheduled condition says already,
-// as the scheduler's FitError reads it: the condition is written once (the first yield after a
-// failure says why it waits), then never again, and does not grow. Told the condition whole,
-// the FitError wrapped it once more at each yield: a write each, and a message without bound.
-func TestYieldingScoutsConditionIsWrittenOnce(t *testing.T) {
-	m, clk, rec, pods := scoutRetried(t)
-	const nodes = 2 // the scheduler's snapshot has a node the model has not heard of: the scout yields
-	scout := pods[0]
-	writes := 0
-	// write is the scheduler's failure handler: it writes the condition if it changed.
-	write := func(msg string) {
-		_, c := podutil.GetPodCondition(&scout.Status, v1.PodScheduled)
-		if c != nil && c.Message == msg {
-			return
-		}
-		writes++
-		updated := scout.DeepCopy()
-		podutil.UpdatePodCondition(&updated.Status, &v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg})
-		m.OnPod(scout, updated)
-		scout = updated
+// A scout that yields again and again is told what its PodScheduled condition says already
+// of its gang's last attempt, as the scheduler's FitError reads it, PostFilter included
+// (HeldPostFilter): the condition is not written again but for a new node count, nor by the
+// attempt after the yields when it fails as the last did, and it does not grow. Told why it
+// yielded, news cost two writes per waiting gang (the yield's, then the next attempt's); told
+// the condition whole, the FitError wrapped it once more at each yield: a write each, and a
+// message without bound.
+func TestYieldingScoutsConditionSaysWhatItSaid(t *testing.T) {
+	const (
+		nodes  = 2 // the scheduler's snapshot has a node the model has not heard of: the scout yields
+		failed = "cannot place the gang: PodGroup a: not enough free capacity for 2 pods × 1 cpu"
+		post   = "preemption: evicting every pod of priority below 0 would not make room in the cluster"
+	)
+	tests := []struct {
+		name string
+		// condition is what the scout's PodScheduled condition says before it yields (none
+		// if empty).
+		condition string
+		// writes is how many times the yields and the attempt after them write it.
+		writes int
+		// want is what it says after the yields.
+		want string
+	}{
+		{
+			name:      "its last attempt at this node count",
+			condition: "0/2 nodes are available: " + failed + ". " + post,
+			want:      "0/2 nodes are available: " + failed + ". " + post,
+		},
+		{
+			name:      "its last attempt at another node count",
+			condition: "0/1 nodes are available: " + failed + ". " + post,
+			writes:    1,
+			want:      "0/2 nodes are available: " + failed + ". " + post,
+		},
+		{
+			name:      "held",
+			condition: "0/1 nodes are available: gang a backs off. " + HeldPostFilterMessage,
+			writes:    2, // the new count, then the attempt's own reasons
+			want:      "0/2 nodes are available: gang a backs off. " + HeldPostFilterMessage,
+		},
+		{
+			name:   "nothing yet",
+			writes: 2, // why it yields, then the attempt's own reasons
+		},
 	}
-	write("0/1 nodes are available: 1 Insufficient cpu. preemption: evicting every pod of priority below 0 would not make room in the cluster")
-	writes = 0
-	for i := 0; i < 5; i++ {
-		m.Gate().Admit(bg, scout)
-		v := m.Gate().Check(bg, scout, nodes)
-		if v.Code != BackingOff {
-			t.Fatalf("yield %d: Check = %v %q, want BackingOff", i, v.Code, v.Message)
-		}
-		fit := &framework.FitError{NumAllNodes: nodes, Diagnosis: framework.Diagnosis{PreFilterMsg: v.Message, PostFilterMsg: HeldPostFilterMessage}}
-		write(fit.Error())
-		clk.Step(newsDelay)
-		rec.take()
-	}
-	if writes != 1 {
-		_, c := podutil.GetPodCondition(&scout.Status, v1.PodScheduled)
-		t.Errorf("%d writes of the yielding scout's condition, want 1; it reads %q", writes, c.Message)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk, rec, pods := scoutRetried(t)
+			scout := pods[0]
+			writes := 0
+			// write is the scheduler's failure handler: it writes the condition if it changed.
+			write := func(msg string) {
+				_, c := podutil.GetPodCondition(&scout.Status, v1.PodScheduled)
+				if c != nil && c.Message == msg {
+					return
+				}
+				writes++
+				updated := scout.DeepCopy()
+				podutil.UpdatePodCondition(&updated.Status, &v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg})
+				m.OnPod(scout, updated)
+				scout = updated
+			}
+			if tc.condition != "" {
+				write(tc.condition)
+			}
+			writes = 0
+			for i := 0; i < 5; i++ {
+				m.Gate().Admit(bg, scout)
+				v := m.Gate().Check(bg, scout, nodes)
+				if v.Code != BackingOff {
+					t.Fatalf("yield %d: Check = %v %q, want BackingOff", i, v.Code, v.Message)
+				}
+				fit := &framework.FitError{NumAllNodes: nodes, Diagnosis: framework.Diagnosis{PreFilterMsg: v.Message, PostFilterMsg: HeldPostFilter(scout)}}
+				write(fit.Error())
+				clk.Step(newsDelay)
+				rec.take()
+			}
+			_, c := podutil.GetPodCondition(&scout.Status, v1.PodScheduled)
+			if tc.want != "" && c.Message != tc.want {
+				t.Errorf("after the yields the condition reads %q, want %q", c.Message, tc.want)
+			}
+			// The attempt after them fails as the gang's last did.
+			write((&framework.FitError{NumAllNodes: nodes, Diagnosis: framework.Diagnosis{PreFilterMsg: failed, PostFilterMsg: post}}).Error())
+			if writes != tc.writes {
+				_, c := podutil.GetPodCondition(&scout.Status, v1.PodScheduled)
+				t.Errorf("%d writes of the yielding scout's condition, want %d; it reads %q", writes, tc.writes, c.Message)
+			}
+		})
 	}
 }
 

@@ -281,6 +281,40 @@ func TestHeldMemberRefusesNoNode(t *testing.T) {
 	}
 }
 
+// A member the gang held back before Filter says of preemption what its condition says of its
+// gang's last attempt's, so that the scheduler does not rewrite the condition for the hold
+// (podgroup.HeldPostFilter); a member whose condition says nothing of an attempt is told that
+// the gang backs off.
+func TestHeldMemberSaysWhatItsLastAttemptSaid(t *testing.T) {
+	const preempted = "preemption: evicting every pod of priority below 0 would not make room in the cluster"
+	tests := []struct {
+		name      string
+		condition string
+		want      string
+	}{
+		{name: "no condition", want: podgroup.HeldPostFilterMessage},
+		{name: "its gang's last attempt", condition: "0/4 nodes are available: cannot place the gang: PodGroup g: not enough free capacity. " + preempted, want: preempted},
+		{name: "told by the Teller", condition: "gang g did not fit; the Scheduled condition of PodGroup g says why", want: podgroup.HeldPostFilterMessage},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := lt.Members("ns", "g", 2, lt.CPU("1"))
+			if tc.condition != "" {
+				pods[0].Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: tc.condition}}
+			}
+			group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(2).Topology(lt.Required(hostKey)).Obj()
+			env := newTestEnv(t, []runtime.Object{group}, pods, labeledNodes("4"))
+			held := framework.NewCycleState()
+			podgroup.MarkRefused(held)
+			statuses := framework.NewDefaultNodeToStatus()
+			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.Unschedulable, "gang g backs off").WithPlugin("LockstepGang"))
+			if _, s := env.plugin.PostFilter(env.Ctx, held, pods[0], statuses); s.IsSuccess() || s.Message() != tc.want {
+				t.Errorf("PostFilter = %v, want Unschedulable %q", s, tc.want)
+			}
+		})
+	}
+}
+
 func TestUnknownTopologyKeyIsInvalid(t *testing.T) {
 	pods := lt.Members("ns", "g", 1, nil)
 	group := lt.MakePodGroup().Namespace("ns").Name("g").Gang(1).Topology(lt.Required("example.com/pdu")).Obj()

@@ -31,7 +31,7 @@ func (pl *Topology) postFilter(ctx context.Context, state fwk.CycleState, pod *v
 		// The gang refused the member before Filter ran (its tree backs off): no node
 		// refused anything, and its preemption, if any, was decided when the attempt failed.
 		if ok && sum.Gang {
-			return pl.nomination(pod, sum), fwk.NewStatus(fwk.UnschedulableAndUnresolvable, podgroup.HeldPostFilterMessage)
+			return pl.nomination(pod, sum), fwk.NewStatus(fwk.UnschedulableAndUnresolvable, podgroup.HeldPostFilter(pod))
 		}
 		return pl.preemptAlone(ctx, state, pod, statuses)
 	}

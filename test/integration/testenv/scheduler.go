@@ -226,7 +226,10 @@ func (e *Env) schedulerConfig(t *testing.T, args GangArgs) string {
 		t.Fatal(err)
 	}
 	cfg["leaderElection"] = map[string]any{"leaderElect": false}
-	cfg["clientConnection"] = map[string]any{"kubeconfig": e.LockstepKubeconfig, "qps": 500, "burst": 1000}
+	// The scheduler's client at qps 500, above the manifests' 100, so that tests are not paced
+	// by it; SCHEDULER_QPS sets it (burst twice that), for a measurement as deployed.
+	qps := EnvInt(t, "SCHEDULER_QPS", 500)
+	cfg["clientConnection"] = map[string]any{"kubeconfig": e.LockstepKubeconfig, "qps": qps, "burst": 2 * qps}
 	for _, p := range cfg["profiles"].([]any) {
 		for _, pc := range p.(map[string]any)["pluginConfig"].([]any) {
 			pc := pc.(map[string]any)
