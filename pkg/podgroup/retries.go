@@ -599,8 +599,9 @@ func fitMessage(status *v1.PodStatus) (pre, post string, ok bool) {
 	if c == nil || c.Status != v1.ConditionFalse || c.Reason != v1.PodReasonUnschedulable {
 		return "", "", false
 	}
-	count, rest, ok := strings.Cut(strings.TrimPrefix(c.Message, "0/"), " nodes are available: ")
-	if _, err := strconv.Atoi(count); !ok || err != nil || !strings.HasPrefix(c.Message, "0/") {
+	rest, ok := strings.CutPrefix(c.Message, "0/")
+	count, rest, cut := strings.Cut(rest, " nodes are available: ")
+	if _, err := strconv.Atoi(count); !ok || !cut || err != nil {
 		return "", "", false
 	}
 	pre, post, ok = strings.Cut(rest, ". preemption: ")
