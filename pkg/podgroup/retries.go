@@ -557,9 +557,10 @@ func (p *Permits) yieldLocked(logger klog.Logger, pod *v1.Pod, root Key, nodes i
 
 // yieldMessageLocked is what a yielding scout is told: what its PodScheduled condition says
 // already (why its gang waits, from its last attempt), so that the scheduler's failure handler
-// writes nothing, or only the node count if that changed: a status write per yield, in the
-// scheduling cycle, made each yield cost ten times a try, and a yield that said why it yielded
-// cost two writes per waiting gang for every piece of news (this one, then the next try's).
+// writes nothing (a new node count alone included: lockstep's binary keeps the condition's,
+// pkg/scheduler's keepFailureWords): a status write per yield, in the scheduling cycle, made
+// each yield cost ten times a try, and a yield that said why it yielded cost two writes per
+// waiting gang for every piece of news (this one, then the next try's).
 // Why it yields is said only where the condition says nothing of an attempt yet. The scheduler
 // writes the condition as its FitError reads: "0/<nodes> nodes are available: <PreFilter's
 // message>. <PostFilter's message>", where PostFilter's is HeldPostFilter's for a member the gang

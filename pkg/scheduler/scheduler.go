@@ -257,9 +257,9 @@ func WorkloadKinds(ctx context.Context, cfg *rest.Config, kube kubernetes.Interf
 
 // Run runs a kube-scheduler set up with this Scheduler's plugins (app.Setup) as
 // kube-scheduler's app.Run does, its failure handler guarded against stray nominations
-// (guardNominations), and lockstep's leader-only parts while it leads: with
-// leader election, from the moment it holds the lease (it exits when it loses it); without,
-// at once.
+// (guardNominations) and kept from rewriting a condition for a node count alone
+// (keepFailureWords), and lockstep's leader-only parts while it leads: with leader election,
+// from the moment it holds the lease (it exits when it loses it); without, at once.
 func (s *Scheduler) Run(ctx context.Context, cc *schedulerserverconfig.CompletedConfig, sched *kubescheduler.Scheduler) error {
 	if cc.LeaderElection != nil {
 		cc.LeaderElection.Lock = leader.WrapLock(cc.LeaderElection.Lock, s.elected)
@@ -291,7 +291,7 @@ func (s *Scheduler) Run(ctx context.Context, cc *schedulerserverconfig.Completed
 	c := s.shared[cc.InformerFactory]
 	s.mu.Unlock()
 	if c != nil {
-		sched.FailureHandler = guardNominations(sched.FailureHandler, c.nominations, c.groups.Model.Permits())
+		sched.FailureHandler = guardNominations(keepFailureWords(sched.FailureHandler), c.nominations, c.groups.Model.Permits())
 	}
 	return app.Run(ctx, cc, sched)
 }

@@ -97,7 +97,9 @@ func gangAttempts(t *testing.T, s *testenv.Scheduler) float64 {
 // (the second of which the scheduler's event broadcaster turns into a series with a count);
 // from then on, through the 50th failure, no pod, group or event of the namespace is
 // written. Each relabel of a node is news that retries the gang at once (whatever its
-// backoff), and the failure says the same each time.
+// backoff), and the failure says the same each time, though nodes too small for a member are
+// added and deleted meanwhile: the scheduler's message counts the nodes ("0/3 nodes are
+// available: ..."), and a new count alone is nothing new.
 func TestTheFiftiethIdenticalFailureWritesNothing(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.Namespace(t, "identical")
@@ -116,6 +118,13 @@ func TestTheFiftiethIdenticalFailureWritesNothing(t *testing.T) {
 		t.Helper()
 		for i := 0; gangAttempts(t, sched) < start+float64(n); i++ {
 			before := gangAttempts(t, sched)
+			switch small := fmt.Sprintf("small-%d-%d", n, i/10*10); {
+			case n < 50:
+			case i%10 == 3:
+				env.CreateNodes(t, lt.MakeNode(small, "2").Obj())
+			case i%10 == 7 && i%20 == 7:
+				env.DeleteNode(t, small)
+			}
 			relabel(t, env, "n1", fmt.Sprintf("%d-%d", n, i))
 			testenv.Eventually(t, 30*time.Second, "the gang retried after a relabel", func() (bool, string) {
 				got := gangAttempts(t, sched)
