@@ -23,10 +23,10 @@ import (
 // at its next try: 10,000 status writes for one node at 10,000 waiting gangs, each saying
 // nothing new of the gang. Such a failure is handed on with the count the condition gives, as
 // the scheduler's event series (events.k8s.io) keeps its first note and counts the rest: the
-// condition changes when the reason does.
-func keepFailureWords(base kubescheduler.FailureHandlerFn) kubescheduler.FailureHandlerFn {
+// condition changes when the reason does. pods is the scheduler's informer's lister, the one
+// the handler reads the pod from.
+func keepFailureWords(base kubescheduler.FailureHandlerFn, pods corelisters.PodLister) kubescheduler.FailureHandlerFn {
 	return func(ctx context.Context, f framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, ni *fwk.NominatingInfo, start time.Time) {
-		pods := f.SharedInformerFactory().Core().V1().Pods().Lister()
 		base(ctx, f, podInfo, sameWords(klog.FromContext(ctx), pods, podInfo.Pod, status), ni, start)
 	}
 }

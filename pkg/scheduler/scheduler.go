@@ -291,7 +291,7 @@ func (s *Scheduler) Run(ctx context.Context, cc *schedulerserverconfig.Completed
 	c := s.shared[cc.InformerFactory]
 	s.mu.Unlock()
 	if c != nil {
-		sched.FailureHandler = guardNominations(keepFailureWords(sched.FailureHandler), c.nominations, c.groups.Model.Permits())
+		sched.FailureHandler = guardNominations(keepFailureWords(sched.FailureHandler, cc.InformerFactory.Core().V1().Pods().Lister()), c.nominations, c.groups.Model.Permits())
 	}
 	return app.Run(ctx, cc, sched)
 }
