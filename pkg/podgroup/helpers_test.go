@@ -176,6 +176,20 @@ func gangWithWaiters(m *Model, rec *recorder, name string, n, waiting int) []*v1
 	return pods
 }
 
+// runningGang adds PodGroup name, a gang of minCount n, and its n pods, allowed whole and
+// bound on n1; it returns the pods as they were created.
+func runningGang(m *Model, name string, n int) []*v1.Pod {
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(int32(n)).Obj())
+	pods := addPods(m, name, n)
+	for _, p := range pods {
+		reservePermit(m, p)
+	}
+	for _, p := range pods {
+		m.OnPod(p, assumed(p, "n1"))
+	}
+	return pods
+}
+
 // assumed returns the scheduler's copy of a pod reserved on node.
 func assumed(p *v1.Pod, node string) *v1.Pod {
 	c := p.DeepCopy()

@@ -528,14 +528,7 @@ func TestRunningGangThatLosesAMemberIsShort(t *testing.T) {
 	k := PodGroupKey("ns", "a")
 	m, clk, rec := testModel(t)
 	m.Lead()
-	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
-	pods := addPods(m, "a", 2)
-	for _, p := range pods {
-		reservePermit(m, p)
-	}
-	for _, p := range pods {
-		m.OnPod(p, assumed(p, "n1"))
-	}
+	pods := runningGang(m, "a", 2)
 	lost := clk.Now()
 	m.OnPodDelete(assumed(pods[1], "n1")) // its node was lost
 	if s, _ := m.Gate().Short(k); s.Status != metav1.ConditionTrue || s.Reason != v1alpha1.ReasonMemberLost || !s.Since.Equal(lost) {

@@ -64,8 +64,13 @@ func (m *Model) refreshTreeLocked(eff *effects, top Key, shape bool) {
 		}
 		// Counts moved: the group's life takes the transitions they allow (life.go).
 		m.observeLocked(eff, k, snap)
-		if !g.Scheduled() {
+		switch {
+		case !g.Scheduled():
 			m.status.EnqueueAfter(k, waitingGrace)
+		case g.life.state == PartiallyBound:
+			// Its Short condition counts the members bound: another lost, or one replaced
+			// short of the minimum, moves no state, yet the condition says something new.
+			m.status.Enqueue(k)
 		}
 	}
 	if root, ok := m.index.RootOf(top); ok {

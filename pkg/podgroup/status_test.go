@@ -245,6 +245,36 @@ func TestBindBringsTheWholePathToTheStatusWriter(t *testing.T) {
 	}
 }
 
+// A gang running short that loses another member brings its group to the status writer: its
+// Short condition counts the members bound, though its state (PartiallyBound) does not move.
+func TestMemberLostWhileShortBringsTheGroupToTheStatusWriter(t *testing.T) {
+	m, _, _ := testModel(t)
+	q := &statusKeys{}
+	m.status = q
+	key := PodGroupKey("ns", "a")
+	pods := runningGang(m, "a", 3)
+	shortSays := func() string {
+		t.Helper()
+		d, _ := m.Gate().Conditions(key)
+		if d.Short == nil || d.Short.Status != metav1.ConditionTrue {
+			t.Fatalf("Short is %+v, want True", d.Short)
+		}
+		return d.Short.Message
+	}
+	m.OnPodDelete(assumed(pods[0], "n1"))
+	if msg := shortSays(); !strings.Contains(msg, "running short: 2 of 3 pods bound") {
+		t.Fatalf("Short says %q after a member was lost, want 2 of 3 bound", msg)
+	}
+	q.keys = nil
+	m.OnPodDelete(assumed(pods[1], "n1"))
+	if msg := shortSays(); !strings.Contains(msg, "running short: 1 of 3 pods bound") {
+		t.Fatalf("Short says %q after another member was lost, want 1 of 3 bound", msg)
+	}
+	if !slices.Contains(q.keys, key) {
+		t.Errorf("after another member was lost the status writer was asked about %v, want %v: its Short still says 2 of 3", q.keys, key)
+	}
+}
+
 // A failed gang whose failure's details change at every attempt (how many pods were placed,
 // which did not fit) is written once per detailsRefresh; a change of state is written at once.
 func TestStatusWriterRewritesDetailsAtMostOncePerRefresh(t *testing.T) {
