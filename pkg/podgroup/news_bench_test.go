@@ -13,10 +13,17 @@ import (
 
 // BenchmarkNewsToWaitingGangs times what a node added to a full cluster costs the model
 // with many gangs waiting for room: the news, and the batch that retries them (every chunk:
-// the simulated clock runs them one after the other).
+// the simulated clock runs them one after the other). In the InFloor cases the youngest
+// gangs failed just before the news, within their retry floor, as a fifth of them had at
+// 10,000 gangs in TestReactionUnderLoad: the batch weighs every other gang against them.
 func BenchmarkNewsToWaitingGangs(b *testing.B) {
-	for _, gangs := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("%dGangs", gangs), func(b *testing.B) {
+	for _, c := range []struct{ gangs, inFloor int }{{1000, 0}, {10000, 0}, {10000, 2000}} {
+		gangs := c.gangs
+		name := fmt.Sprintf("%dGangs", gangs)
+		if c.inFloor > 0 {
+			name += fmt.Sprintf("_%dInFloor", c.inFloor)
+		}
+		b.Run(name, func(b *testing.B) {
 			var news, first time.Duration
 			var stepped time.Time
 			for i := 0; i < b.N; i++ {
@@ -27,6 +34,7 @@ func BenchmarkNewsToWaitingGangs(b *testing.B) {
 				m.AddProfile(Profile{Name: testScheduler})
 				m.OnNodeAdd(lt.MakeNode("full", "4").Obj())
 				m.OnPod(nil, lt.MakePod().Namespace("other").Name("x").UID("x").Req(lt.CPU("4")).Node("full").Obj())
+				var late []*v1.Pod
 				for g := 0; g < gangs; g++ {
 					name := fmt.Sprintf("g%05d", g)
 					m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(8).Obj())
@@ -35,11 +43,16 @@ func BenchmarkNewsToWaitingGangs(b *testing.B) {
 						pods[j] = lt.Member("ns", name, j).Req(lt.CPU("1")).Obj()
 						m.OnPod(nil, pods[j])
 					}
-					m.Gate().Admit(bg, pods[0])
-					m.Gate().Check(bg, pods[0], 1)
-					m.Permits().Fail(bg, pods[0], "0/1 nodes are available: 1 Insufficient cpu", testPolicy)
+					if g >= gangs-c.inFloor {
+						late = append(late, pods[0])
+						continue
+					}
+					tryAndFail(m, pods[0])
 				}
 				clk.Step(2 * time.Second) // past the retry floor, within the backoff
+				for _, p := range late {
+					tryAndFail(m, p) // within the floor at the news
+				}
 				b.StartTimer()
 				start := time.Now()
 				m.OnNodeAdd(lt.MakeNode(fmt.Sprintf("new%d", i), "8").Obj())
@@ -55,6 +68,13 @@ func BenchmarkNewsToWaitingGangs(b *testing.B) {
 			b.ReportMetric(float64(first.Milliseconds())/float64(b.N), "first-scout-ms/op")
 		})
 	}
+}
+
+// tryAndFail lets pod, a gang's scout, in and fails its cycle for want of room.
+func tryAndFail(m *Model, pod *v1.Pod) {
+	m.Gate().Admit(bg, pod)
+	m.Gate().Check(bg, pod, 1)
+	failScout(m, pod)
 }
 
 // firstActivation notes when the model first hands pods to the queue.

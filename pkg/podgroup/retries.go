@@ -318,13 +318,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 			now := m.clock.Now()
 			// The trees within their floor, and when it ends. A tree preempting holds back no
 			// other: it waits for its own victims.
-			type floor struct {
-				key          SortKey
-				known, holds bool
-				ends         time.Time
-			}
 			floors := map[Key]floor{}
-			holds := false // whether a floor holds back others
 			// What the plans say of the trees that preempted, asked once per tree.
 			type victims struct{ preempted, waiting bool }
 			awaiting := map[Key]victims{}
@@ -338,11 +332,11 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 						// A tree with no member left (known false) holds no other back:
 						// nothing of it will be tried.
 						key, known := p.treeKeyLocked(root, r)
-						f := floor{key: key, known: known, holds: known && !p.preemptingLocked(root), ends: ends}
-						floors[root], holds = f, holds || f.holds
+						floors[root] = floor{key: key, holds: known && !p.preemptingLocked(root), ends: ends}
 					}
 				}
 			}
+			held := heldUntil(floors)
 			later := &newsBatch{why: b.why, armed: b.armed}
 			var laterAt time.Time
 			var tried []keyedRoot // each tree's key, read once
@@ -361,18 +355,15 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 					continue
 				}
 				key, known := p.treeKeyLocked(root, r)
-				wait, held := floors[root]
-				if !held && holds {
-					for _, f := range floors {
-						if f.holds && (!known || f.key.Before(key)) && f.ends.After(wait.ends) {
-							held, wait.ends = true, f.ends
-						}
-					}
+				f, inFloor := floors[root]
+				ends := f.ends
+				if !inFloor {
+					ends = held(key, known)
 				}
-				if held {
+				if !ends.IsZero() {
 					p.joinAsLocked(later, root, key, known)
-					if wait.ends.After(laterAt) {
-						laterAt = wait.ends
+					if ends.After(laterAt) {
+						laterAt = ends
 					}
 					continue
 				}
@@ -389,6 +380,47 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 			})
 		}
 	})
+}
+
+// floor is a tree within its retry floor at a news batch: its queue-sort key, whether it
+// holds back the trees behind it in the queue (it has a member to try and preempts nothing),
+// and when its floor ends.
+type floor struct {
+	key   SortKey
+	holds bool
+	ends  time.Time
+}
+
+// heldUntil returns, for a tree not within its floor, until when the floors hold it back: the
+// latest end of those that hold and are ahead of it in the queue (all of them for a tree with
+// no member left to try, known false); zero for none. The floors are sorted once and their
+// ends carried forward, so that a batch of many trees behind many floors costs a search per
+// tree, not a pass over the floors.
+func heldUntil(floors map[Key]floor) func(key SortKey, known bool) time.Time {
+	var ahead []floor
+	for _, f := range floors {
+		if f.holds {
+			ahead = append(ahead, f)
+		}
+	}
+	slices.SortFunc(ahead, func(a, b floor) int { return a.key.compare(b.key) })
+	latest := make([]time.Time, len(ahead)) // latest[i]: the latest end of ahead[:i+1]
+	for i, f := range ahead {
+		latest[i] = f.ends
+		if i > 0 && latest[i-1].After(f.ends) {
+			latest[i] = latest[i-1]
+		}
+	}
+	return func(key SortKey, known bool) time.Time {
+		n := len(ahead)
+		if known {
+			n, _ = slices.BinarySearchFunc(ahead, key, func(f floor, k SortKey) int { return f.key.compare(k) })
+		}
+		if n == 0 {
+			return time.Time{}
+		}
+		return latest[n-1]
+	}
 }
 
 // keyedRoot is a tree's root and queue-sort key, if it has a member left to try (known).
