@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,9 @@ import (
 // wrote. Invariants, checked against the world, never against the model's own view:
 //   - every change of a group's state is an edge of the table (Lifecycle), seen in the log
 //     line each transition writes, one after the other;
-//   - once the writes settle, the object's conditions and the state agree;
+//   - once the writes settle, the object's conditions and the state agree, and a short
+//     gang's Short condition counts the world's bound pods (the writer writes only the groups
+//     the model asked it to look at, as its queue does);
 //   - a gang is released (its members evicted) only by the documented rules: short for
 //     partialBindTimeoutSeconds by the world's count of its bound pods, disruptionMode all; or
 //     found half bound by a new leader;
@@ -506,8 +509,12 @@ func (w *lifeWorld) sortedPods() []*lifePod {
 // syncStatus runs the real status writer over every group; what it wrote comes back to the
 // model as group events, later, and sometimes twice.
 func (w *lifeWorld) syncStatus() {
+	asked := w.queue.keys
 	w.queue.keys = nil
 	for _, g := range w.gangs {
+		if !slices.Contains(asked, w.key(g)) {
+			continue // the writer looks only at what the model asked it to
+		}
 		old := w.object(g)
 		if err := w.writer.sync(context.Background(), w.m.Gate(), w.key(g)); err != nil {
 			w.t.Fatal(err)
@@ -636,6 +643,8 @@ func (w *lifeWorld) agrees(g *lifeGang, l Life, conds []metav1.Condition) {
 	case PartiallyBound:
 		if !isShort || !short.LastTransitionTime.Time.Equal(l.Since()) || disrupted {
 			w.violation("gang %s is short since %s; its object says Short %+v, DisruptionTarget %v (conditions %+v)", g.name, l.Since().Sub(epoch), short, disrupted, conds)
+		} else if m := boundCount.FindStringSubmatch(short.Message); m != nil && m[1] != strconv.Itoa(w.bound(g)) {
+			w.violation("gang %s has %d pods bound; its object says %q", g.name, w.bound(g), short.Message)
 		}
 	case Released, Disrupted:
 		if !disrupted || isShort {
@@ -647,6 +656,9 @@ func (w *lifeWorld) agrees(g *lifeGang, l Life, conds []metav1.Condition) {
 		}
 	}
 }
+
+// boundCount reads the count of pods bound in a Short condition's message.
+var boundCount = regexp.MustCompile(`(\d+) of \d+ pods bound`)
 
 // checkTransitions checks the transitions the model logged since the last check: each is an
 // edge of the table, and each starts where the group's life stood.
