@@ -270,14 +270,12 @@ func (m *Model) shortMessageLocked(k Key, g *Group) string {
 		return fmt.Sprintf("running short: %d of %d %s bound since %s: a member was lost; its replacement is placed in the gang's domain if it fits there, and the gang is released whole at %s otherwise",
 			count, min, what, since, due)
 	}
-	inFlight := 0
-	for _, pk := range m.index.PodGroupsOf(k) {
-		inFlight += m.permits.attempts.InFlight(pk)
-	}
-	if failed := m.permits.attempts.OutcomeOf(k).FailedBind; failed != "" {
+	if o := m.permits.attempts.OutcomeOf(k); o.FailedBind != "" {
+		failed := o.FailedBind
 		// The words of the failure this leader saw: the counts once the gang's other binds
-		// landed (one write while they are in flight, one when they are done).
-		if inFlight > 0 {
+		// landed (one write while they are in flight, one when they are done; a member
+		// retried alone since changes the count when it binds, not the words while it binds).
+		if m.permits.stillBindingLocked(o.BindingThen) {
 			return fmt.Sprintf("partially bound: binding pod %s failed after the gang was allowed; its other binds are in flight (it is retried alone for up to %s, then %s)",
 				failed, timeout, m.permits.shortFateLocked(k))
 		}

@@ -176,14 +176,20 @@ func gangWithWaiters(m *Model, rec *recorder, name string, n, waiting int) []*v1
 	return pods
 }
 
-// runningGang adds PodGroup name, a gang of minCount n, and its n pods, allowed whole and
-// bound on n1; it returns the pods as they were created.
-func runningGang(m *Model, name string, n int) []*v1.Pod {
+// allowedGang adds PodGroup name, a gang of minCount n, and its n pods, allowed whole on n1
+// (their binds in flight); it returns the pods as they were created.
+func allowedGang(m *Model, name string, n int) []*v1.Pod {
 	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(int32(n)).Obj())
 	pods := addPods(m, name, n)
 	for _, p := range pods {
 		reservePermit(m, p)
 	}
+	return pods
+}
+
+// runningGang is allowedGang with the pods bound.
+func runningGang(m *Model, name string, n int) []*v1.Pod {
+	pods := allowedGang(m, name, n)
 	for _, p := range pods {
 		m.OnPod(p, assumed(p, "n1"))
 	}

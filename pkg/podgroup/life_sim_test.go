@@ -618,6 +618,7 @@ func (w *lifeWorld) checkpoint() {
 		l := *w.m.index.Get(k).Life()
 		obj := w.object(g)
 		w.agrees(g, l, obj.Status.Conditions)
+		w.written(g, obj.Status.Conditions)
 		s := *shadow.index.Get(k).Life()
 		switch {
 		case l.State() == Allowed:
@@ -653,6 +654,31 @@ func (w *lifeWorld) agrees(g *lifeGang, l Life, conds []metav1.Condition) {
 	case Held, Pending, Waiting:
 		if isShort {
 			w.violation("gang %s is %s; its object says Short True", g.name, l.State())
+		}
+	}
+}
+
+// written checks that, once the writes settle, a group's object says what the model wants it
+// to, by the writer's rules: PodGroupInitiallyScheduled is never rewritten once True, the
+// other two are written False only over a True, and a message whose details alone changed may
+// wait for its refresh. A condition that changed without the model asking the writer to look
+// at the group is left stale.
+func (w *lifeWorld) written(g *lifeGang, conds []metav1.Condition) {
+	d, ok := w.m.Gate().Conditions(w.key(g))
+	if !ok {
+		return
+	}
+	for _, c := range []struct {
+		condType string
+		want     *Condition
+	}{{v1alpha1.PodGroupInitiallyScheduled, d.Initial}, {v1alpha1.DisruptionTarget, d.Disruption}, {v1alpha1.Short, d.Short}} {
+		cur := meta.FindStatusCondition(conds, c.condType)
+		switch {
+		case c.want == nil:
+		case c.condType == v1alpha1.PodGroupInitiallyScheduled && cur != nil && cur.Status == metav1.ConditionTrue:
+		case c.condType != v1alpha1.PodGroupInitiallyScheduled && c.want.Status == metav1.ConditionFalse && (cur == nil || cur.Status != metav1.ConditionTrue):
+		case cur == nil || cur.Status != c.want.Status || cur.Reason != c.want.Reason || (!c.want.Details && cur.Message != c.want.Message):
+			w.violation("gang %s: the model wants %s %s/%s %q; its object says %+v", g.name, c.condType, c.want.Status, c.want.Reason, c.want.Message, cur)
 		}
 	}
 }

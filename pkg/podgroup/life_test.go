@@ -159,11 +159,7 @@ func TestGangWhoseBindsAllFailedIsRetriedWhole(t *testing.T) {
 	k := PodGroupKey("ns", "a")
 	m, clk, _ := testModel(t)
 	m.Lead()
-	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Obj())
-	pods := addPods(m, "a", 3)
-	for _, p := range pods {
-		reservePermit(m, p)
-	}
+	pods := allowedGang(m, "a", 3)
 	for _, p := range pods {
 		m.Permits().Unreserve(bg, assumed(p, "n1"))
 	}

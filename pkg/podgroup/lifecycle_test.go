@@ -449,6 +449,31 @@ func TestPartialBindIsResolvedByOneRule(t *testing.T) {
 	})
 }
 
+// The words of a refused bind: "its other binds are in flight" while binds of the gang's own
+// attempt are, then the count; a member retried alone since changes the count when it binds,
+// not the words while it binds (a replacement in flight is none of the gang's other binds).
+func TestPartialBindWordsFollowTheGangsOwnBinds(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	m, _, _ := testModel(t)
+	m.Lead()
+	pods := allowedGang(m, "a", 3)
+	says := func(want string) {
+		t.Helper()
+		if c, _ := m.Gate().Condition(k); !strings.Contains(c.Message, want) {
+			t.Fatalf("the condition says %q, want %q", c.Message, want)
+		}
+	}
+	m.OnPod(pods[0], assumed(pods[0], "n1"))
+	m.Permits().Unreserve(bg, assumed(pods[2], "n1")) // refused; a-1 still binding
+	says("binding pod a-2 failed after the gang was allowed; its other binds are in flight")
+	m.OnPod(pods[1], assumed(pods[1], "n1"))
+	says("partially bound: 2 of 3 pods bound; binding pod a-2 failed")
+	if d := reservePermit(m, pods[2]); !d.Allow {
+		t.Fatalf("retry: %+v, want allowed alone", d)
+	}
+	says("partially bound: 2 of 3 pods bound; binding pod a-2 failed")
+}
+
 // The partial bind is decided the same after a restart: a new leader reads when the gang
 // became partially bound from its condition, treats it as scheduled (not half bound: its
 // running pods are not released after one backoff), and releases it at the same moment the
@@ -562,12 +587,7 @@ func TestRunningGangWholeAgainInTime(t *testing.T) {
 	k := PodGroupKey("ns", "a")
 	m, clk, rec := testModel(t)
 	m.Lead()
-	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
-	pods := addPods(m, "a", 2)
-	for _, p := range pods {
-		reservePermit(m, p)
-		m.OnPod(p, assumed(p, "n1"))
-	}
+	pods := runningGang(m, "a", 2)
 	m.OnPodDelete(assumed(pods[1], "n1"))
 	clk.Step(time.Minute)
 	repl := lt.Member("ns", "a", 2).Obj()

@@ -372,7 +372,7 @@ func (p *Permits) markScheduledLocked(eff *effects, logger klog.Logger, root Key
 // requirement is met. A root scheduled waits no more: the observer hears of it.
 func (p *Permits) scheduledLocked(k Key) {
 	o := p.attempts.Outcome(k)
-	*o = Outcome{FailedBind: o.FailedBind}
+	*o = Outcome{FailedBind: o.FailedBind, BindingThen: o.BindingThen}
 	if root, ok := p.m.index.RootOf(k); ok && root == k {
 		if r := p.attempts.Round(root); r != nil {
 			r.waitingSince = time.Time{}

@@ -2,9 +2,11 @@ package podgroup
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -64,7 +66,8 @@ func (p *Permits) bindFailedLocked(eff *effects, pod *v1.Pod, k, root Key) {
 				eff.logger.V(4).Info("Replacement failed to bind; it is retried alone", "pod", klog.KObj(pod), "group", k, "root", root)
 			}
 		case t.To == PartiallyBound:
-			p.attempts.Outcome(pk).FailedBind = pod.Name
+			o := p.attempts.Outcome(pk)
+			o.FailedBind, o.BindingThen = pod.Name, p.bindingLocked(pk, pod.UID)
 			if pk == k {
 				metrics.partialBinds.Inc()
 			}
@@ -78,6 +81,29 @@ func (p *Permits) bindFailedLocked(eff *effects, pod *v1.Pod, k, root Key) {
 		msg := fmt.Sprintf("cannot bind: %d of %d pods bound; the binds of the gang failed after it was allowed (pod %s: refused)", placed, total, pod.Name)
 		p.rejectLocked(eff, eff.logger, root, msg, true, p.attempts.RoundOf(root).backoff, nil, "unschedulable")
 	}
+}
+
+// bindingLocked returns the members of group k's subtree, but the one refused, whose binds
+// are in flight.
+func (p *Permits) bindingLocked(k Key, refused types.UID) []types.UID {
+	var out []types.UID
+	for _, pk := range p.m.index.PodGroupsOf(k) {
+		for _, mem := range p.m.members.InGroup(pk) {
+			if a := p.attempts.Of(mem.Pod.UID); a != nil && a.State == AttemptAllowed && mem.Pod.UID != refused {
+				out = append(out, mem.Pod.UID)
+			}
+		}
+	}
+	return out
+}
+
+// stillBindingLocked reports whether one of pods, members whose binds were in flight when
+// a bind of their gang was refused, still is.
+func (p *Permits) stillBindingLocked(pods []types.UID) bool {
+	return slices.ContainsFunc(pods, func(uid types.UID) bool {
+		a := p.attempts.Of(uid)
+		return a != nil && a.State == AttemptAllowed
+	})
 }
 
 // shortFateLocked says what becomes of PodGroup k if it stays short.
@@ -197,7 +223,8 @@ func (p *Permits) releaseUnitLocked(eff *effects, top, by Key, why string) {
 	msg := fmt.Sprintf("released: %s; evicting its bound pods %s so that it is placed whole again", why, someNames(names))
 	for _, k := range m.index.Subtree(top) {
 		o := p.attempts.Outcome(k)
-		o.FailedBind, o.Preempted, o.DisruptedBy, o.PreemptedSince = "", msg, ReasonGangReleased, m.clock.Now().Truncate(time.Second)
+		o.FailedBind, o.BindingThen = "", nil
+		o.Preempted, o.DisruptedBy, o.PreemptedSince = msg, ReasonGangReleased, m.clock.Now().Truncate(time.Second)
 		if k != by {
 			m.fireLocked(eff, k, UnitReleased, why)
 		}
