@@ -146,11 +146,11 @@ type Outcome struct {
 	// Failure explains the last failed attempt; cleared when the group is scheduled.
 	Failure string
 	// FailedBind names the allowed member whose refused bind made the gang short (this
-	// leader saw it); kept while it is short. BindingThen are the members whose binds were in
+	// leader saw it); kept while it is short. BindingThen are the attempts whose binds were in
 	// flight when it was refused: while one of them still is, the gang's count is not final
-	// (a member retried alone since is not one of them).
+	// (a member retried alone since, even one of those, is another attempt).
 	FailedBind  string
-	BindingThen []types.UID
+	BindingThen []*Attempt
 	// Preempting says where the tree is preempting and whom (set on the root); cleared when
 	// its victims are gone or it is scheduled.
 	Preempting string

@@ -83,26 +83,25 @@ func (p *Permits) bindFailedLocked(eff *effects, pod *v1.Pod, k, root Key) {
 	}
 }
 
-// bindingLocked returns the members of group k's subtree, but the one refused, whose binds
-// are in flight.
-func (p *Permits) bindingLocked(k Key, refused types.UID) []types.UID {
-	var out []types.UID
+// bindingLocked returns the attempts of group k's subtree, but the refused one's, whose
+// binds are in flight.
+func (p *Permits) bindingLocked(k Key, refused types.UID) []*Attempt {
+	var out []*Attempt
 	for _, pk := range p.m.index.PodGroupsOf(k) {
 		for _, mem := range p.m.members.InGroup(pk) {
 			if a := p.attempts.Of(mem.Pod.UID); a != nil && a.State == AttemptAllowed && mem.Pod.UID != refused {
-				out = append(out, mem.Pod.UID)
+				out = append(out, a)
 			}
 		}
 	}
 	return out
 }
 
-// stillBindingLocked reports whether one of pods, members whose binds were in flight when
-// a bind of their gang was refused, still is.
-func (p *Permits) stillBindingLocked(pods []types.UID) bool {
-	return slices.ContainsFunc(pods, func(uid types.UID) bool {
-		a := p.attempts.Of(uid)
-		return a != nil && a.State == AttemptAllowed
+// stillBindingLocked reports whether one of attempts, whose binds were in flight when a bind
+// of their gang was refused, still is.
+func (p *Permits) stillBindingLocked(attempts []*Attempt) bool {
+	return slices.ContainsFunc(attempts, func(a *Attempt) bool {
+		return p.attempts.Of(a.Pod.UID) == a && a.State == AttemptAllowed
 	})
 }
 
