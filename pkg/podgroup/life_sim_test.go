@@ -169,7 +169,8 @@ func newLifeWorld(t *testing.T, seed int64) *lifeWorld {
 	w.client = fake.NewSimpleClientset()
 	w.lister = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	w.writer = NewStatusWriter(w.client, listers.NewPodGroupLister(w.lister), nil, nil)
-	w.writer.now = w.clk.Now
+	// Times written read back to the second, as metav1.Time serializes them.
+	w.writer.now = func() time.Time { return w.clk.Now().Truncate(time.Second) }
 	for i := range 2 {
 		g := &lifeGang{name: fmt.Sprintf("g%d", i), min: 2 + w.rng.Intn(3), single: w.rng.Intn(3) == 0}
 		w.gangs = append(w.gangs, g)

@@ -80,9 +80,10 @@ type Condition struct {
 	Since time.Time
 }
 
-// sameAs compares what a condition says; the event note is not part of it.
+// sameAs compares what a condition says, and since when if it says; the event note is not
+// part of it.
 func (c Condition) sameAs(o Condition) bool {
-	return c.Status == o.Status && c.Reason == o.Reason && c.Message == o.Message
+	return c.Status == o.Status && c.Reason == o.Reason && c.Message == o.Message && c.Since.Equal(o.Since)
 }
 
 // StatusWriter turns desired conditions into status writes and events. Keys are queued
@@ -363,7 +364,10 @@ func (w *StatusWriter) due(written map[Key]writtenCondition, k Key, uid types.UI
 		w.queue.AddAfter(k, due.Sub(w.now())) // the latest details then
 		return false
 	}
-	return cur == nil || cur.Status != want.Status || cur.Reason != want.Reason || cur.Message != want.Message
+	// A moment the condition says (Since) is a fact a new leader decides by: a new short
+	// episode in the same words as the last is written for its new moment.
+	return cur == nil || cur.Status != want.Status || cur.Reason != want.Reason || cur.Message != want.Message ||
+		(!want.Since.IsZero() && !cur.LastTransitionTime.Time.Equal(want.Since))
 }
 
 // detailsOnly reports whether want, about to be written, says what was last written but for
