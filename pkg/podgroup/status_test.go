@@ -626,3 +626,45 @@ func TestStatusWriterWaitsForTheModelToSync(t *testing.T) {
 		}
 	}
 }
+
+// desired is a group's conditions as a test states them.
+type desired map[Key]Desired
+
+func (d desired) Conditions(k Key) (Desired, bool) { c, ok := d[k]; return c, ok }
+
+// A gang short again in the same words as its last short spell, before the first was written
+// over, is written for its new moment: Short's lastTransitionTime is the fact a new leader
+// releases it by, and the first spell's would release it early.
+func TestStatusWriterWritesANewMomentInTheSameWords(t *testing.T) {
+	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
+	w, client, indexer := newStatusWriterOf(t, obj)
+	key := PodGroupKey("ns", "a")
+	t1 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	short := func(since time.Time) desired {
+		return desired{key: {UID: obj.UID, Short: &Condition{UID: obj.UID, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPartiallyBound,
+			Message: "partially bound: binding pod a-1 failed after the gang was allowed; its other binds are in flight", Since: since}}}
+	}
+	written := func() time.Time {
+		t.Helper()
+		o, err := client.Tracker().Get(v1alpha1.Resource("podgroups").WithVersion("v1alpha1"), "ns", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := indexer.Update(o); err != nil { // the informer's copy
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(o.(*v1alpha1.PodGroup).Status.Conditions, v1alpha1.Short)
+		if c == nil {
+			t.Fatal("no Short written")
+		}
+		return c.LastTransitionTime.Time
+	}
+	for _, since := range []time.Time{t1, t1.Add(4 * time.Second)} {
+		if err := w.sync(context.Background(), short(since), key); err != nil {
+			t.Fatal(err)
+		}
+		if got := written(); !got.Equal(since) {
+			t.Errorf("Short written since %v, want %v", got, since)
+		}
+	}
+}
