@@ -271,16 +271,15 @@ func (m *Model) shortMessageLocked(k Key, g *Group) string {
 			count, min, what, since, due)
 	}
 	if o := m.permits.attempts.OutcomeOf(k); o.FailedBind != "" {
-		failed := o.FailedBind
 		// The words of the failure this leader saw: the counts once the gang's other binds
 		// landed (one write while they are in flight, one when they are done; a member
 		// retried alone since changes the count when it binds, not the words while it binds).
 		if m.permits.stillBindingLocked(o.BindingThen) {
 			return fmt.Sprintf("partially bound: binding pod %s failed after the gang was allowed; its other binds are in flight (it is retried alone for up to %s, then %s)",
-				failed, timeout, m.permits.shortFateLocked(k))
+				o.FailedBind, timeout, m.permits.shortFateLocked(k))
 		}
 		return fmt.Sprintf("partially bound: %d of %d %s bound; binding pod %s failed after the gang was allowed (it is retried alone for up to %s, then %s)",
-			count, min, what, failed, timeout, m.permits.shortFateLocked(k))
+			count, min, what, o.FailedBind, timeout, m.permits.shortFateLocked(k))
 	}
 	return fmt.Sprintf("partially bound: %d of %d %s bound since %s, when a bind failed after the gang was allowed (its missing pods are retried alone until %s, then the gang is released whole)",
 		count, min, what, since, due)

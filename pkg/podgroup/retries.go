@@ -332,7 +332,7 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 						// A tree with no member left (known false) holds no other back:
 						// nothing of it will be tried.
 						key, known := p.treeKeyLocked(root, r)
-						floors[root] = floor{key: key, holds: known && !p.preemptingLocked(root), ends: ends}
+						floors[root] = floor{key: key, known: known, holds: known && !p.preemptingLocked(root), ends: ends}
 					}
 				}
 			}
@@ -354,10 +354,10 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 					p.retryLocked(eff, root, b.why)
 					continue
 				}
-				key, known := p.treeKeyLocked(root, r)
 				f, inFloor := floors[root]
-				ends := f.ends
+				key, known, ends := f.key, f.known, f.ends // read once, with its floor
 				if !inFloor {
+					key, known = p.treeKeyLocked(root, r)
 					ends = held(key, known)
 				}
 				if !ends.IsZero() {
@@ -382,13 +382,13 @@ func (p *Permits) armBatchLocked(b *newsBatch, at time.Time) {
 	})
 }
 
-// floor is a tree within its retry floor at a news batch: its queue-sort key, whether it
-// holds back the trees behind it in the queue (it has a member to try and preempts nothing),
-// and when its floor ends.
+// floor is a tree within its retry floor at a news batch: its queue-sort key (known: it has
+// a member left to try), whether it holds back the trees behind it in the queue (it has a
+// member to try and preempts nothing), and when its floor ends.
 type floor struct {
-	key   SortKey
-	holds bool
-	ends  time.Time
+	key          SortKey
+	known, holds bool
+	ends         time.Time
 }
 
 // heldUntil returns, for a tree not within its floor, until when the floors hold it back: the
