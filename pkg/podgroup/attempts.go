@@ -161,7 +161,8 @@ type Outcome struct {
 	// (release.go); cleared when the group is scheduled.
 	Released string
 	// Preempted says which gang preempted the group's running pods, with its priority and
-	// the domain it takes (DisruptionTarget); cleared when the group is placed whole again.
+	// the domain it takes (DisruptionTarget); cleared when the group runs whole again, not
+	// when it is allowed: its binds may all fail.
 	// DisruptedBy is the reason of that condition: "" for a preemption
 	// (PreemptionByScheduler), ReasonGangReleased for a partial bind released (partial.go).
 	Preempted, DisruptedBy string

@@ -18,8 +18,9 @@ import (
 //     that it is partially bound; nothing while its binds are in flight (Allowed).
 //   - Short: True while PartiallyBound, since the moment it became short (the fact that
 //     decides its release); False over a True once whole again or no longer running.
-//   - DisruptionTarget: True while Released or Disrupted, and after, until it is placed
-//     whole again (what it waits for now); False over a True once Running again.
+//   - DisruptionTarget: True while Released or Disrupted, and after, until it runs again
+//     (what it waits for now; its next attempt's binds in flight included); False over a
+//     True once it runs again.
 // Messages describe the state without counts that change pod by pod, so that a condition is
 // written once per transition; the event note adds the counts at the time of the write.
 
@@ -191,14 +192,16 @@ func (m *Model) waitingLocked(k Key, g *Group) (Condition, bool) {
 }
 
 // disruptionLocked is the DisruptionTarget condition of group k's state: True while it is
-// Released or Disrupted, and after, until it is placed whole again (the message names who
+// Released or Disrupted, and after, until it runs again (the message names who
 // disrupted it, then what it waits for now, since its PodGroupInitiallyScheduled stays
 // True); False once it runs again (written only over a True).
 func (m *Model) disruptionLocked(k Key, g *Group) (Condition, bool) {
 	l := &g.life
 	out := m.permits.attempts.OutcomeOf(k)
 	switch {
-	case out.Preempted != "" && (l.state == Released || l.state == Disrupted || !l.state.placed()):
+	case out.Preempted != "" && !l.state.runs():
+		// Allowed too: a True written with the terminal PodGroupInitiallyScheduled (however
+		// late) is what tells a reader, a new leader among them, that it does not run.
 		c := Condition{Status: metav1.ConditionTrue, Reason: reasonOf(out), Message: out.Preempted, Since: out.PreemptedSince}
 		if now, ok := m.waitingLocked(k, g); ok && now.Status == metav1.ConditionFalse {
 			c.Message += "; now " + now.Message
@@ -227,7 +230,7 @@ func (m *Model) shortLocked(k Key, g *Group) (Condition, bool) {
 		return Condition{}, false
 	case PartiallyBound:
 		c = Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPartiallyBound, Message: m.shortMessageLocked(k, g), Since: l.since}
-		if l.ran {
+		if l.lost {
 			c.Reason = v1alpha1.ReasonMemberLost
 		}
 	case Running:
@@ -266,7 +269,7 @@ func (m *Model) shortMessageLocked(k Key, g *Group) string {
 			count, min, what, since)
 	}
 	due := l.due(timeout).UTC().Format(time.RFC3339)
-	if l.ran {
+	if l.lost {
 		return fmt.Sprintf("running short: %d of %d %s bound since %s: a member was lost; its replacement is placed in the gang's domain if it fits there, and the gang is released whole at %s otherwise",
 			count, min, what, since, due)
 	}

@@ -14,8 +14,8 @@
 // hold the two rules that release a running gang (short too long; half bound).
 //
 // Where each fact lives:
-//   - a group's state, since when, the minimum it runs with, whether it ever ran: its Life,
-//     in its Index entry (index.go);
+//   - a group's state, since when, the minimum it runs with, whether it ever ran, why it is
+//     short (a lost member or its attempt's binds): its Life, in its Index entry (index.go);
 //   - which pods belong to which group, bound, gated, completed: Members (members.go), fed by
 //     the pod informer only (membership.go);
 //   - reservations, waits at Permit, attempts and their backoffs, what the last attempt said:

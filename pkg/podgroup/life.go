@@ -68,6 +68,9 @@ func (s State) String() string {
 // Life.Scheduled).
 func (s State) placed() bool { return s == Allowed || s == Running || s == PartiallyBound }
 
+// runs reports whether its pods run as placed: whole, or short.
+func (s State) runs() bool { return s == Running || s == PartiallyBound }
+
 // Event is what moves a group's life: something the scheduler did, something observed in
 // the cluster when the model settles a change (the counts the guards read), a timer, or the
 // group's object read back.
@@ -177,9 +180,11 @@ type Written struct {
 	// or a later DisruptionTarget False's, lastTransitionTime).
 	Running   bool
 	RunningAt time.Time
-	// Short: Short is True at the current generation, since ShortSince.
+	// Short: Short is True at the current generation, since ShortSince; Lost: its reason is
+	// MemberLost (it lost a member while it ran, not a bind of its attempt).
 	Short      bool
 	ShortSince time.Time
+	Lost       bool
 	// Disrupted: DisruptionTarget is True, since DisruptedAt.
 	Disrupted   bool
 	DisruptedAt time.Time
@@ -201,6 +206,10 @@ type Life struct {
 	// ran: it was Running once since its object was created (PodGroupInitiallyScheduled
 	// True, which is terminal).
 	ran bool
+	// lost: PartiallyBound because it lost a member while it ran (Short's reason
+	// MemberLost), not because binds of its attempt failed: a gang placed again after a
+	// disruption ran before, yet its failed binds are a failed attempt.
+	lost bool
 	// last is the last transition taken (for the invariants' check that nothing else moves a
 	// life).
 	last *Transition
@@ -286,8 +295,8 @@ var Lifecycle = table(
 		"`Short` True, since now (other binds still in flight); `PodGroupInitiallyScheduled` False `PartiallyBound`", 2),
 	row(of(Allowed), BindFailed, "none of it bound or binding: a failed attempt, it backs off", always, Pending,
 		"`PodGroupInitiallyScheduled` False: the binds failed", 2),
-	row(of(PartiallyBound), BindFailed, "it never ran, none of it bound or binding: a failed attempt, it backs off",
-		func(l *Life, f Facts) bool { return !l.ran && emptied(l, f) }, Pending, "`PodGroupInitiallyScheduled` False: the binds failed; `Short` False", 2),
+	row(of(PartiallyBound), BindFailed, "short by its attempt's binds (not a lost member), none of it bound or binding: a failed attempt, it backs off",
+		func(l *Life, f Facts) bool { return !l.lost && emptied(l, f) }, Pending, "`PodGroupInitiallyScheduled` False: the binds failed; `Short` False", 2),
 
 	row(of(PartiallyBound), Whole, "its minimum is bound again", func(l *Life, f Facts) bool { return l.whole(f) }, Running,
 		"`Short` False; `PodGroupInitiallyScheduled` True", 2),
@@ -420,11 +429,17 @@ func (l *Life) enter(t *Transition, f Facts) {
 		// written, and is terminal.
 		l.ran = l.ran || f.Minimum <= l.min
 	case PartiallyBound:
+		switch {
+		case t.Event == MemberLost:
+			l.lost = true
+		case from == Allowed:
+			l.lost = false // its attempt's binds
+		}
 		if t.Event == ShortTimeout {
 			l.decided = now // it keeps running short: decided
 		}
 		if t.Event == Restored {
-			l.since, l.decided = f.Object.ShortSince, f.Object.ShortSince
+			l.since, l.decided, l.lost = f.Object.ShortSince, f.Object.ShortSince, f.Object.Lost
 			if !from.placed() {
 				l.min = f.FullMinimum
 			}

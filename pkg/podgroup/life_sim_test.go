@@ -43,15 +43,16 @@ import (
 //   - a leader restarted from the objects and pods reaches the same state, and a short gang
 //     the same deadline, as the one that ran.
 //
-// LIFE_SEEDS raises the count of sequences (make soak); LIFE_SEED reruns one.
+// LIFE_SEEDS raises the count of sequences (make soak); LIFE_SEED reruns one, or, with
+// LIFE_SEEDS, starts there.
 func TestLifeInvariants(t *testing.T) {
 	seeds := 300
-	if s, err := strconv.Atoi(os.Getenv("LIFE_SEEDS")); err == nil {
-		seeds = s
-	}
 	first := int64(1)
 	if s, err := strconv.ParseInt(os.Getenv("LIFE_SEED"), 10, 64); err == nil {
 		first, seeds = s, 1
+	}
+	if s, err := strconv.Atoi(os.Getenv("LIFE_SEEDS")); err == nil {
+		seeds = s
 	}
 	failed := 0
 	taken := map[string]int{}

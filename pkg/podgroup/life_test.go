@@ -20,7 +20,8 @@ func TestLifeFire(t *testing.T) {
 	t0 := epoch
 	t1 := epoch.Add(time.Minute)
 	running := Life{state: Running, since: t0, decided: t0, min: 3, ran: true}
-	short := Life{state: PartiallyBound, since: t0, decided: t0, min: 3, ran: true}
+	short := Life{state: PartiallyBound, since: t0, decided: t0, min: 3, ran: true, lost: true}
+	replacedShort := Life{state: PartiallyBound, since: t0, decided: t0, min: 3, ran: true}
 	allowed := Life{state: Allowed, since: t0, decided: t0, min: 3}
 	tests := []struct {
 		name  string
@@ -49,6 +50,7 @@ func TestLifeFire(t *testing.T) {
 		{name: "a basic group is never short", life: running, event: MemberLost, facts: Facts{Now: t1, Minimum: 3, Bound: 0, Synced: true}, want: Running},
 		{name: "a raised minimum does not make it short", life: running, event: MemberLost, facts: Facts{Now: t1, Minimum: 5, Bound: 3, Gang: true, Synced: true}, want: Running},
 		{name: "a replacement's refused bind", life: short, event: BindFailed, facts: Facts{Now: t1, Minimum: 3}, want: PartiallyBound},
+		{name: "placed again after a disruption, its binds all refused", life: replacedShort, event: BindFailed, facts: Facts{Now: t1, Minimum: 3}, want: Pending, moved: true, since: t1},
 		{name: "whole again", life: short, event: Whole, facts: Facts{Now: t1, Minimum: 3, Bound: 3}, want: Running, moved: true, since: t1},
 		{name: "short, not due", life: short, event: ShortTimeout, facts: Facts{Now: t0.Add(4 * time.Minute), Unit: true, Timeout: 5 * time.Minute}, want: PartiallyBound, since: t0},
 		{name: "short and due", life: short, event: ShortTimeout, facts: Facts{Now: t0.Add(5 * time.Minute), Unit: true, Timeout: 5 * time.Minute}, want: Released, moved: true, since: t0.Add(5 * time.Minute)},
@@ -82,6 +84,36 @@ func TestLifeFire(t *testing.T) {
 			}
 			if tr != nil && (tr.From != tc.life.state || tr.Event != tc.event || tr.To != l.State()) {
 				t.Errorf("took %s --%s--> %s, not an edge from %s", tr.From, tr.Event, tr.To, tc.life.state)
+			}
+		})
+	}
+}
+
+// Why a gang is short is read back from its Short's reason: a gang short by a lost member
+// keeps running short when its replacement's bind is refused; one short by its attempt's
+// binds (placed again after a disruption, though it ran before) whose binds all failed is a
+// failed attempt, a gang again.
+func TestRestoredShortKeepsWhyItIsShort(t *testing.T) {
+	t0 := epoch
+	t1 := epoch.Add(time.Minute)
+	for _, tc := range []struct {
+		name string
+		lost bool
+		want State
+	}{
+		{"MemberLost", true, PartiallyBound},
+		{"PartiallyBound", false, Pending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := Life{state: Pending}
+			l.fire(Restored, Facts{Now: t1, Minimum: 3, FullMinimum: 3,
+				Object: Written{Ran: true, Running: true, Short: true, ShortSince: t0, Lost: tc.lost}})
+			if l.State() != PartiallyBound {
+				t.Fatalf("restored as %s, want PartiallyBound", l.State())
+			}
+			l.fire(BindFailed, Facts{Now: t1, Minimum: 3})
+			if l.State() != tc.want {
+				t.Errorf("short by %s, none of it bound or binding: %s, want %s", tc.name, l.State(), tc.want)
 			}
 		})
 	}

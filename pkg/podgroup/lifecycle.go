@@ -108,6 +108,9 @@ func (m *Model) enteredLocked(eff *effects, k Key, g *Group, from State, t *Tran
 		// Placed as a gang: what its failed attempts said is over.
 		m.permits.scheduledLocked(k)
 	}
+	if t.To == Running && from != Running {
+		m.permits.runsAgainLocked(k)
+	}
 	if from == PartiallyBound && t.To != PartiallyBound && hasRoot {
 		m.permits.armPartialLocked(root) // its release is no longer due
 	}
@@ -241,7 +244,7 @@ func writtenOf(g *Group) Written {
 	switch c := meta.FindStatusCondition(conds, v1alpha1.Short); {
 	case c != nil:
 		if c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen {
-			w.Short, w.ShortSince = true, c.LastTransitionTime.Time
+			w.Short, w.ShortSince, w.Lost = true, c.LastTransitionTime.Time, c.Reason == v1alpha1.ReasonMemberLost
 		}
 	default:
 		// Written by a lockstep before Short: a partial bind on PodGroupInitiallyScheduled.

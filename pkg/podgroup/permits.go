@@ -369,15 +369,25 @@ func (p *Permits) markScheduledLocked(eff *effects, logger klog.Logger, root Key
 }
 
 // scheduledLocked clears what a group's condition said of its failed attempts: its
-// requirement is met. A root scheduled waits no more: the observer hears of it.
+// requirement is met. What disrupted it stays until it runs again (runsAgainLocked): its
+// binds may still fail. A root scheduled waits no more: the observer hears of it.
 func (p *Permits) scheduledLocked(k Key) {
 	o := p.attempts.Outcome(k)
-	*o = Outcome{FailedBind: o.FailedBind, BindingThen: o.BindingThen}
+	*o = Outcome{FailedBind: o.FailedBind, BindingThen: o.BindingThen,
+		Preempted: o.Preempted, DisruptedBy: o.DisruptedBy, PreemptedSince: o.PreemptedSince}
 	if root, ok := p.m.index.RootOf(k); ok && root == k {
 		if r := p.attempts.Round(root); r != nil {
 			r.waitingSince = time.Time{}
 		}
 		p.scheduled = append(p.scheduled, root)
+	}
+}
+
+// runsAgainLocked ends what DisruptionTarget said of group k: it runs whole again. (Placed
+// again and short, it may yet fail as an attempt: its disruption is kept until then.)
+func (p *Permits) runsAgainLocked(k Key) {
+	if o := p.attempts.outcomes[k]; o != nil {
+		o.Preempted, o.DisruptedBy, o.PreemptedSince = "", "", time.Time{}
 	}
 }
 

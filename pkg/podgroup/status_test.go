@@ -454,6 +454,74 @@ func TestGroupPreemptedBeforeItsFirstWriteIsInitiallyScheduled(t *testing.T) {
 	}
 }
 
+// A gang preempted, placed again, and whose binds all failed before the status writer wrote
+// any of it (a writer far behind) is still a disrupted gang: its object says DisruptionTarget
+// True beside the terminal PodGroupInitiallyScheduled True written late, so that neither this
+// leader reading its write back nor a new leader takes it as placed whole (and then, with
+// none of it bound, as short, to be released).
+func TestGangWhoseBindsFailedAfterItsPreemptionStaysDisrupted(t *testing.T) {
+	m, clk, _ := testModel(t)
+	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj()
+	w, client, indexer := newStatusWriterOf(t, obj)
+	w.now = clk.Now
+	key := PodGroupKey("ns", "a")
+	m.OnGroup(nil, obj)
+	first := []*v1.Pod{lt.Member("ns", "a", 0).Node("n1").Obj(), lt.Member("ns", "a", 1).Node("n1").Obj()}
+	for _, p := range first {
+		m.OnPod(nil, p)
+	}
+	clk.Step(time.Minute)
+	why := "evicting its 2 running pods: preempted by gang PodGroup ns/train (priority 1000), which takes rack r1"
+	m.Permits().NotePreempted(key, why)
+	preemptedAt := clk.Now().Truncate(time.Second)
+	for _, p := range first {
+		m.OnPodDelete(p)
+	}
+	clk.Step(time.Minute)
+	again := []*v1.Pod{lt.Member("ns", "a", 2).Obj(), lt.Member("ns", "a", 3).Obj()}
+	for _, p := range again {
+		m.OnPod(nil, p)
+	}
+	for _, p := range again {
+		reservePermit(m, p)
+	}
+	if s := m.index.Get(key).Life().State(); s != Allowed {
+		t.Fatalf("placed again the gang is %s, want Allowed", s)
+	}
+	clk.Step(time.Second)
+	for _, p := range again {
+		m.Permits().Unreserve(bg, assumed(p, "n1")) // refused: its binds all failed
+	}
+	if s := m.index.Get(key).Life().State(); s != Pending {
+		t.Fatalf("its binds all failed, the gang is %s, want Pending", s)
+	}
+	clk.Step(time.Minute)
+	if err := w.sync(context.Background(), m.Gate(), key); err != nil {
+		t.Fatal(err)
+	}
+	o, err := client.Tracker().Get(v1alpha1.Resource("podgroups").WithVersion("v1alpha1"), "ns", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := o.(*v1alpha1.PodGroup)
+	if c := meta.FindStatusCondition(written.Status.Conditions, v1alpha1.DisruptionTarget); c == nil || c.Status != metav1.ConditionTrue ||
+		!c.LastTransitionTime.Time.Equal(preemptedAt) {
+		t.Errorf("DisruptionTarget is %+v, want True since its preemption (%s): it has not run again", c, preemptedAt)
+	}
+	// Its write read back by this leader, and by a new one.
+	if err := indexer.Update(written); err != nil {
+		t.Fatal(err)
+	}
+	m.OnGroup(obj, indexerGet(t, indexer))
+	m2, _, _ := testModel(t)
+	m2.OnGroup(nil, written)
+	for name, model := range map[string]*Model{"this leader": m, "a new leader": m2} {
+		if g := model.index.Get(key); g.Scheduled() || g.Life().State().runs() {
+			t.Errorf("%s reads it back as %s (scheduled %v), want a gang waiting to be placed", name, g.Life().State(), g.Scheduled())
+		}
+	}
+}
+
 // A restarted scheduler restores a group as scheduled from its condition, but not one whose
 // DisruptionTarget is True: it was preempted and its pods must be placed together again.
 func TestRestoredPreemptedGroupIsAGang(t *testing.T) {
