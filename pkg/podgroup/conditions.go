@@ -114,17 +114,21 @@ func (m *Model) initialLocked(k Key, g *Group) (Condition, bool) {
 		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg, Since: l.since}, true
 	case l.state == Allowed:
 		return Condition{}, false // True once the binds are done: a failed bind is reported instead
-	case l.state == PartiallyBound:
+	case l.state == PartiallyBound && !l.ran:
 		// Written only while it never ran whole (True is terminal); Short says it in any case.
 		p := m.shortMessageLocked(k, g)
 		return Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPartiallyBound, Message: p, Note: p, Since: l.since}, true
 	case l.ran:
-		// Placed whole, then released or preempted (perhaps before its True was written): the
-		// condition is terminal, so it says what happened first; DisruptionTarget says what it
-		// waits for now.
+		// Placed whole, then short, released or preempted (perhaps before its True was
+		// written): the condition is terminal, so it says what happened first; Short or
+		// DisruptionTarget says what it waits for now.
+		out := m.permits.attempts.OutcomeOf(k)
 		what := "preempted"
-		if l.state == Released || m.permits.attempts.OutcomeOf(k).DisruptedBy == ReasonGangReleased {
+		switch {
+		case l.state == Released || out.DisruptedBy == ReasonGangReleased:
 			what = "released"
+		case l.state == PartiallyBound && out.Preempted == "":
+			what = "short" // its Short says of what
 		}
 		msg := fmt.Sprintf("pods placed together (minCount %d), then %s", g.Minimum(), what)
 		if k.Kind == KindCompositePodGroup {

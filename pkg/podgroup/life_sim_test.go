@@ -44,7 +44,7 @@ import (
 //     the same deadline, as the one that ran.
 //
 // LIFE_SEEDS raises the count of sequences (make soak); LIFE_SEED reruns one, or, with
-// LIFE_SEEDS, starts there.
+// LIFE_SEEDS, starts there; LIFE_STEPS lengthens each (200 steps).
 func TestLifeInvariants(t *testing.T) {
 	seeds := 300
 	first := int64(1)
@@ -59,7 +59,7 @@ func TestLifeInvariants(t *testing.T) {
 	for seed := first; seed < first+int64(seeds); seed++ {
 		w := newLifeWorld(t, seed)
 		w.taken = taken
-		w.run(200)
+		w.run(lifeSteps())
 		if len(w.fails) == 0 {
 			continue
 		}
@@ -130,6 +130,17 @@ type lifeGang struct {
 	// shortSince is when the world's count of its bound pods last fell below its minimum
 	// after it started, zero while it is whole or has not started.
 	shortSince time.Time
+	// ranWhole: its minimum was bound at once since it was created, last preempted or
+	// released (or its object told a new leader it runs): the replacements of its lost
+	// members may be placed one by one.
+	ranWhole bool
+	// allowStep is the last step in which members were allowed, allowedThen how many, and
+	// heldThen how many of its pods were bound or binding before, or deleted bound or
+	// binding and not yet seen so by the leader (all or nothing).
+	allowStep, allowedThen, heldThen int
+	// goneUnseen counts its bound or binding pods deleted whose deletion the leader has not
+	// seen yet.
+	goneUnseen int
 }
 
 type lifeWorld struct {
@@ -147,6 +158,8 @@ type lifeWorld struct {
 
 	gangs []*lifeGang
 	pods  map[types.UID]*lifePod
+	// steps counts the steps taken.
+	steps int
 	// podLag and groupLag are informer events not delivered yet; groupLag may hold an event
 	// twice (a re-delivery after newer ones).
 	podLag, groupLag []func()
@@ -243,6 +256,7 @@ func (w *lifeWorld) Allow(p *v1.Pod) {
 	if lp == nil || lp.state != lifeWaiting || lp.rejected {
 		return
 	}
+	w.noteAllowed(lp)
 	lp.state = lifeBinding
 	lp.gang.allowed = true
 	w.logf("allowed %s", p.Name)
@@ -294,6 +308,7 @@ func (w *lifeWorld) Evict(_ logr.Logger, pods []*v1.Pod, _, why string) {
 		// later, short: a leader may release them too.)
 		g.allowed, g.shortSince = false, time.Time{}
 	}
+	g.ranWhole = false
 	for _, p := range pods {
 		if cur := w.pods[p.UID]; cur != nil {
 			w.deletePod(cur)
@@ -313,14 +328,29 @@ func (w *lifeWorld) createPod(g *lifeGang) {
 
 func (w *lifeWorld) deletePod(lp *lifePod) {
 	delete(w.pods, lp.obj.UID)
-	obj := lp.obj
-	w.podLag = append(w.podLag, func() { w.m.OnPodDelete(obj) })
+	obj, g := lp.obj, lp.gang
+	held := lp.state == lifeBound || lp.state == lifeBinding
+	if held {
+		g.goneUnseen++
+	}
+	m := w.m
+	w.podLag = append(w.podLag, func() {
+		w.m.OnPodDelete(obj)
+		if held && w.m == m {
+			g.goneUnseen--
+		}
+	})
 	if lp.state == lifeWaiting && !lp.rejected {
 		// The scheduler rejects a waiting pod that is deleted; Unreserve follows.
 		lp.rejected = true
 		w.unreserves = append(w.unreserves, lp)
 	}
 	w.count(lp.gang)
+}
+
+// binding reports whether a member of a gang is binding, as the world has them.
+func (w *lifeWorld) binding(g *lifeGang) bool {
+	return w.pick(func(lp *lifePod) bool { return lp.gang == g && lp.state == lifeBinding }) != nil
 }
 
 // bound counts a gang's bound pods, as the world has them.
@@ -347,6 +377,9 @@ func (w *lifeWorld) count(g *lifeGang) {
 				seen++
 			}
 		}
+	}
+	if bound >= g.min {
+		g.ranWhole = true
 	}
 	switch {
 	case seen >= g.min:
@@ -398,6 +431,7 @@ func (w *lifeWorld) scheduleOne() {
 	switch {
 	case lp.state == lifeBinding || lp.rejected:
 	case d.Allow:
+		w.noteAllowed(lp)
 		lp.state = lifeBinding
 		lp.gang.allowed = true
 		w.logf("permit allowed %s", lp.obj.Name)
@@ -491,7 +525,7 @@ func (w *lifeWorld) preempt() {
 	w.logf("preempt %s", g.name)
 	w.deliverAll() // the preemptor decides on what the model knows
 	w.m.Permits().NotePreempted(w.key(g), fmt.Sprintf("evicting its %d running pods: preempted by gang PodGroup ns/big (priority 1000)", len(victims)))
-	g.preempted = true
+	g.preempted, g.ranWhole = true, false
 	g.allowed, g.shortSince = false, time.Time{}
 	for _, lp := range victims {
 		w.deletePod(lp)
@@ -562,6 +596,9 @@ func (w *lifeWorld) advance(d time.Duration) {
 func (w *lifeWorld) restart() {
 	w.logf("restart")
 	w.podLag, w.groupLag, w.unreserves = nil, nil, nil
+	for _, g := range w.gangs {
+		g.goneUnseen = 0 // the new leader lists the pods that exist
+	}
 	w.clk.timers = nil
 	var pods []*v1.Pod
 	for _, lp := range w.sortedPods() {
@@ -585,6 +622,13 @@ func (w *lifeWorld) restart() {
 		if meta.IsStatusConditionTrue(conds, v1alpha1.PodGroupInitiallyScheduled) && !meta.IsStatusConditionTrue(conds, v1alpha1.DisruptionTarget) &&
 			w.bound(g) < g.min && g.shortSince.IsZero() {
 			g.allowed, g.shortSince = true, w.clk.Now()
+		}
+		// The new leader takes a gang its object says runs, or lost a member while it ran, for
+		// a gang that ran whole.
+		lost := meta.FindStatusCondition(conds, v1alpha1.Short)
+		if (meta.IsStatusConditionTrue(conds, v1alpha1.PodGroupInitiallyScheduled) || (lost != nil && lost.Status == metav1.ConditionTrue && lost.Reason == v1alpha1.ReasonMemberLost)) &&
+			!meta.IsStatusConditionTrue(conds, v1alpha1.DisruptionTarget) {
+			g.ranWhole = true
 		}
 	}
 	w.start(pods)
@@ -624,6 +668,9 @@ func (w *lifeWorld) checkpoint() {
 		s := *shadow.index.Get(k).Life()
 		switch {
 		case l.State() == Allowed:
+		case l.State() == PartiallyBound && w.bound(g) == 0 && w.binding(g) && s.State() == Pending:
+			// Short by its attempt's binds, none bound, some in flight: a new leader does not
+			// know of binds in flight (it finds those that land bound, half bound).
 		case l.State() == PartiallyBound && (s.State() != PartiallyBound || !s.Since().Equal(l.Since())):
 			w.violation("gang %s is short since %s; a leader restarted now finds it %s since %s", g.name, l.Since().Sub(epoch), s.State(), s.Since().Sub(epoch))
 		case (l.State() == Running) != (s.State() == Running):
@@ -764,6 +811,33 @@ func (w *lifeWorld) step() {
 		w.checkpoint()
 	}
 	w.checkTransitions()
+	w.checkAllOrNothing()
+	w.steps++
+}
+
+// noteAllowed counts a member allowed to bind in this step (before its state changes).
+func (w *lifeWorld) noteAllowed(lp *lifePod) {
+	g := lp.gang
+	if g.allowStep != w.steps {
+		g.allowStep, g.allowedThen, g.heldThen = w.steps, 0, g.goneUnseen
+		for _, o := range w.pods {
+			if o.gang == g && (o.state == lifeBound || o.state == lifeBinding) {
+				g.heldThen++
+			}
+		}
+	}
+	g.allowedThen++
+}
+
+// checkAllOrNothing: members allowed in this step while none of their gang was bound or
+// binding are its minimum at least, unless it ran whole (its lost members' replacements).
+func (w *lifeWorld) checkAllOrNothing() {
+	for _, g := range w.gangs {
+		if g.allowStep == w.steps && g.allowedThen > 0 && g.heldThen == 0 && g.allowedThen < g.min && !g.ranWhole {
+			w.violation("gang %s: %d of its pods allowed to bind with none of it bound or binding (minimum %d): not all or nothing",
+				g.name, g.allowedThen, g.min)
+		}
+	}
 }
 
 func (w *lifeWorld) run(steps int) {
@@ -818,4 +892,12 @@ func (s *transitionSink) Info(_ int, msg string, kv ...any) {
 	s.w.mu.Lock()
 	s.w.seen = append(s.w.seen, tr)
 	s.w.mu.Unlock()
+}
+
+// lifeSteps is the length of a sequence: LIFE_STEPS, or 200.
+func lifeSteps() int {
+	if s, err := strconv.Atoi(os.Getenv("LIFE_STEPS")); err == nil {
+		return s
+	}
+	return 200
 }

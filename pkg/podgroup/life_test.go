@@ -50,6 +50,9 @@ func TestLifeFire(t *testing.T) {
 		{name: "a basic group is never short", life: running, event: MemberLost, facts: Facts{Now: t1, Minimum: 3, Bound: 0, Synced: true}, want: Running},
 		{name: "a raised minimum does not make it short", life: running, event: MemberLost, facts: Facts{Now: t1, Minimum: 5, Bound: 3, Gang: true, Synced: true}, want: Running},
 		{name: "a replacement's refused bind", life: short, event: BindFailed, facts: Facts{Now: t1, Minimum: 3}, want: PartiallyBound},
+		{name: "short by its binds, its bound pods gone", life: replacedShort, event: Emptied, facts: Facts{Now: t1, Minimum: 3, Synced: true}, want: Pending, moved: true, since: t1},
+		{name: "short by its binds, before the model has seen every pod", life: replacedShort, event: Emptied, facts: Facts{Now: t1, Minimum: 3}, want: PartiallyBound},
+		{name: "short by a lost member, none left: its replacements", life: short, event: Emptied, facts: Facts{Now: t1, Minimum: 3, Synced: true}, want: PartiallyBound},
 		{name: "placed again after a disruption, its binds all refused", life: replacedShort, event: BindFailed, facts: Facts{Now: t1, Minimum: 3}, want: Pending, moved: true, since: t1},
 		{name: "whole again", life: short, event: Whole, facts: Facts{Now: t1, Minimum: 3, Bound: 3}, want: Running, moved: true, since: t1},
 		{name: "short, not due", life: short, event: ShortTimeout, facts: Facts{Now: t0.Add(4 * time.Minute), Unit: true, Timeout: 5 * time.Minute}, want: PartiallyBound, since: t0},
@@ -207,6 +210,36 @@ func TestGangWhoseBindsAllFailedIsRetriedWhole(t *testing.T) {
 	clk.Step(time.Minute)
 	if d := reservePermit(m, pods[0]); d.Allow {
 		t.Fatal("a member of a gang whose binds all failed was allowed alone")
+	}
+}
+
+// A gang partially bound by its attempt whose bound pods are gone (deleted, their node lost)
+// before it ran whole has nothing running: it is a gang again, its pods placed whole, never
+// one by one. (A gang that ran whole and lost its members gets its replacements one by one.)
+func TestPartiallyBoundGangWhoseBoundPodsAreGoneIsAGangAgain(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	m, _, _ := testModel(t)
+	m.Lead()
+	pods := allowedGang(m, "a", 3)
+	m.OnPod(pods[0], assumed(pods[0], "n1"))
+	m.Permits().Unreserve(bg, assumed(pods[1], "n1")) // refused
+	m.Permits().Unreserve(bg, assumed(pods[2], "n1")) // refused
+	if s := m.index.Get(k).Life().State(); s != PartiallyBound {
+		t.Fatalf("with one of three bound the gang is %s, want PartiallyBound", s)
+	}
+	m.OnPodDelete(assumed(pods[0], "n1"))
+	m.OnPod(nil, lt.Member("ns", "a", 3).Obj()) // its controller's replacement
+	if g := m.index.Get(k); g.Scheduled() || g.Life().State() != Pending {
+		t.Fatalf("with its bound pod gone the gang is %s (scheduled %v), want Pending, a gang", g.Life().State(), g.Scheduled())
+	}
+	if c, _ := m.Gate().Condition(k); c.Reason != v1alpha1.ReasonUnschedulable || !strings.Contains(c.Message, "the pods it bound are gone") {
+		t.Errorf("condition %+v, want Unschedulable, saying its bound pods are gone", c)
+	}
+	if c, _ := m.Gate().Short(k); c.Status != metav1.ConditionFalse {
+		t.Errorf("Short %+v, want False: nothing of it runs", c)
+	}
+	if d := reservePermit(m, pods[1]); d.Allow {
+		t.Fatal("a member of a gang with nothing running was allowed alone")
 	}
 }
 

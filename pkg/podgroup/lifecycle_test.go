@@ -495,10 +495,13 @@ func TestPartialBindSurvivesARestart(t *testing.T) {
 	clk.Step(2 * time.Minute) // the old leader dies; the new one starts
 	nm, _, nrec := testModel(t)
 	nm.clock = clk
+	nm.synced = func() bool { return false } // it reads its groups, then its pods
 	nm.OnGroup(nil, written)
 	nm.OnPod(nil, assumed(pods[0], "n1"))
 	nm.OnPod(nil, assumed(pods[1], "n1"))
 	nm.OnPod(nil, pods[2])
+	nm.synced = func() bool { return true }
+	nm.Synced()
 	g := nm.index.Get(k)
 	if !g.Scheduled() || g.Life().State() != PartiallyBound || !g.Life().Since().Equal(since) {
 		t.Fatalf("restored scheduled=%v %s since %v, want scheduled, PartiallyBound since %v", g.Scheduled(), g.Life().State(), g.Life().Since(), since)
@@ -532,9 +535,12 @@ func TestPartialBindDeadlineIsTheOldLeaders(t *testing.T) {
 	nm, _, nrec := testModel(t)
 	nm.clock = clk
 	nm.Lead()
+	nm.synced = func() bool { return false } // it reads its groups, then its pods
 	nm.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name("a").Gang(3).Conditions(conds...).Obj())
 	nm.OnPod(nil, assumed(pods[0], "n1"))
 	nm.OnPod(nil, assumed(pods[1], "n1"))
+	nm.synced = func() bool { return true }
+	nm.Synced()
 	clk.Step(59 * time.Second)
 	if ev := nrec.takeEvicted(); len(ev) != 0 {
 		t.Fatalf("evicted %v before the old leader's deadline", ev)

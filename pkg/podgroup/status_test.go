@@ -177,11 +177,11 @@ func TestStatusWriterWritesOncePerTransition(t *testing.T) {
 	if err := indexer.Update(updated); err != nil {
 		t.Fatal(err)
 	}
-	// A member lost, the gang is short: PodGroupInitiallyScheduled says PartiallyBound, which
-	// is not written over the True (Short says it).
+	// A member lost, the gang is short: PodGroupInitiallyScheduled stays True (it ran; Short
+	// says it is short).
 	m.OnPodDelete(assumed(pods[0], "n1"))
-	if c, _ := m.Gate().Condition(key); c.Status != metav1.ConditionFalse {
-		t.Fatalf("short, the group's condition is %+v, want False", c)
+	if c, _ := m.Gate().Condition(key); c.Status != metav1.ConditionTrue {
+		t.Fatalf("short, the group's condition is %+v, want True", c)
 	}
 	sync()
 	if got := writes(); got != 3 {
@@ -451,6 +451,28 @@ func TestGroupPreemptedBeforeItsFirstWriteIsInitiallyScheduled(t *testing.T) {
 	m.OnGroup(nil, again)
 	if c, _ := m.Gate().Condition(key); c.Status == metav1.ConditionTrue {
 		t.Errorf("a group created again reads %+v, want it not scheduled", c)
+	}
+}
+
+// A gang that ran whole and lost a member before the status writer's first pass is written
+// PodGroupInitiallyScheduled True all the same (it ran; the condition is terminal), not
+// PartiallyBound: a new leader reading False would take its replacements for a gang's.
+func TestGangShortBeforeItsFirstWriteIsInitiallyScheduled(t *testing.T) {
+	m, _, _ := testModel(t)
+	m.Lead()
+	pods := runningGang(m, "a", 2)
+	key := PodGroupKey("ns", "a")
+	if s := m.index.Get(key).Life().State(); s != Running {
+		t.Fatalf("the gang is %s, want Running", s)
+	}
+	m.OnPodDelete(assumed(pods[0], "n1"))
+	obj := written(t, m, lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Obj())
+	if c := meta.FindStatusCondition(obj.Status.Conditions, v1alpha1.PodGroupInitiallyScheduled); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Message != "pods placed together (minCount 2), then short" {
+		t.Errorf("PodGroupInitiallyScheduled is %+v, want True: it ran whole, then went short", c)
+	}
+	if c := meta.FindStatusCondition(obj.Status.Conditions, v1alpha1.Short); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonMemberLost {
+		t.Errorf("Short is %+v, want True, MemberLost", c)
 	}
 }
 
