@@ -67,7 +67,10 @@ func (g *Gate) Conditions(k Key) (Desired, bool) {
 		if !ok {
 			return nil
 		}
-		c.UID, c.Generation = grp.UID(), grp.Generation()
+		c.UID = grp.UID()
+		if c.Generation == 0 {
+			c.Generation = grp.Generation()
+		}
 		return &c
 	}
 	d.Initial = stamp(m.initialLocked(k, grp))
@@ -111,7 +114,7 @@ func (m *Model) initialLocked(k Key, g *Group) (Condition, bool) {
 		} else {
 			msg = fmt.Sprintf("%d child groups placed together (minGroupCount %d)", m.index.readiness(m.members.BoundOrRan, false).readyChildren(k), l.runMin(g.Minimum()))
 		}
-		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg, Since: l.since}, true
+		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg, Since: l.since, Generation: l.placedGen}, true
 	case l.state == Allowed:
 		return Condition{}, false // True once the binds are done: a failed bind is reported instead
 	case l.state == PartiallyBound && !l.ran:
@@ -134,7 +137,7 @@ func (m *Model) initialLocked(k Key, g *Group) (Condition, bool) {
 		if k.Kind == KindCompositePodGroup {
 			msg = fmt.Sprintf("child groups placed together (minGroupCount %d), then %s", g.Minimum(), what)
 		}
-		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg}, true
+		return Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonScheduled, Message: msg, Note: msg, Generation: l.placedGen}, true
 	}
 	return m.waitingLocked(k, g)
 }

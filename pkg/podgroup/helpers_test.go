@@ -189,7 +189,16 @@ func allowedGang(m *Model, name string, n int) []*v1.Pod {
 
 // runningGang is allowedGang with the pods bound.
 func runningGang(m *Model, name string, n int) []*v1.Pod {
-	pods := allowedGang(m, name, n)
+	m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(int32(n)).Obj())
+	return placedWhole(m, addPods(m, name, n))
+}
+
+// placedWhole reserves and allows pods on n1, then binds them, as the scheduler does for a
+// gang that fits.
+func placedWhole(m *Model, pods []*v1.Pod) []*v1.Pod {
+	for _, p := range pods {
+		reservePermit(m, p)
+	}
 	for _, p := range pods {
 		m.OnPod(p, assumed(p, "n1"))
 	}

@@ -145,6 +145,8 @@ type Facts struct {
 	// its minimum once placed (a PodGroup whose leaders bind first asks for its leaders
 	// alone until then).
 	Minimum, FullMinimum int
+	// Generation is its spec's generation (what a condition written now observed).
+	Generation int64
 	// Bound counts what meets its minimum among what runs: a PodGroup's live bound members
 	// and those that ran; a CompositePodGroup's children ready by them.
 	Bound int
@@ -206,6 +208,10 @@ type Life struct {
 	// ran: it was Running once since its object was created (PodGroupInitiallyScheduled
 	// True, which is terminal).
 	ran bool
+	// placedGen is the generation of the spec it was last placed whole under: its True's
+	// observedGeneration, however late it is written (a minimum raised since is not met by
+	// what runs, and a new leader must not read it so).
+	placedGen int64
 	// lost: PartiallyBound because it lost a member while it ran (Short's reason
 	// MemberLost), not because binds of its attempt failed: a gang placed again after a
 	// disruption ran before, yet its failed binds are a failed attempt.
@@ -430,7 +436,9 @@ func (l *Life) enter(t *Transition, f Facts) {
 		}
 		// Placed with all of its minimum (not only the leaders that bind first): its True is
 		// written, and is terminal.
-		l.ran = l.ran || f.Minimum <= l.min
+		if f.Minimum <= l.min {
+			l.ran, l.placedGen = true, f.Generation
+		}
 	case PartiallyBound:
 		switch {
 		case t.Event == MemberLost:

@@ -190,6 +190,7 @@ func (m *Model) factsLocked(k Key, g *Group, ev Event, snap *snapshot) Facts {
 	}
 	f.Minimum = g.Minimum()
 	f.FullMinimum = f.Minimum + g.Followers()
+	f.Generation = g.Generation()
 	switch ev {
 	case TreeAllowed:
 		return f

@@ -215,13 +215,7 @@ func TestScheduledGroupSchedulesReplacementsAlone(t *testing.T) {
 	m, _, _ := testModel(t)
 	g := lt.MakePodGroup().Namespace("ns").Name("a").Gang(4).Obj()
 	m.OnGroup(nil, g)
-	pods := addPods(m, "a", 4)
-	for _, p := range pods {
-		reservePermit(m, p)
-	}
-	for _, p := range pods {
-		m.OnPod(p, assumed(p, "n1"))
-	}
+	pods := placedWhole(m, addPods(m, "a", 4))
 	// Three completed (gone from the informer), one failed and was replaced.
 	for _, p := range pods {
 		m.OnPodDelete(assumed(p, "n1"))

@@ -476,6 +476,38 @@ func TestGangShortBeforeItsFirstWriteIsInitiallyScheduled(t *testing.T) {
 	}
 }
 
+// A gang placed whole whose minimum is raised before the status writer's first pass is
+// written PodGroupInitiallyScheduled True observing the generation it was placed under, as a
+// True written in time would be: a new leader reading True at the raised generation would take
+// the raised minimum as placed, and the gang as short of it (MemberLost), its missing members
+// placed one by one.
+func TestTrueWrittenLateObservesTheGenerationItWasPlacedUnder(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	m, clk, _ := testModel(t)
+	m.Lead()
+	obj := lt.MakePodGroup().Namespace("ns").Name("a").Gang(2).Generation(1).Obj()
+	m.OnGroup(nil, obj)
+	pods := placedWhole(m, addPods(m, "a", 2))
+	if s := m.index.Get(k).Life().State(); s != Running {
+		t.Fatalf("the gang is %s, want Running", s)
+	}
+	raised := obj.DeepCopy()
+	raised.Generation = 2
+	raised.Spec.SchedulingPolicy.Gang.MinCount = 3
+	m.OnGroup(obj, raised)
+	out := written(t, m, raised)
+	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.PodGroupInitiallyScheduled); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != 1 {
+		t.Fatalf("PodGroupInitiallyScheduled is %+v, want True observing generation 1, the one it was placed under", c)
+	}
+	nm, _ := restartedModel(t, clk, []*v1alpha1.PodGroup{out}, assumed(pods[0], "n1"), assumed(pods[1], "n1"), lt.Member("ns", "a", 2).Obj())
+	if s := nm.index.Get(k).Life().State(); s.runs() {
+		t.Errorf("a new leader finds the gang %s, want it not placed under its raised minimum (as with a True written in time)", s)
+	}
+	if c, ok := nm.Gate().Short(k); ok && c.Status == metav1.ConditionTrue {
+		t.Errorf("a new leader says Short %+v: its minimum was raised, nothing of it was lost", c)
+	}
+}
+
 // A gang preempted, placed again, and whose binds all failed before the status writer wrote
 // any of it (a writer far behind) is still a disrupted gang: its object says DisruptionTarget
 // True beside the terminal PodGroupInitiallyScheduled True written late, so that neither this
