@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -238,6 +239,15 @@ func (g *Gate) check(logger klog.Logger, pod *v1.Pod, mode checkMode, nodes int)
 			return Verdict{Code: Syncing, Group: k, Message: "lockstep is starting: waiting until it has seen every group and pod (if this lasts, are lockstep's CRDs installed?)"}, SortKey{}
 		}
 		return Verdict{Code: Unseen, Group: k, Message: fmt.Sprintf("waiting for lockstep to observe pod %s", pod.Name)}, SortKey{}
+	}
+	if !maps.Equal(mem.Pod.Labels, pod.Labels) {
+		// Its labels changed (they may move it to another group) and the model has not seen
+		// it yet: a verdict for its old group could hold it for good. It waits for the model,
+		// which activates it when it files the change.
+		if mode != modePeek {
+			m.held[pod.UID] = pod
+		}
+		return Verdict{Code: Unseen, Group: mem.Group, Message: fmt.Sprintf("waiting for lockstep to observe pod %s", pod.Name)}, SortKey{}
 	}
 	k := mem.Group
 	grp := m.index.Get(k)

@@ -30,6 +30,10 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		if prev != nil {
 			m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s left PodGroup %s", pod.Name, prev.Group.Name))
 		}
+		if held, ok := m.held[pod.UID]; ok && m.synced() {
+			delete(m.held, pod.UID) // no longer lockstep's: PreEnqueue lets it go
+			eff.activate = append(eff.activate, held)
+		}
 		return
 	}
 	if prev != nil && prev.Group != k {
