@@ -129,8 +129,7 @@ func (m *Model) enteredLocked(eff *effects, k Key, g *Group, from State, t *Tran
 		}
 		if from == PartiallyBound && t.Event == Emptied {
 			// It never ran whole, and nothing of it runs now: a gang again.
-			p := m.permits.attempts.Outcome(k)
-			p.Failure = "the pods it bound are gone (deleted, or their node lost) before it ran whole: it is placed whole again"
+			m.permits.attempts.Outcome(k).Failure = "the pods it bound are gone (deleted, or their node lost) before it ran whole: it is placed whole again"
 		}
 	case Gone:
 		return

@@ -30,10 +30,7 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		if prev != nil {
 			m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s left PodGroup %s", pod.Name, prev.Group.Name))
 		}
-		if held, ok := m.held[pod.UID]; ok && m.synced() {
-			delete(m.held, pod.UID) // no longer lockstep's: PreEnqueue lets it go
-			eff.activate = append(eff.activate, held)
-		}
+		m.releaseHeldLocked(eff, pod.UID) // no longer lockstep's: PreEnqueue lets it go
 		return
 	}
 	if prev != nil && prev.Group != k {
@@ -43,10 +40,7 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 	wasBound := prev != nil && prev.Bound()
 	wasGated := prev != nil && holdsTree(prev.Pod, prev.Group)
 	m.members.Put(pod, k)
-	if held, ok := m.held[pod.UID]; ok && m.synced() {
-		delete(m.held, pod.UID)
-		eff.activate = append(eff.activate, held)
-	}
+	m.releaseHeldLocked(eff, pod.UID)
 	switch {
 	case prev == nil:
 		// A new member may complete its tree (activations in settle), and is news for a tree
@@ -141,4 +135,13 @@ func (m *Model) removeMemberLocked(eff *effects, uid types.UID, why string) {
 	root, hasRoot := m.index.RootOf(mem.Group)
 	m.permits.memberGoneLocked(eff, uid, root, hasRoot, why)
 	eff.touch(m.index.TopOf(mem.Group))
+}
+
+// releaseHeldLocked activates a pod PreEnqueue held until the model had seen it (or its
+// change), now that it has.
+func (m *Model) releaseHeldLocked(eff *effects, uid types.UID) {
+	if held, ok := m.held[uid]; ok && m.synced() {
+		delete(m.held, uid)
+		eff.activate = append(eff.activate, held)
+	}
 }
