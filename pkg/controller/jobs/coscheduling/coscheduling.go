@@ -100,7 +100,19 @@ func (a *Adapter) Watch(f jobframework.Informers, enqueue func(string)) ([]cache
 	if err != nil {
 		return nil, err
 	}
-	return append(synced, reg.HasSynced), nil
+	// A Job seen decides whose its labelled pods are (takenAhead): its pods' PodGroup is
+	// looked at again, named by the Job's pod template.
+	jobReg, err := f.Kube.Batch().V1().Jobs().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if job, ok := obj.(*batchv1.Job); ok && job.Spec.Template.Labels[Label] != "" {
+				enqueue(job.Namespace + "/" + job.Spec.Template.Labels[Label])
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(synced, reg.HasSynced, jobReg.HasSynced), nil
 }
 
 // HasSynced implements jobframework.Synced: the group model files labelled pods once the
@@ -211,7 +223,7 @@ func (a *Adapter) Groups(obj jobframework.Object, existing []*v1alpha1.PodGroup,
 }
 
 // membersFor returns the pods labelled for pg that lockstep files under it: of a lockstep
-// profile, neither they nor their Job claimed by an adapter ahead.
+// profile, neither they nor their Job claimed by an adapter ahead, nor their Job unseen.
 func (a *Adapter) membersFor(pg *podGroup, schedulerNames sets.Set[string]) []*v1.Pod {
 	var out []*v1.Pod
 	for _, pod := range a.labelled(pg) {
@@ -242,7 +254,10 @@ func (a *Adapter) labelled(pg *podGroup) []*v1.Pod {
 }
 
 // takenAhead reports whether an adapter ahead claims the pod (a RayCluster's, KubeRay's
-// scheduler-plugins integration on) or its Job (a JobSet's).
+// scheduler-plugins integration on) or its Job (a JobSet's), or may claim it: its Job is
+// not seen yet (the pods informer ahead of the Jobs'). Until the Job is seen the pod is
+// no member: a mirror made for a JobSet's pods (Kubeflow Trainer labels them all) would
+// never go. The Job's arrival brings the PodGroup back (Watch).
 func (a *Adapter) takenAhead(pod *v1.Pod, schedulerNames sets.Set[string]) bool {
 	for _, ahead := range a.ahead {
 		if pa, ok := ahead.(jobframework.PodAdapter); ok {
@@ -256,8 +271,11 @@ func (a *Adapter) takenAhead(pod *v1.Pod, schedulerNames sets.Set[string]) bool 
 		return false
 	}
 	job, err := a.jobs.Jobs(pod.Namespace).Get(owner.Name)
-	if err != nil || job.UID != owner.UID {
-		return false
+	if err != nil {
+		return len(a.ahead) > 0 // not seen yet: an adapter ahead may claim it
+	}
+	if job.UID != owner.UID {
+		return false // its Job is gone, another of its name made
 	}
 	for _, ahead := range a.ahead {
 		if _, ok := ahead.GroupOfJob(job, schedulerNames); ok {

@@ -129,13 +129,14 @@ func (f *fixture) get(t *testing.T, name string) *unstructured.Unstructured {
 
 // jobSetChild returns child Job <jobSet>-workers-0 of JobSet jobSet, as the JobSet controller
 // makes it (controlled by the JobSet, labelled with its ReplicatedJob, index and restart
-// attempt), whose pods use lockstep, and a pod of it labelled for PodGroup group.
+// attempt), whose pods use lockstep and are labelled for PodGroup group (Kubeflow Trainer's
+// coscheduling policy labels the template), and a pod of it.
 func jobSetChild(jobSet, group string) (*batchv1.Job, *v1.Pod) {
 	job := lt.MakeJob().Namespace(ns).Name(jobSet+"-workers-0").Indexed(2).
 		Label(jobset.LabelJobSetName, jobSet).Label(jobset.LabelReplicatedJob, "workers").
 		Label(jobset.LabelJobIndex, "0").Label(jobset.LabelRestartAttempt, "0").
-		Owner(jobset.GVK.GroupVersion().String(), jobset.GVK.Kind, jobSet, "uid-"+jobSet)
-	return job.Obj(), job.Pod(0).Label(Label, group).Phase(v1.PodPending).Obj()
+		Owner(jobset.GVK.GroupVersion().String(), jobset.GVK.Kind, jobSet, "uid-"+jobSet).TemplateLabel(Label, group)
+	return job.Obj(), job.Pod(0).Phase(v1.PodPending).Obj()
 }
 
 // TestLabelledAndGroupOfPod proves that a pod whose label names a scheduler-plugins PodGroup
@@ -248,6 +249,8 @@ func TestGroups(t *testing.T) {
 		{name: "a lockstep pod labelled for another PodGroup", pg: full(newPodGroup("g", 3)), pods: []*v1.Pod{member("h", 0).Obj()}},
 		{name: "the pod's Job is a JobSet's (the adapter ahead claims it)", pg: full(newPodGroup("g", 3)),
 			pods: []*v1.Pod{childPod}, jobs: []*batchv1.Job{child}},
+		{name: "the pod's Job is not seen yet (the adapter ahead may claim it)", pg: full(newPodGroup("g", 3)),
+			pods: []*v1.Pod{childPod}},
 		{name: "flat gang", pg: full(newPodGroup("g", 3)), pods: members("g", "pending", "pending"),
 			want: gang(3, "", nil, false)},
 		{name: "flat gang of the pods beside a JobSet's", pg: full(newPodGroup("g", 3)),
@@ -309,7 +312,7 @@ func TestGroups(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, true, []*podGroup{tc.pg}, tc.pods, tc.jobs, jobset.New())
+			f := newFixture(t, true, []*podGroup{tc.pg}, tc.pods, append(tc.jobs, memberJob("g")), jobset.New())
 			got, problems := f.a.Groups(f.get(t, tc.pg.Name), nil, ours)
 			if diff := cmp.Diff(tc.want, got, quantity); diff != "" {
 				t.Errorf("Groups (-want +got):\n%s", diff)
@@ -322,13 +325,15 @@ func TestGroups(t *testing.T) {
 }
 
 // TestGroupsWithoutAdaptersAhead proves that without the JobSet adapter ahead, the pods of
-// a JobSet's Job are the PodGroup's like any other: what keeps them out is the adapter
-// ahead, not the Job.
+// a JobSet's Job are the PodGroup's like any other, their Job seen or not: what keeps them
+// out is the adapter ahead, not the Job.
 func TestGroupsWithoutAdaptersAhead(t *testing.T) {
 	child, childPod := jobSetChild("js", "g")
-	f := newFixture(t, true, []*podGroup{newPodGroup("g", 1)}, []*v1.Pod{childPod}, []*batchv1.Job{child})
-	if got, _ := f.a.Groups(f.get(t, "g"), nil, ours); got == nil || got.PodGroups[0].Min != 1 {
-		t.Errorf("Groups = %+v, want a gang of 1", got)
+	for name, jobs := range map[string][]*batchv1.Job{"Job seen": {child}, "Job not seen": nil} {
+		f := newFixture(t, true, []*podGroup{newPodGroup("g", 1)}, []*v1.Pod{childPod}, jobs)
+		if got, _ := f.a.Groups(f.get(t, "g"), nil, ours); got == nil || got.PodGroups[0].Min != 1 {
+			t.Errorf("%s: Groups = %+v, want a gang of 1", name, got)
+		}
 	}
 }
 
@@ -575,6 +580,7 @@ func TestWatch(t *testing.T) {
 	}
 	defer func() {
 		cancel()
+		f.Kube.Shutdown()
 		f.Pods.Shutdown()
 		f.Dynamic.Shutdown()
 	}()
@@ -589,6 +595,7 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Watch: %v", err)
 	}
+	f.Kube.Start(ctx.Done())
 	f.Pods.Start(ctx.Done())
 	f.Dynamic.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
@@ -616,6 +623,23 @@ func TestWatch(t *testing.T) {
 	}
 	if got, _ := a.Groups(func() jobframework.Object { o, _ := a.Get(ns, "g"); return o }(), nil, ours); got != nil {
 		t.Errorf("Groups of a PodGroup whose pod is gone = %+v, want nil", got)
+	}
+	// A Job whose pods are labelled brings their PodGroup (its pods wait for it, takenAhead);
+	// one whose pods are not brings nothing.
+	labelled, _ := jobSetChild("js", "idle")
+	plain := lt.MakeJob().Namespace(ns).Name("plain").Obj()
+	for _, job := range []*batchv1.Job{labelled, plain} {
+		if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return snapshot()["ns/idle"] == 2, nil
+	}); err != nil {
+		t.Errorf("a Job of pods labelled for idle created: enqueued %v, want ns/idle once more", snapshot())
+	}
+	if diff := cmp.Diff(map[string]int{"ns/g": 3, "ns/idle": 2, "ns/new": 1}, snapshot()); diff != "" {
+		t.Errorf("enqueued after the Jobs, by key (-want +got):\n%s", diff)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -61,7 +62,7 @@ func TestGroupsKueueTopology(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pg := tc.pg()
-			f := newFixture(t, true, []*podGroup{pg}, tc.pods, nil, jobset.New())
+			f := newFixture(t, true, []*podGroup{pg}, tc.pods, []*batchv1.Job{memberJob("g")}, jobset.New())
 			got, problems := f.a.Groups(f.get(t, pg.Name), nil, ours)
 			if got == nil || len(got.PodGroups) != 1 {
 				t.Fatalf("Groups = %+v, want one PodGroup", got)

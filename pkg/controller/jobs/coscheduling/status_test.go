@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -22,6 +23,11 @@ func member(group string, i int) *st.PodWrapper {
 	p := lt.GroupPod(ns, fmt.Sprintf("%s-%d", group, i), "").Label(Label, group).Phase(v1.PodPending).
 		CreationTimestamp(metav1.NewTime(lt.Epoch.Add(time.Duration(i) * time.Second)))
 	return lt.ControlledBy(p, "batch/v1", "Job", group+"-job", "uid-"+group+"-job")
+}
+
+// memberJob returns the Job of group's members (member).
+func memberJob(group string) *batchv1.Job {
+	return lt.MakeJob().Namespace(ns).Name(group+"-job").UID("uid-"+group+"-job").TemplateLabel(Label, group).Obj()
 }
 
 // members returns member i of PodGroup group in states[i]: "pending" (not bound), "bound"
