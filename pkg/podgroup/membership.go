@@ -30,17 +30,18 @@ func (m *Model) filePodLocked(eff *effects, pod *v1.Pod) {
 		if prev != nil {
 			m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s left PodGroup %s", pod.Name, prev.Group.Name))
 		}
-		m.releaseHeldLocked(eff, pod.UID) // no longer lockstep's: PreEnqueue lets it go
+		m.releaseHeldLocked(eff, pod, prev != nil) // no longer lockstep's: PreEnqueue lets it go
 		return
 	}
-	if prev != nil && prev.Group != k {
+	moved := prev != nil && prev.Group != k
+	if moved {
 		m.removeMemberLocked(eff, pod.UID, fmt.Sprintf("pod %s moved to PodGroup %s", pod.Name, k.Name))
 		prev = nil
 	}
 	wasBound := prev != nil && prev.Bound()
 	wasGated := prev != nil && holdsTree(prev.Pod, prev.Group)
 	m.members.Put(pod, k)
-	m.releaseHeldLocked(eff, pod.UID)
+	m.releaseHeldLocked(eff, pod, moved)
 	switch {
 	case prev == nil:
 		// A new member may complete its tree (activations in settle), and is news for a tree
@@ -138,10 +139,16 @@ func (m *Model) removeMemberLocked(eff *effects, uid types.UID, why string) {
 }
 
 // releaseHeldLocked activates a pod PreEnqueue held until the model had seen it (or its
-// change), now that it has.
-func (m *Model) releaseHeldLocked(eff *effects, uid types.UID) {
-	if held, ok := m.held[uid]; ok && m.synced() {
-		delete(m.held, uid)
+// change), now that it has; and a pending pod that left its group (left): its old gang's
+// verdict may hold it in the queue (its scout first), and no news of that gang is its.
+func (m *Model) releaseHeldLocked(eff *effects, pod *v1.Pod, left bool) {
+	held, ok := m.held[pod.UID]
+	if ok && m.synced() {
+		delete(m.held, pod.UID)
 		eff.activate = append(eff.activate, held)
+		return
+	}
+	if left && pod.Spec.NodeName == "" {
+		eff.activate = append(eff.activate, pod)
 	}
 }

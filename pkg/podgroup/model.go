@@ -476,21 +476,23 @@ func (m *Model) apply(e *effects) {
 }
 
 // activate hands pods to the queue in the order it sorts them (queueOrderLocked): the first
-// first. Never called with m.mu held.
+// first, each once. Never called with m.mu held.
 func (m *Model) activate(logger klog.Logger, pods []*v1.Pod) {
 	if len(pods) == 0 || m.sched == nil {
 		return
 	}
 	if len(pods) > 1 {
 		m.mu.Lock()
-		m.queueOrderLocked(pods)
+		pods = m.queueOrderLocked(pods)
 		m.mu.Unlock()
 	}
 	m.sched.Activate(logger, pods)
 }
 
 // queueOrderLocked sorts pods by the key the queue will sort them by once Admit lets them in
-// (a pod in no group by its priority and creation), keeping the order of pods with one key.
+// (a pod in no group by its priority and creation), keeping the order of pods with one key,
+// and drops a pod named twice (one update may activate a pod for two reasons: it left its
+// group and its wait ended).
 //
 // The queue moves the pods of one activation to its active queue one by one, under a lock its
 // scheduling loop does not take to pop (the active queue has its own): pods handed over in no
@@ -499,12 +501,17 @@ func (m *Model) activate(logger klog.Logger, pods []*v1.Pod) {
 // oldest's was pushed, and took the node that was the oldest's (test/integration/gang's
 // TestReactionUnderLoad). Handed over in order (Scheduler.Activate), the queue never holds a
 // later pod without the earlier ones.
-func (m *Model) queueOrderLocked(pods []*v1.Pod) {
+func (m *Model) queueOrderLocked(pods []*v1.Pod) []*v1.Pod {
 	keys := make(map[types.UID]SortKey, len(pods))
+	unique := pods[:0]
 	for _, p := range pods {
-		keys[p.UID] = m.queueKeyLocked(p)
+		if _, dup := keys[p.UID]; !dup {
+			keys[p.UID] = m.queueKeyLocked(p)
+			unique = append(unique, p)
+		}
 	}
-	slices.SortStableFunc(pods, func(a, b *v1.Pod) int { return keys[a.UID].compare(keys[b.UID]) })
+	slices.SortStableFunc(unique, func(a, b *v1.Pod) int { return keys[a.UID].compare(keys[b.UID]) })
+	return unique
 }
 
 // queueKeyLocked is the key Admit would give pod now: its tree's for a member (Gate.Admit),
