@@ -665,6 +665,10 @@ func (w *lifeWorld) checkpoint() {
 		obj := w.object(g)
 		w.agrees(g, l, obj.Status.Conditions)
 		w.written(g, obj.Status.Conditions)
+		if (l.State() == Released || l.State() == Disrupted) && w.bound(g) == 0 && !w.binding(g) {
+			// Every event delivered: nothing of it left to evict, it is a gang again (Emptied).
+			w.violation("gang %s is %s with none of it bound or binding", g.name, l.State())
+		}
 		s := *shadow.index.Get(k).Life()
 		switch {
 		case l.State() == Allowed:

@@ -608,3 +608,23 @@ func TestRunningGangWholeAgainInTime(t *testing.T) {
 		t.Errorf("evicted %v from a gang whole again", ev)
 	}
 }
+
+// A running gang that lost every member it had bound is released at its short timeout with
+// nothing to evict, and at once a gang again (Released --Emptied--> Pending, then Held: its
+// pods are gone): no pod event follows a release that evicts nothing, so the release settles
+// its tree itself.
+func TestShortGangReleasedWithNothingToEvictIsAGangAgain(t *testing.T) {
+	k := PodGroupKey("ns", "a")
+	m, clk, rec := testModel(t)
+	m.Lead()
+	pods := runningGang(m, "a", 2)
+	m.OnPodDelete(assumed(pods[1], "n1"))
+	m.OnPodDelete(assumed(pods[0], "n1"))
+	clk.Step(DefaultPartialBindTimeout + time.Second)
+	if ev := rec.takeEvicted(); len(ev) != 0 {
+		t.Errorf("evicted %v, want nothing: none of it is bound", ev)
+	}
+	if got := m.index.Get(k).Life().State(); got != Held {
+		t.Errorf("state %s after its release, want Held (a gang again, waiting for its pods)", got)
+	}
+}

@@ -54,6 +54,9 @@ func (p *Permits) bindFailedLocked(eff *effects, pod *v1.Pod, k, root Key) {
 		path = []Key{k}
 	}
 	why := fmt.Sprintf("binding pod %s failed after the gang was allowed", pod.Name)
+	// Its binds in flight are fewer: a fact the observed events read (a disrupted gang none
+	// of whose pods is left is Emptied now).
+	eff.touch(m.index.TopOf(k))
 	failed := false
 	for _, pk := range path {
 		m.status.Enqueue(pk) // its binds in flight are fewer: its condition may say so
@@ -232,6 +235,10 @@ func (p *Permits) releaseUnitLocked(eff *effects, top, by Key, why string) {
 	if len(pods) > 0 {
 		eff.evict = append(eff.evict, eviction{group: m.index.Get(top).Object(), pods: pods,
 			why: fmt.Sprintf("gang %s %s", top.Name, msg), reason: ReasonGangReleased})
+	} else {
+		// No eviction will bring a pod event to settle it: emptied already, it is a gang
+		// again now (Released --Emptied--> Pending).
+		eff.touch(m.index.TopOf(top))
 	}
 	metrics.released.Inc()
 	eff.logger.V(2).Info("Short gang released whole", "unit", top, "evicted", klog.KObjSlice(pods), "why", why)
