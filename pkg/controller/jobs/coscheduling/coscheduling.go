@@ -104,8 +104,10 @@ func (a *Adapter) Watch(f jobframework.Informers, enqueue func(string)) ([]cache
 	// looked at again, named by the Job's pod template.
 	jobReg, err := f.Kube.Batch().V1().Jobs().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if job, ok := obj.(*batchv1.Job); ok && job.Spec.Template.Labels[Label] != "" {
-				enqueue(job.Namespace + "/" + job.Spec.Template.Labels[Label])
+			if job, ok := obj.(*batchv1.Job); ok {
+				if key, ok := labelledKey(job.Namespace, job.Spec.Template.Labels); ok {
+					enqueue(key)
+				}
 			}
 		},
 	})
@@ -152,11 +154,17 @@ func (a *Adapter) Get(namespace, name string) (jobframework.Object, error) {
 
 // Labelled implements jobframework.PodAdapter.
 func (a *Adapter) Labelled(pod *v1.Pod) (string, bool) {
-	name := pod.Labels[Label]
+	return labelledKey(pod.Namespace, pod.Labels)
+}
+
+// labelledKey is the key of the PodGroup that labels (a pod's, or a Job's pod template's)
+// name, in namespace.
+func labelledKey(namespace string, labels map[string]string) (string, bool) {
+	name := labels[Label]
 	if name == "" {
 		return "", false
 	}
-	return pod.Namespace + "/" + name, true
+	return namespace + "/" + name, true
 }
 
 // GroupOfPod implements jobframework.PodAdapter: a labelled pod belongs to the PodGroup of
