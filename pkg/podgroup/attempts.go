@@ -21,11 +21,8 @@ type Attempts struct {
 	// inFlight counts, per PodGroup, members allowed to bind whose bind was not seen yet.
 	inFlight map[Key]int
 	rounds   map[Key]*Round
-	// held are the rounds that may be held back after a failed attempt (Round.stalled, or
-	// members that failed): a superset, pruned as heldRounds reads it, so that news looks at
-	// the trees it may retry, not at every tree with a round (a round lives as long as its
-	// root group, and a pod leaving is news).
-	held map[Key]*Round
+	// held are the rounds that may be held back after a failed attempt (held.go).
+	held heldRounds
 	// outcomes remembers, per group, how its last attempt ended, for its condition.
 	outcomes map[Key]*Outcome
 	// waitingRoots counts roots with members waiting at Permit (a metric).
@@ -178,7 +175,7 @@ func NewAttempts() *Attempts {
 		byGroup:  map[Key]int{},
 		inFlight: map[Key]int{},
 		rounds:   map[Key]*Round{},
-		held:     map[Key]*Round{},
+		held:     newHeldRounds(),
 		outcomes: map[Key]*Outcome{},
 	}
 }
@@ -209,30 +206,28 @@ func (r *Round) heldBack() bool { return r.stalled || len(r.failed) > 0 }
 // stall holds a round back until news, or its backoff's end, retries it.
 func (as *Attempts) stall(r *Round) {
 	r.stalled = true
-	as.held[r.root] = r
+	as.held.put(r)
 }
 
 // failMember records that a member of group k failed in the round.
 func (as *Attempts) failMember(r *Round, uid types.UID, k Key) {
 	r.failed[uid] = k
-	as.held[r.root] = r
+	as.held.put(r)
 }
 
-// heldRounds returns the roots of the rounds held back after a failed attempt, those keep
-// accepts (nil: all), and forgets the ones no longer held.
-func (as *Attempts) heldRounds(keep func(*Round) bool) []Key {
-	var roots []Key
-	for root, r := range as.held {
-		if !r.heldBack() { // a round leaves held with its root (ForgetGroup)
-			delete(as.held, root)
-			continue
-		}
-		if keep == nil || keep(r) {
-			roots = append(roots, root)
-		}
-	}
-	return roots
+// setNeed records the least a pending member of the round's tree needs, known or not
+// (Round.need), where news about room looks for it.
+func (as *Attempts) setNeed(r *Round, need capacity.Resources, known bool) {
+	r.need, r.needKnown = need, known
+	as.held.repositioned(r)
 }
+
+// heldRounds returns the roots of the rounds held back after a failed attempt.
+func (as *Attempts) heldRounds() []Key { return as.held.rounds() }
+
+// heldFitting returns the roots of the rounds held back after a failed attempt that room free
+// on a node can help (their need is not known, or fits in it).
+func (as *Attempts) heldFitting(free capacity.Resources) []Key { return as.held.fitting(free) }
 
 // Add records a reservation. The first reservation of a tree starts a new attempt: failures
 // of the previous one are forgotten. It returns true when an attempt starts.
@@ -402,7 +397,7 @@ func (as *Attempts) ForgetGroup(k Key) {
 			metrics.waitingGangs.Set(float64(as.waitingRoots))
 		}
 		delete(as.rounds, k)
-		delete(as.held, k)
+		as.held.remove(k)
 	}
 }
 

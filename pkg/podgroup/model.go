@@ -846,7 +846,7 @@ func (m *Model) Sizes() map[string]int {
 	out := map[string]int{
 		"groups": len(m.index.entries), "exclusive": m.index.exclusive.Len(),
 		"members": len(ms.byUID), "memberGroups": len(ms.byGroup), "bound": len(ms.bound), "ran": len(ms.ran), "succeeded": len(ms.succeeded), "kueueGated": len(ms.kueueGated),
-		"attempts": len(as.byPod), "attemptGroups": len(as.byGroup), "inFlight": len(as.inFlight), "rounds": len(as.rounds), "heldRounds": len(as.held), "outcomes": len(as.outcomes),
+		"attempts": len(as.byPod), "attemptGroups": len(as.byGroup), "inFlight": len(as.inFlight), "rounds": len(as.rounds), "heldRounds": len(as.held.all), "outcomes": len(as.outcomes),
 		"knownReady": len(m.knownReady), "held": len(m.held), "noticed": len(m.noticed), "groupWarnings": len(m.groupWarnings), "gone": len(m.permits.gone), "foreign": len(m.foreign.groupOf),
 	}
 	for k, v := range m.book.Sizes() {

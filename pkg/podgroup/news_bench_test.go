@@ -28,31 +28,8 @@ func BenchmarkNewsToWaitingGangs(b *testing.B) {
 			var stepped time.Time
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				sched := &firstActivation{recorder: &recorder{rejected: map[string]string{}}}
-				m := New(Options{Scheduler: sched, Clock: newSimClock(epoch), Logger: klog.Background()})
+				m, sched := waitingGangs(gangs, c.inFloor)
 				clk := m.clock.(*simClock)
-				m.AddProfile(Profile{Name: testScheduler})
-				m.OnNodeAdd(lt.MakeNode("full", "4").Obj())
-				m.OnPod(nil, lt.MakePod().Namespace("other").Name("x").UID("x").Req(lt.CPU("4")).Node("full").Obj())
-				var late []*v1.Pod
-				for g := 0; g < gangs; g++ {
-					name := fmt.Sprintf("g%05d", g)
-					m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(8).Obj())
-					pods := make([]*v1.Pod, 8)
-					for j := range pods {
-						pods[j] = lt.Member("ns", name, j).Req(lt.CPU("1")).Obj()
-						m.OnPod(nil, pods[j])
-					}
-					if g >= gangs-c.inFloor {
-						late = append(late, pods[0])
-						continue
-					}
-					tryAndFail(m, pods[0])
-				}
-				clk.Step(2 * time.Second) // past the retry floor, within the backoff
-				for _, p := range late {
-					tryAndFail(m, p) // within the floor at the news
-				}
 				b.StartTimer()
 				start := time.Now()
 				m.OnNodeAdd(lt.MakeNode(fmt.Sprintf("new%d", i), "8").Obj())
@@ -75,6 +52,62 @@ func tryAndFail(m *Model, pod *v1.Pod) {
 	m.Gate().Admit(bg, pod)
 	m.Gate().Check(bg, pod, 1)
 	failScout(m, pod)
+}
+
+// waitingGangs returns a model of a full node and gangs of 8 that failed for want of room,
+// the last inFloor of them within their retry floor.
+func waitingGangs(gangs, inFloor int) (*Model, *firstActivation) {
+	sched := &firstActivation{recorder: &recorder{rejected: map[string]string{}}}
+	m := New(Options{Scheduler: sched, Clock: newSimClock(epoch), Logger: klog.Background()})
+	clk := m.clock.(*simClock)
+	m.AddProfile(Profile{Name: testScheduler})
+	m.OnNodeAdd(lt.MakeNode("full", "4").Obj())
+	m.OnPod(nil, lt.MakePod().Namespace("other").Name("x").UID("x").Req(lt.CPU("4")).Node("full").Obj())
+	var late []*v1.Pod
+	for g := 0; g < gangs; g++ {
+		name := fmt.Sprintf("g%05d", g)
+		m.OnGroup(nil, lt.MakePodGroup().Namespace("ns").Name(name).Gang(8).Obj())
+		pods := make([]*v1.Pod, 8)
+		for j := range pods {
+			pods[j] = lt.Member("ns", name, j).Req(lt.CPU("1")).Obj()
+			m.OnPod(nil, pods[j])
+		}
+		if g >= gangs-inFloor {
+			late = append(late, pods[0])
+			continue
+		}
+		tryAndFail(m, pods[0])
+	}
+	clk.Step(2 * time.Second) // past the retry floor, within the backoff
+	for _, p := range late {
+		tryAndFail(m, p) // within the floor at the news
+	}
+	return m, sched
+}
+
+// BenchmarkPodDeletedFromAFullNode times what a small pod deleted from a full node costs the
+// model with many gangs waiting for room that its room cannot help: the churn of a busy
+// cluster, at every deletion.
+func BenchmarkPodDeletedFromAFullNode(b *testing.B) {
+	for _, gangs := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("%dGangs", gangs), func(b *testing.B) {
+			m, sched := waitingGangs(gangs, 0)
+			sched.first = time.Time{}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				small := lt.MakePod().Namespace("other").Name(fmt.Sprintf("s%d", i)).UID(fmt.Sprintf("s%d", i)).Req(lt.CPU("10m")).Node("full").Obj()
+				m.OnPod(nil, small)
+				b.StartTimer()
+				m.OnPodDelete(small)
+			}
+			b.StopTimer()
+			m.clock.(*simClock).Step(newsDelay)
+			if !sched.first.IsZero() {
+				b.Fatal("room for a 10m pod retried a gang of 1-cpu members")
+			}
+		})
+	}
 }
 
 // firstActivation notes when the model first hands pods to the queue.

@@ -715,7 +715,7 @@ func (p *Permits) rejectLocked(eff *effects, logger klog.Logger, root Key, msg s
 		p.catchUpLocked(root, r, prompted)
 		p.closeLocked(r)
 		pending := m.pendingLocked(root)
-		r.need, r.needKnown = smallestNeed(pending), len(pending) > 0 && roomOnly(pending) && !m.index.exclusiveWithin(root)
+		p.attempts.setNeed(r, smallestNeed(pending), len(pending) > 0 && roomOnly(pending) && !m.index.exclusiveWithin(root))
 		for uid := range r.failed {
 			tried.Insert(uid)
 		}

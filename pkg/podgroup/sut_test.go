@@ -124,7 +124,7 @@ func (s *modelSUT) held() (news, all []Key) {
 			all = append(all, root)
 		}
 	}
-	return p.stalledLocked(nil), all
+	return p.attempts.heldRounds(), all
 }
 
 func (s *modelSUT) condition(kind Kind, name string) (Condition, bool) {

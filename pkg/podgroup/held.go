@@ -1,0 +1,137 @@
+package podgroup
+
+import (
+	"slices"
+
+	"github.com/lockstep-sched/lockstep/pkg/capacity"
+)
+
+// heldRounds are the rounds that may be held back after a failed attempt (Round.heldBack): a
+// superset, pruned as it is read, so that news looks at the trees it may retry, not at every
+// tree with a round (a round lives as long as its root group, and a pod leaving is news).
+//
+// Those whose least need is known (Round.needKnown) are also kept by the CPU of that need, so
+// that room freed on a node is weighed only against the rounds whose need's CPU fits in it:
+// a pod deleted from a full node is news for none of 10,000 waiting gangs, found without
+// looking at each of them (each deletion read every held round: 0.8 s of a 5-minute window at
+// one deletion a second, docs/benchmarks.md's W4).
+type heldRounds struct {
+	all map[Key]*Round
+	// at is where each round of all is kept: by the CPU of its need, or with unknown needs.
+	at map[Key]heldAt
+	// unknown are the rounds whose need is not known: any room is news for them.
+	unknown map[Key]struct{}
+	// byCPU are the others, by their need's CPU; cpus are its keys, sorted.
+	byCPU map[int64]map[Key]struct{}
+	cpus  []int64
+}
+
+// heldAt is where a held round is kept: known, by cpu; or with the unknown.
+type heldAt struct {
+	known bool
+	cpu   int64
+}
+
+func newHeldRounds() heldRounds {
+	return heldRounds{all: map[Key]*Round{}, at: map[Key]heldAt{}, unknown: map[Key]struct{}{}, byCPU: map[int64]map[Key]struct{}{}}
+}
+
+// put keeps r as held, where its need says (again after its need changed).
+func (h *heldRounds) put(r *Round) {
+	want := heldAt{known: r.needKnown}
+	if r.needKnown {
+		want.cpu = r.need.MilliCPU
+	}
+	if was, ok := h.at[r.root]; ok && was == want && h.all[r.root] == r {
+		return
+	}
+	h.remove(r.root)
+	h.all[r.root], h.at[r.root] = r, want
+	if !want.known {
+		h.unknown[r.root] = struct{}{}
+		return
+	}
+	bucket := h.byCPU[want.cpu]
+	if bucket == nil {
+		bucket = map[Key]struct{}{}
+		h.byCPU[want.cpu] = bucket
+		i, _ := slices.BinarySearch(h.cpus, want.cpu)
+		h.cpus = slices.Insert(h.cpus, i, want.cpu)
+	}
+	bucket[r.root] = struct{}{}
+}
+
+// repositioned keeps r where its need now says, if it is held.
+func (h *heldRounds) repositioned(r *Round) {
+	if h.all[r.root] == r {
+		h.put(r)
+	}
+}
+
+// remove forgets root.
+func (h *heldRounds) remove(root Key) {
+	at, ok := h.at[root]
+	if !ok {
+		return
+	}
+	delete(h.all, root)
+	delete(h.at, root)
+	if !at.known {
+		delete(h.unknown, root)
+		return
+	}
+	bucket := h.byCPU[at.cpu]
+	delete(bucket, root)
+	if len(bucket) == 0 {
+		delete(h.byCPU, at.cpu)
+		if i, found := slices.BinarySearch(h.cpus, at.cpu); found {
+			h.cpus = slices.Delete(h.cpus, i, i+1)
+		}
+	}
+}
+
+// rounds returns the roots of the rounds held back, and forgets the ones no longer held.
+func (h *heldRounds) rounds() []Key {
+	var roots []Key
+	for root, r := range h.all {
+		roots = h.take(roots, root, r, nil)
+	}
+	return roots
+}
+
+// fitting returns the roots of the rounds held back that room free can help: those whose need
+// is not known, and those whose need fits in free. It reads only the rounds whose need's CPU
+// fits, and forgets the ones it reads no longer held.
+func (h *heldRounds) fitting(free capacity.Resources) []Key {
+	fits := func(r *Round) bool { return !r.needKnown || free.Fits(r.need) }
+	var candidates []Key
+	for root := range h.unknown {
+		candidates = append(candidates, root)
+	}
+	for _, cpu := range h.cpus {
+		if cpu > free.MilliCPU {
+			break
+		}
+		for root := range h.byCPU[cpu] {
+			candidates = append(candidates, root)
+		}
+	}
+	var roots []Key
+	for _, root := range candidates {
+		roots = h.take(roots, root, h.all[root], fits)
+	}
+	return roots
+}
+
+// take appends root to roots if its round r is held back and keep (nil: any) accepts it;
+// a round no longer held back is forgotten (a round leaves held with its root, ForgetGroup).
+func (h *heldRounds) take(roots []Key, root Key, r *Round, keep func(*Round) bool) []Key {
+	if !r.heldBack() {
+		h.remove(root)
+		return roots
+	}
+	if keep == nil || keep(r) {
+		roots = append(roots, root)
+	}
+	return roots
+}
