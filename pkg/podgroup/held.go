@@ -3,6 +3,8 @@ package podgroup
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	"github.com/lockstep-sched/lockstep/pkg/capacity"
 )
 
@@ -16,73 +18,73 @@ import (
 // looking at each of them (each deletion read every held round: 0.8 s of a 5-minute window at
 // one deletion a second, docs/benchmarks.md's W4).
 type heldRounds struct {
-	all map[Key]*Round
-	// at is where each round of all is kept: by the CPU of its need, or with unknown needs.
-	at map[Key]heldAt
+	// all are the held rounds, each with where it is kept.
+	all map[Key]heldRound
 	// unknown are the rounds whose need is not known: any room is news for them.
-	unknown map[Key]struct{}
+	unknown sets.Set[Key]
 	// byCPU are the others, by their need's CPU; cpus are its keys, sorted.
-	byCPU map[int64]map[Key]struct{}
+	byCPU map[int64]sets.Set[Key]
 	cpus  []int64
 }
 
-// heldAt is where a held round is kept: known, by cpu; or with the unknown.
-type heldAt struct {
+// heldRound is a held round and where it is kept: its need known, by cpu; or with the
+// unknown. Where it is kept is what its need was when it was put, which put brings up to date.
+type heldRound struct {
+	round *Round
 	known bool
 	cpu   int64
 }
 
 func newHeldRounds() heldRounds {
-	return heldRounds{all: map[Key]*Round{}, at: map[Key]heldAt{}, unknown: map[Key]struct{}{}, byCPU: map[int64]map[Key]struct{}{}}
+	return heldRounds{all: map[Key]heldRound{}, unknown: sets.New[Key](), byCPU: map[int64]sets.Set[Key]{}}
 }
 
 // put keeps r as held, where its need says (again after its need changed).
 func (h *heldRounds) put(r *Round) {
-	want := heldAt{known: r.needKnown}
+	want := heldRound{round: r, known: r.needKnown}
 	if r.needKnown {
 		want.cpu = r.need.MilliCPU
 	}
-	if was, ok := h.at[r.root]; ok && was == want && h.all[r.root] == r {
+	if h.all[r.root] == want {
 		return
 	}
 	h.remove(r.root)
-	h.all[r.root], h.at[r.root] = r, want
+	h.all[r.root] = want
 	if !want.known {
-		h.unknown[r.root] = struct{}{}
+		h.unknown.Insert(r.root)
 		return
 	}
 	bucket := h.byCPU[want.cpu]
 	if bucket == nil {
-		bucket = map[Key]struct{}{}
+		bucket = sets.New[Key]()
 		h.byCPU[want.cpu] = bucket
 		i, _ := slices.BinarySearch(h.cpus, want.cpu)
 		h.cpus = slices.Insert(h.cpus, i, want.cpu)
 	}
-	bucket[r.root] = struct{}{}
+	bucket.Insert(r.root)
 }
 
 // repositioned keeps r where its need now says, if it is held.
 func (h *heldRounds) repositioned(r *Round) {
-	if h.all[r.root] == r {
+	if h.all[r.root].round == r {
 		h.put(r)
 	}
 }
 
 // remove forgets root.
 func (h *heldRounds) remove(root Key) {
-	at, ok := h.at[root]
+	at, ok := h.all[root]
 	if !ok {
 		return
 	}
 	delete(h.all, root)
-	delete(h.at, root)
 	if !at.known {
-		delete(h.unknown, root)
+		h.unknown.Delete(root)
 		return
 	}
 	bucket := h.byCPU[at.cpu]
-	delete(bucket, root)
-	if len(bucket) == 0 {
+	bucket.Delete(root)
+	if bucket.Len() == 0 {
 		delete(h.byCPU, at.cpu)
 		if i, found := slices.BinarySearch(h.cpus, at.cpu); found {
 			h.cpus = slices.Delete(h.cpus, i, i+1)
@@ -93,8 +95,8 @@ func (h *heldRounds) remove(root Key) {
 // rounds returns the roots of the rounds held back, and forgets the ones no longer held.
 func (h *heldRounds) rounds() []Key {
 	var roots []Key
-	for root, r := range h.all {
-		roots = h.take(roots, root, r, nil)
+	for root, held := range h.all {
+		roots = h.take(roots, root, held.round, nil)
 	}
 	return roots
 }
@@ -104,21 +106,16 @@ func (h *heldRounds) rounds() []Key {
 // fits, and forgets the ones it reads no longer held.
 func (h *heldRounds) fitting(free capacity.Resources) []Key {
 	fits := func(r *Round) bool { return !r.needKnown || free.Fits(r.need) }
-	var candidates []Key
-	for root := range h.unknown {
-		candidates = append(candidates, root)
-	}
+	candidates := h.unknown.UnsortedList()
 	for _, cpu := range h.cpus {
 		if cpu > free.MilliCPU {
 			break
 		}
-		for root := range h.byCPU[cpu] {
-			candidates = append(candidates, root)
-		}
+		candidates = append(candidates, h.byCPU[cpu].UnsortedList()...)
 	}
 	var roots []Key
-	for _, root := range candidates {
-		roots = h.take(roots, root, h.all[root], fits)
+	for _, root := range candidates { // taking may change the sets
+		roots = h.take(roots, root, h.all[root].round, fits)
 	}
 	return roots
 }
